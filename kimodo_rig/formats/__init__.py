@@ -1,0 +1,49 @@
+"""The format registry: each module declares NAME, DESCRIPTION, EXTENSIONS, read(path, fps=...) and
+write(motion, path, options); this file merges them explicitly and picks one by extension or name."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Optional
+
+from ..errors import KimodoError
+from ..model import Motion
+from . import glb, raw
+from .options import DEFAULT, WriteOptions
+
+# Order matters only for help text. A folder is always `raw`.
+_MODULES = (raw, glb)
+FORMATS = {module.NAME: module for module in _MODULES}
+
+
+def available_formats() -> Dict[str, str]:
+    """Format name -> one-line description, for the CLI's help."""
+    return {name: module.DESCRIPTION for name, module in FORMATS.items()}
+
+
+def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
+    """The format module for `path`: `forced` by name, else a folder (or a path ending in a separator,
+    or with no extension when writing) is `raw`, else by extension."""
+    if forced:
+        if forced not in FORMATS:
+            raise KimodoError("unknown format {!r} (known: {})".format(forced, ", ".join(sorted(FORMATS))))
+        return FORMATS[forced]
+    text = str(path)
+    candidate = Path(text)
+    if candidate.is_dir() or text.endswith(("/", "\\")) or (not reading and not candidate.suffix):
+        return raw
+    extension = candidate.suffix.lower()
+    for module in _MODULES:
+        if extension in module.EXTENSIONS:
+            return module
+    if reading and not candidate.exists():
+        raise KimodoError("{}: no such file or folder".format(path))
+    raise KimodoError("{}: unknown file type {!r} (known: {})".format(
+        path, extension or "(none)", ", ".join(e for m in _MODULES for e in m.EXTENSIONS) + ", or a clip folder"))
+
+
+def read_file(path, *, format: Optional[str] = None, fps: Optional[float] = None) -> Motion:
+    return format_for(path, format).read(path, fps=fps)
+
+
+def write_file(motion: Motion, path, *, format: Optional[str] = None, options: WriteOptions = DEFAULT):
+    return format_for(path, format, reading=False).write(motion, path, options)

@@ -1,0 +1,260 @@
+"""Binary glTF out (and in): one node per joint, a skin, one box per bone skinned to it, one animation.
+
+Kimodo's frame is glTF's frame, so joints go in unchanged: rest offsets as node translations, rest
+rotations (identity on Kimodo skeletons) as node rotations, no extra root node.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import skeletons
+from ..errors import KimodoError
+from ..files import write_bytes_atomic
+from ..model import Motion, Skeleton
+from ..ops.fk import rest_global_rotations, rest_positions, world_positions
+from ..rotations import cross, length, normalize, quat_normalize, quat_rotate, subtract
+from . import gltf_document as gd
+from .options import DEFAULT, WriteOptions
+
+NAME = "glb"
+DESCRIPTION = "binary glTF 2.0: skeleton, one box per bone, baked animation"
+EXTENSIONS = (".glb",)
+SELF_CHECK_TOLERANCE_M = 1e-5
+NAME_STYLES = ("mannequin", "native")
+
+
+def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
+    """The GLB bytes of `motion`. `names`: "mannequin" (Unreal names for SMPL-X) or "native"."""
+    skeleton = motion.skeleton
+    count = skeleton.joint_count
+    joint_names = skeletons.display_names(skeleton, names)
+    builder = gd.DocumentBuilder()
+    gltf = builder.gltf
+
+    nodes: List[Dict] = []
+    for joint in range(count):
+        node: Dict = {"name": joint_names[joint]}
+        offset = skeleton.rest_offsets[joint]
+        if any(offset):
+            node["translation"] = [float(c) for c in offset]
+        rotation = skeleton.rest_rotations[joint]
+        if tuple(rotation) != (0.0, 0.0, 0.0, 1.0):
+            node["rotation"] = [float(c) for c in quat_normalize(rotation)]
+        children = list(skeleton.children(joint))
+        if children:
+            node["children"] = children
+        nodes.append(node)
+    mesh_node = count
+    nodes.append({"name": (motion.name or "kimodo") + "_mesh", "mesh": 0, "skin": 0})
+    gltf["nodes"] = nodes
+    gltf["scenes"] = [{"nodes": [0, mesh_node]}]
+    gltf["scene"] = 0
+
+    positions, normals, joints, indices = _bone_boxes(skeleton)
+    attributes = {
+        "POSITION": builder.add_accessor(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
+        "NORMAL": builder.add_accessor(normals, "VEC3", target=gd.ARRAY_BUFFER),
+        "JOINTS_0": builder.add_accessor(
+            [(j, 0, 0, 0) for j in joints], "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER
+        ),
+        "WEIGHTS_0": builder.add_accessor([(1.0, 0.0, 0.0, 0.0)] * len(joints), "VEC4", target=gd.ARRAY_BUFFER),
+    }
+    index_accessor = builder.add_accessor(
+        [(i,) for i in indices], "SCALAR", gd.UNSIGNED_SHORT if len(positions) < 65535 else gd.UNSIGNED_INT,
+        target=gd.ELEMENT_ARRAY_BUFFER,
+    )
+    gltf["materials"] = [
+        {"name": "bone", "pbrMetallicRoughness": {"baseColorFactor": [0.7, 0.72, 0.75, 1.0], "metallicFactor": 0.0,
+                                                   "roughnessFactor": 0.8}}
+    ]
+    gltf["meshes"] = [
+        {"name": "bones", "primitives": [{"attributes": attributes, "indices": index_accessor, "material": 0}]}
+    ]
+    gltf["skins"] = [
+        {
+            "joints": list(range(count)),
+            "skeleton": 0,
+            "inverseBindMatrices": builder.add_accessor(_inverse_bind_matrices(skeleton), "MAT4"),
+        }
+    ]
+    gltf["animations"] = [_animation(builder, motion)]
+    return builder.to_glb()
+
+
+def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
+    frames = motion.frame_count
+    times = [(frame / motion.fps,) for frame in range(frames)]
+    time_accessor = builder.add_accessor(times, "SCALAR", with_bounds=True)
+    samplers = []
+    channels = []
+    count = motion.joint_count
+    rotations = motion.local_rotations
+    for joint in range(count):
+        values = []
+        for frame in range(frames):
+            at = (frame * count + joint) * 4
+            values.append(quat_normalize(rotations[at : at + 4]))
+        samplers.append({"input": time_accessor, "output": builder.add_accessor(values, "VEC4"), "interpolation": "LINEAR"})
+        channels.append({"sampler": len(samplers) - 1, "target": {"node": joint, "path": "rotation"}})
+    roots = [motion.root_position(frame) for frame in range(frames)]
+    samplers.append({"input": time_accessor, "output": builder.add_accessor(roots, "VEC3"), "interpolation": "LINEAR"})
+    channels.append({"sampler": len(samplers) - 1, "target": {"node": 0, "path": "translation"}})
+    return {"name": motion.name or "kimodo", "samplers": samplers, "channels": channels}
+
+
+def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
+    """Inverse of each joint's rest world transform (rotation R, translation p): [R^T | -R^T p]."""
+    matrices = []
+    for rotation, position in zip(rest_global_rotations(skeleton), rest_positions(skeleton)):
+        m = gd.trs_matrix((0.0, 0.0, 0.0), quat_normalize(rotation), (1.0, 1.0, 1.0))
+        # Transpose the 3x3 block (column-major storage), then the translation column is -R^T p.
+        rt = [m[0], m[4], m[8], 0.0, m[1], m[5], m[9], 0.0, m[2], m[6], m[10], 0.0]
+        tx = -(rt[0] * position[0] + rt[4] * position[1] + rt[8] * position[2])
+        ty = -(rt[1] * position[0] + rt[5] * position[1] + rt[9] * position[2])
+        tz = -(rt[2] * position[0] + rt[6] * position[1] + rt[10] * position[2])
+        matrices.append(tuple(rt + [tx, ty, tz, 1.0]))
+    return matrices
+
+
+def _bone_boxes(skeleton: Skeleton):
+    """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
+    where the joint has no child at a distance. Each box is skinned fully to its joint."""
+    world = rest_positions(skeleton)
+    positions: List[Tuple[float, float, float]] = []
+    normals: List[Tuple[float, float, float]] = []
+    joints: List[int] = []
+    indices: List[int] = []
+    for joint in range(skeleton.joint_count):
+        tips = [world[c] for c in skeleton.children(joint) if length(subtract(world[c], world[joint])) > 1e-3]
+        start = world[joint]
+        if tips:
+            tip = tuple(sum(t[i] for t in tips) / len(tips) for i in range(3))
+            axis = subtract(tip, start)
+            bone_length = length(axis)
+            half_width = min(max(0.12 * bone_length, 0.008), 0.04)
+            direction = normalize(axis)
+            begin, end = 0.0, bone_length
+        else:
+            direction = (0.0, 1.0, 0.0)
+            half_width = 0.012
+            begin, end = -half_width, half_width
+        helper = (1.0, 0.0, 0.0) if abs(direction[0]) < 0.9 else (0.0, 0.0, 1.0)
+        side = normalize(cross(direction, helper))
+        up = cross(side, direction)
+        _add_box(positions, normals, indices, start, direction, side, up, begin, end, half_width)
+        joints.extend([joint] * 24)
+    return positions, normals, joints, indices
+
+
+def _add_box(positions, normals, indices, origin, axis, side, up, begin, end, half_width) -> None:
+    def point(a: float, s: float, u: float) -> Tuple[float, float, float]:
+        return tuple(origin[i] + axis[i] * a + side[i] * s * half_width + up[i] * u * half_width for i in range(3))  # type: ignore[return-value]
+
+    faces = (  # (normal, four corners counter-clockwise seen from outside)
+        (tuple(-c for c in axis), [(begin, -1, -1), (begin, -1, 1), (begin, 1, 1), (begin, 1, -1)]),
+        (tuple(axis), [(end, -1, -1), (end, 1, -1), (end, 1, 1), (end, -1, 1)]),
+        (tuple(-c for c in side), [(begin, -1, -1), (end, -1, -1), (end, -1, 1), (begin, -1, 1)]),
+        (tuple(side), [(begin, 1, -1), (begin, 1, 1), (end, 1, 1), (end, 1, -1)]),
+        (tuple(-c for c in up), [(begin, -1, -1), (begin, 1, -1), (end, 1, -1), (end, -1, -1)]),
+        (tuple(up), [(begin, -1, 1), (end, -1, 1), (end, 1, 1), (begin, 1, 1)]),
+    )
+    for normal, corners in faces:
+        base = len(positions)
+        for corner in corners:
+            positions.append(point(*corner))
+            normals.append(normal)  # type: ignore[arg-type]
+        indices.extend((base, base + 1, base + 2, base, base + 2, base + 3))
+
+
+def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
+    """Rebuild every joint's world position at every frame from the GLB bytes (nodes and animation,
+    evaluated as 4x4 matrices) and return the worst distance, metres, from FK of `motion`."""
+    document = gd.parse_glb(data, source)
+    skin = document.gltf["skins"][0]
+    joint_nodes = skin["joints"]
+    times, channels = animation_keyframes_checked(document, motion)
+    expected = world_positions(motion)
+    worst = 0.0
+    for frame in range(motion.frame_count):
+        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        matrices = gd.world_matrices(document.gltf, overrides)
+        for joint, node in enumerate(joint_nodes):
+            m = matrices[node]
+            e = expected[frame][joint]
+            distance = math.sqrt((m[12] - e[0]) ** 2 + (m[13] - e[1]) ** 2 + (m[14] - e[2]) ** 2)
+            if not distance <= worst:  # NaN counts as worst
+                worst = distance if math.isfinite(distance) else math.inf
+    return worst
+
+
+def animation_keyframes_checked(document: gd.Document, motion: Motion):
+    times, channels = gd.animation_keyframes(document)
+    if len(times) != motion.frame_count:
+        return times, {node: {p: [(math.nan,) * 4] * motion.frame_count for p in paths} for node, paths in channels.items()}
+    return times, channels
+
+
+def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> float:
+    """Encode, self-check and write atomically; returns the self-check's worst disagreement in metres.
+    Above SELF_CHECK_TOLERANCE_M nothing is written."""
+    data = encode(motion, names=options.names)
+    worst = self_check(data, motion, str(path))
+    if not worst <= SELF_CHECK_TOLERANCE_M:
+        raise KimodoError(
+            "{}: self-check failed: the written file puts a joint {:.3g} m from where the motion has it".format(
+                Path(path).name, worst
+            )
+        )
+    write_bytes_atomic(path, data)
+    return worst
+
+
+def read(path, *, fps: Optional[float] = None) -> Motion:
+    """A GLB written by this tool (or any skinned GLB whose animation keys every joint on one time grid)
+    back into a Motion; built-in skeletons are recognised by joint names or mannequin names."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
+    document = gd.parse_glb(data, source)
+    gltf = document.gltf
+    if not gltf.get("skins"):
+        raise KimodoError("{}: no skin (skeleton) in this glTF".format(source))
+    skin_joints = gltf["skins"][0]["joints"]
+    node_names = [gltf["nodes"][n].get("name", "joint{}".format(i)) for i, n in enumerate(skin_joints)]
+    builtin = _builtin_for_names(node_names)
+    if builtin is None:
+        raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(source))
+    order = [node_names.index(n) for n in skeletons.display_names(builtin, "mannequin")] if set(
+        skeletons.display_names(builtin, "mannequin")) == set(node_names) else [
+        node_names.index(n) for n in builtin.joint_names]
+    if not gltf.get("animations"):
+        raise KimodoError("{}: no animation in this glTF".format(source))
+    times, channels = gd.animation_keyframes(document)
+    frames = len(times)
+    if frames == 0:
+        raise KimodoError("{}: the animation has no keyframes".format(source))
+    rate = fps or (round((frames - 1) / (times[-1] - times[0]), 3) if frames > 1 and times[-1] > times[0] else 30.0)
+    rotations = array("d")
+    roots = array("d")
+    root_node = skin_joints[order[0]]
+    for frame in range(frames):
+        for joint in range(builtin.joint_count):
+            node = skin_joints[order[joint]]
+            value = channels.get(node, {}).get("rotation")
+            rotations.extend(value[frame] if value else gltf["nodes"][node].get("rotation", (0.0, 0.0, 0.0, 1.0)))
+        translation = channels.get(root_node, {}).get("translation")
+        roots.extend(translation[frame] if translation else gltf["nodes"][root_node].get("translation", (0.0, 0.0, 0.0)))
+    return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
+
+
+def _builtin_for_names(names: Sequence[str]) -> Optional[Skeleton]:
+    for name in skeletons.BUILTIN:
+        skeleton = skeletons.load(name)
+        if set(names) in (set(skeleton.joint_names), set(skeletons.display_names(skeleton, "mannequin"))):
+            return skeleton
+    return None

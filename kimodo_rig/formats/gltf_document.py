@@ -1,0 +1,251 @@
+"""glTF 2.0 binary container: build one (JSON + one BIN buffer), parse one, read accessors, and evaluate
+a node hierarchy at a keyframe. No Kimodo knowledge here: glb.py maps the model onto it."""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import KimodoError
+
+GLB_MAGIC = 0x46546C67  # "glTF"
+CHUNK_JSON = 0x4E4F534A
+CHUNK_BIN = 0x004E4942
+
+FLOAT = 5126
+UNSIGNED_BYTE = 5121
+UNSIGNED_SHORT = 5123
+UNSIGNED_INT = 5125
+ARRAY_BUFFER = 34962
+ELEMENT_ARRAY_BUFFER = 34963
+
+_COMPONENT_FORMATS = {5120: "b", 5121: "B", 5122: "h", 5123: "H", 5125: "I", 5126: "f"}
+_TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+
+
+class DocumentBuilder:
+    """Accumulates accessors into one binary buffer, each 4-byte aligned, one bufferView each."""
+
+    def __init__(self) -> None:
+        self.gltf: Dict[str, Any] = {"asset": {"version": "2.0", "generator": "kimodo-rig"}}
+        self.binary = bytearray()
+
+    def add_accessor(
+        self,
+        values: Sequence[Sequence[float]],
+        accessor_type: str,
+        component_type: int = FLOAT,
+        target: Optional[int] = None,
+        with_bounds: bool = False,
+    ) -> int:
+        width = _TYPE_SIZES[accessor_type]
+        fmt = _COMPONENT_FORMATS[component_type]
+        flat = [c for item in values for c in item]
+        if len(flat) != width * len(values):
+            raise ValueError("accessor items must all have {} components".format(width))
+        while len(self.binary) % 4:
+            self.binary.append(0)
+        offset = len(self.binary)
+        self.binary += struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        view: Dict[str, Any] = {"buffer": 0, "byteOffset": offset, "byteLength": len(self.binary) - offset}
+        if target is not None:
+            view["target"] = target
+        views = self.gltf.setdefault("bufferViews", [])
+        views.append(view)
+        accessor: Dict[str, Any] = {
+            "bufferView": len(views) - 1,
+            "componentType": component_type,
+            "count": len(values),
+            "type": accessor_type,
+        }
+        if with_bounds:
+            # Bounds of the values as stored (float32), which is what validators compare against.
+            stored = struct.unpack("<{}{}".format(len(flat), fmt), struct.pack("<{}{}".format(len(flat), fmt), *flat))
+            accessor["min"] = [min(stored[i::width]) for i in range(width)]
+            accessor["max"] = [max(stored[i::width]) for i in range(width)]
+        accessors = self.gltf.setdefault("accessors", [])
+        accessors.append(accessor)
+        return len(accessors) - 1
+
+    def to_glb(self) -> bytes:
+        while len(self.binary) % 4:
+            self.binary.append(0)
+        self.gltf["buffers"] = [{"byteLength": len(self.binary)}]
+        text = json.dumps(self.gltf, separators=(",", ":")).encode("utf-8")
+        text += b" " * (-len(text) % 4)
+        total = 12 + 8 + len(text) + 8 + len(self.binary)
+        return b"".join(
+            (
+                struct.pack("<III", GLB_MAGIC, 2, total),
+                struct.pack("<II", len(text), CHUNK_JSON),
+                text,
+                struct.pack("<II", len(self.binary), CHUNK_BIN),
+                bytes(self.binary),
+            )
+        )
+
+
+class Document:
+    """A parsed GLB: its JSON and its binary chunk, with accessor reading."""
+
+    def __init__(self, gltf: Dict[str, Any], binary: bytes, source: str) -> None:
+        self.gltf = gltf
+        self.binary = binary
+        self.source = source
+
+    def accessor(self, index: int) -> List[Tuple[float, ...]]:
+        try:
+            accessor = self.gltf["accessors"][index]
+            width = _TYPE_SIZES[accessor["type"]]
+            fmt = _COMPONENT_FORMATS[accessor["componentType"]]
+            count = accessor["count"]
+            if "bufferView" not in accessor:
+                return [tuple(0.0 for _ in range(width))] * count
+            view = self.gltf["bufferViews"][accessor["bufferView"]]
+            if view.get("buffer", 0) != 0:
+                raise KimodoError("{}: only the GLB's own binary buffer is supported".format(self.source))
+            size = struct.calcsize("<" + fmt)
+            stride = view.get("byteStride") or size * width
+            if accessor["type"].startswith("MAT") and size < 4:
+                raise KimodoError("{}: padded matrix accessors are not supported".format(self.source))
+            start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
+            items = []
+            for i in range(count):
+                at = start + i * stride
+                items.append(struct.unpack_from("<{}{}".format(width, fmt), self.binary, at))
+        except (KeyError, IndexError, TypeError, struct.error) as error:
+            raise KimodoError("{}: broken accessor {} ({})".format(self.source, index, error)) from error
+        if accessor.get("normalized"):
+            scale = float((1 << (8 * size - (1 if fmt.islower() else 0))) - 1)
+            items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
+        return items
+
+
+def parse_glb(data: bytes, source: str) -> Document:
+    """Split a .glb into its JSON and BIN chunks; a .gltf with an embedded data: URI buffer is accepted too."""
+    if data[:4] != b"glTF":
+        try:
+            gltf = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise KimodoError("{}: not a glTF file".format(source)) from error
+        return Document(gltf, _embedded_buffer(gltf, source), source)
+    try:
+        magic, version, total = struct.unpack_from("<III", data, 0)
+        if version != 2:
+            raise KimodoError("{}: glTF version {} is not supported (2 is)".format(source, version))
+        at = 12
+        gltf = None
+        binary = b""
+        while at + 8 <= min(total, len(data)):
+            length, kind = struct.unpack_from("<II", data, at)
+            chunk = data[at + 8 : at + 8 + length]
+            if len(chunk) != length:
+                raise KimodoError("{}: truncated GLB chunk".format(source))
+            if kind == CHUNK_JSON:
+                gltf = json.loads(chunk.decode("utf-8"))
+            elif kind == CHUNK_BIN:
+                binary = chunk
+            at += 8 + length
+    except (struct.error, UnicodeDecodeError, ValueError) as error:
+        raise KimodoError("{}: broken GLB ({})".format(source, error)) from error
+    if not isinstance(gltf, dict):
+        raise KimodoError("{}: GLB has no JSON chunk".format(source))
+    return Document(gltf, binary, source)
+
+
+def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
+    import base64
+
+    buffers = gltf.get("buffers") or []
+    if not buffers:
+        return b""
+    uri = buffers[0].get("uri", "")
+    if not uri.startswith("data:") or "," not in uri:
+        raise KimodoError("{}: .gltf with an external buffer file is not supported; use .glb".format(source))
+    return base64.b64decode(uri.split(",", 1)[1])
+
+
+# --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------
+
+Matrix4 = List[float]  # column-major, as glTF stores them
+
+
+def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: Sequence[float]) -> Matrix4:
+    x, y, z, w = rotation
+    sx, sy, sz = scale
+    return [
+        (1 - 2 * (y * y + z * z)) * sx, (2 * (x * y + z * w)) * sx, (2 * (x * z - y * w)) * sx, 0.0,
+        (2 * (x * y - z * w)) * sy, (1 - 2 * (x * x + z * z)) * sy, (2 * (y * z + x * w)) * sy, 0.0,
+        (2 * (x * z + y * w)) * sz, (2 * (y * z - x * w)) * sz, (1 - 2 * (x * x + y * y)) * sz, 0.0,
+        translation[0], translation[1], translation[2], 1.0,
+    ]
+
+
+def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
+    out = [0.0] * 16
+    for column in range(4):
+        for row in range(4):
+            out[column * 4 + row] = sum(a[k * 4 + row] * b[column * 4 + k] for k in range(4))
+    return out
+
+
+def node_local_matrix(node: Dict[str, Any], override: Optional[Dict[str, Sequence[float]]] = None) -> Matrix4:
+    if "matrix" in node and not override:
+        return [float(v) for v in node["matrix"]]
+    override = override or {}
+    translation = override.get("translation", node.get("translation", (0.0, 0.0, 0.0)))
+    rotation = override.get("rotation", node.get("rotation", (0.0, 0.0, 0.0, 1.0)))
+    scale = override.get("scale", node.get("scale", (1.0, 1.0, 1.0)))
+    return trs_matrix(translation, rotation, scale)
+
+
+def node_parents(gltf: Dict[str, Any]) -> List[int]:
+    parents = [-1] * len(gltf.get("nodes", []))
+    for index, node in enumerate(gltf.get("nodes", [])):
+        for child in node.get("children", []):
+            parents[child] = index
+    return parents
+
+
+def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence[float]]]) -> List[Matrix4]:
+    """World matrix of every node, with per-node TRS overrides (e.g. one animation keyframe)."""
+    nodes = gltf.get("nodes", [])
+    parents = node_parents(gltf)
+    result: List[Optional[Matrix4]] = [None] * len(nodes)
+
+    def solve(index: int) -> Matrix4:
+        cached = result[index]
+        if cached is not None:
+            return cached
+        local = node_local_matrix(nodes[index], overrides.get(index))
+        parent = parents[index]
+        world = local if parent < 0 else multiply4(solve(parent), local)
+        result[index] = world
+        return world
+
+    return [solve(i) for i in range(len(nodes))]
+
+
+def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[List[float], Dict[int, Dict[str, List[Tuple[float, ...]]]]]:
+    """Times and per-node channel values of one animation whose channels all share their key times."""
+    animation = document.gltf["animations"][animation_index]
+    times: Optional[List[float]] = None
+    channels: Dict[int, Dict[str, List[Tuple[float, ...]]]] = {}
+    for channel in animation["channels"]:
+        sampler = animation["samplers"][channel["sampler"]]
+        key_times = [t[0] for t in document.accessor(sampler["input"])]
+        if times is None or len(key_times) > len(times):
+            times = key_times
+        target = channel["target"]
+        if "node" not in target:
+            continue
+        values = document.accessor(sampler["output"])
+        if sampler.get("interpolation") == "CUBICSPLINE":
+            values = values[1::3]
+        channels.setdefault(target["node"], {})[target["path"]] = values
+    return times or [], channels
+
+
+def is_finite(values: Sequence[float]) -> bool:
+    return all(math.isfinite(v) for v in values)

@@ -1,0 +1,130 @@
+"""The data model every format and operation shares: Skeleton and Motion.
+
+Conventions, stated once:
+- Frame: +Y up, +Z forward, +X the character's LEFT, right-handed, metres (glTF's frame, Kimodo's frame).
+- Quaternions are (x, y, z, w), Hamilton, canonical w >= 0 not required.
+- A joint's local rotation is its full rotation relative to its parent (what a glTF node's `rotation`
+  holds). Kimodo skeletons rest at identity, so there it is also the delta from rest; other rigs carry
+  their rest in `Skeleton.rest_rotations`.
+- FK: G[root] = L[root], p[root] = root_position; G[j] = G[parent] L[j],
+  p[j] = p[parent] + G[parent] * rest_offsets[j]. Bone lengths are fixed; only the root translates.
+- Joints are stored parent before child (parents[j] < j), so one pass in index order is FK.
+- Buffers are flat `array('d')`: [frame][joint][xyzw] and [frame][xyz]. Double precision because NPZ and
+  BVH inputs may carry float64; writers narrow to float32 where the format does.
+"""
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple
+
+from .rotations import IDENTITY, Quat, Vec3
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """Joint names, parents and rest pose of a rig. `name` is the built-in id (e.g. "somaskel30") or a
+    free name for other rigs; `label` is what reports show ("SOMA", "G1", "SMPL-X")."""
+
+    name: str
+    joint_names: Tuple[str, ...]
+    parents: Tuple[int, ...]
+    rest_offsets: Tuple[Vec3, ...]
+    rest_rotations: Tuple[Quat, ...] = ()
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        count = len(self.joint_names)
+        if len(self.parents) != count or len(self.rest_offsets) != count:
+            raise ValueError("joint_names, parents and rest_offsets must have one entry per joint")
+        if not self.rest_rotations:
+            object.__setattr__(self, "rest_rotations", tuple(IDENTITY for _ in range(count)))
+        elif len(self.rest_rotations) != count:
+            raise ValueError("rest_rotations must have one entry per joint")
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+        for index, parent in enumerate(self.parents):
+            if parent >= index or (parent < 0 and index != 0):
+                raise ValueError("joints must be ordered parent before child with a single root at 0")
+
+    @property
+    def joint_count(self) -> int:
+        return len(self.joint_names)
+
+    def index(self, joint_name: str) -> int:
+        return self.joint_names.index(joint_name)
+
+    def children(self, joint: int) -> Tuple[int, ...]:
+        return tuple(j for j, parent in enumerate(self.parents) if parent == joint)
+
+    def renamed(self, names: Sequence[str]) -> "Skeleton":
+        return Skeleton(self.name, tuple(names), self.parents, self.rest_offsets, self.rest_rotations, self.label)
+
+
+@dataclass(frozen=True)
+class Motion:
+    """Per-frame local rotations and root positions on a skeleton. Treat the buffers as read-only:
+    operations return new Motion objects."""
+
+    skeleton: Skeleton
+    local_rotations: array  # 'd', frames * joints * 4, xyzw
+    root_positions: array  # 'd', frames * 3, metres
+    fps: float = 30.0
+    foot_contacts: Optional[array] = None  # 'd', frames * 4: left heel, left toe, right heel, right toe
+    name: str = ""  # clip name for reports and output names
+    prompt: str = ""  # first line of the text prompt, where the clip has one
+
+    def __post_init__(self) -> None:
+        frames, remainder = divmod(len(self.root_positions), 3)
+        if remainder or len(self.local_rotations) != frames * self.skeleton.joint_count * 4:
+            raise ValueError("local_rotations and root_positions disagree on the frame count")
+        if self.foot_contacts is not None and len(self.foot_contacts) != frames * 4:
+            raise ValueError("foot_contacts must hold 4 values a frame")
+
+    @property
+    def frame_count(self) -> int:
+        return len(self.root_positions) // 3
+
+    @property
+    def joint_count(self) -> int:
+        return self.skeleton.joint_count
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the first to the last frame."""
+        return (self.frame_count - 1) / self.fps if self.frame_count > 1 else 0.0
+
+    def rotation(self, frame: int, joint: int) -> Quat:
+        i = (frame * self.skeleton.joint_count + joint) * 4
+        r = self.local_rotations
+        return (r[i], r[i + 1], r[i + 2], r[i + 3])
+
+    def frame_rotations(self, frame: int) -> Tuple[Quat, ...]:
+        count = self.skeleton.joint_count
+        r = self.local_rotations
+        base = frame * count * 4
+        return tuple((r[i], r[i + 1], r[i + 2], r[i + 3]) for i in range(base, base + count * 4, 4))
+
+    def root_position(self, frame: int) -> Vec3:
+        p = self.root_positions
+        return (p[frame * 3], p[frame * 3 + 1], p[frame * 3 + 2])
+
+
+def make_motion(
+    skeleton: Skeleton,
+    rotations: Sequence[Sequence[Sequence[float]]],
+    root_positions: Sequence[Sequence[float]],
+    fps: float = 30.0,
+    **metadata,
+) -> Motion:
+    """Build a Motion from nested sequences: rotations[frame][joint] = xyzw, root_positions[frame] = xyz."""
+    flat_rotations = array("d", (c for frame in rotations for q in frame for c in q))
+    flat_roots = array("d", (c for p in root_positions for c in p))
+    return Motion(skeleton, flat_rotations, flat_roots, fps, **metadata)
+
+
+def rest_motion(skeleton: Skeleton, frames: int = 1, fps: float = 30.0) -> Motion:
+    """The skeleton standing in its rest pose with the root at its rest offset."""
+    rotations = array("d", [c for _ in range(frames) for q in skeleton.rest_rotations for c in q])
+    root = skeleton.rest_offsets[0]
+    return Motion(skeleton, rotations, array("d", list(root) * frames), fps)

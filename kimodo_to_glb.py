@@ -1,0 +1,16 @@
+#!/usr/bin/env python3
+"""Turn Kimodo clip folders into self-checked .glb files: `python kimodo_to_glb.py path/to/clip`.
+
+Works from a plain download: the kimodo_rig package sits beside this file. Output goes beside this
+file unless --outdir or -o says otherwise (that is where unreal_retarget.py looks by default).
+"""
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from kimodo_rig.cli import glb_script_main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(glb_script_main(default_outdir=HERE))

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs every judge the tests need, then runs them.
+#   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb)
+# Installs (each only when its requirements file changed since the last run):
+#   .venvs/test     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
+#   .venvs/blender  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
+#   tests/node      gltf-validator, pyright from npm                         (tests/node/package-lock.json)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+python_for_blender() {
+  # bpy wheels exist for exactly one Python minor version (3.11 for the bpy on PyPI now).
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      echo "$candidate"; return 0
+    fi
+  done
+  if command -v apt-get >/dev/null; then
+    apt-get update -qq >/dev/null && apt-get install -y -qq python3.11 python3.11-venv >/dev/null && echo python3.11 && return 0
+  fi
+  echo "no Python 3.11 for bpy: install python3.11" >&2; return 1
+}
+
+ensure_venv() {  # ensure_venv DIR PYTHON REQUIREMENTS
+  local dir=$1 python=$2 requirements=$3 stamp
+  stamp=$(sha256sum "$requirements" | cut -c1-16)
+  if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ]; then return 0; fi
+  echo "installing $requirements into $dir ..."
+  rm -rf "$dir"
+  "$python" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" 2> >(grep -v "^WARNING: Location" >&2)
+  echo "$stamp" > "$dir/.stamp"
+}
+
+ensure_node() {
+  local stamp
+  command -v npm >/dev/null || { apt-get update -qq >/dev/null && apt-get install -y -qq nodejs npm >/dev/null; }
+  stamp=$(sha256sum tests/node/package-lock.json | cut -c1-16)
+  if [ -d tests/node/node_modules ] && [ "$(cat tests/node/node_modules/.stamp 2>/dev/null)" = "$stamp" ]; then return 0; fi
+  echo "installing tests/node (npm ci) ..."
+  (cd tests/node && npm ci --no-audit --no-fund --silent)
+  echo "$stamp" > tests/node/node_modules/.stamp
+}
+
+ensure_venv .venvs/test python3 tests/requirements.txt
+ensure_venv .venvs/blender "$(python_for_blender)" tests/requirements-blender.txt
+ensure_node
+
+export KIMODO_BLENDER_PYTHON="$ROOT/.venvs/blender/bin/python"
+export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
+
+echo "vermin: the runtime must run on Python 3.8+"
+.venvs/test/bin/vermin -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
+
+exec .venvs/test/bin/python -m pytest -q -p no:cacheprovider tests "$@"

@@ -1,0 +1,39 @@
+"""The runtime imports nothing outside the standard library and never the front ends."""
+from __future__ import annotations
+
+import ast
+import sys
+
+from conftest import ROOT
+
+FORBIDDEN_ALWAYS = {"numpy", "bpy", "mathutils", "unreal", "torch", "scipy"}
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name.split(".")[0], 0
+        elif isinstance(node, ast.ImportFrom):
+            yield node.lineno, (node.module or "").split(".")[0], node.level
+
+
+def test_core_imports_only_the_standard_library():
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    offenders = []
+    files = sorted((ROOT / "kimodo_rig").rglob("*.py"))
+    assert len(files) > 5
+    for path in files:
+        for line, module, level in _imports(path):
+            if level:  # relative import inside the package
+                continue
+            if module in FORBIDDEN_ALWAYS or (module not in stdlib and module != "kimodo_rig"):
+                offenders.append("{}:{}: {}".format(path.relative_to(ROOT), line, module))
+    assert offenders == []
+
+
+def test_front_ends_are_the_only_importers_of_host_apis():
+    for path in [ROOT / "kimodo_to_glb.py"] + sorted((ROOT / "kimodo_rig").rglob("*.py")):
+        modules = {module for _, module, _ in _imports(path)}
+        assert not modules & {"bpy", "unreal"}, path

@@ -44,14 +44,16 @@ ensure_node() {
   echo "$stamp" > tests/node/node_modules/.stamp
 }
 
-ensure_venv .venvs/test python3 tests/requirements.txt
-ensure_venv .venvs/blender "$(python_for_blender)" tests/requirements-blender.txt
+# KIMODO_VENVS lets several checkouts on one machine share the (large) venvs; default: .venvs here.
+VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
+ensure_venv "$VENVS/test" python3 tests/requirements.txt
+ensure_venv "$VENVS/blender" "$(python_for_blender)" tests/requirements-blender.txt
 ensure_node
 
-export KIMODO_BLENDER_PYTHON="$ROOT/.venvs/blender/bin/python"
+export KIMODO_BLENDER_PYTHON="$VENVS/blender/bin/python"
 export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
 
 echo "vermin: the runtime must run on Python 3.8+"
-.venvs/test/bin/vermin -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
+"$VENVS/test/bin/vermin" -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
 
-exec .venvs/test/bin/python -m pytest -q -p no:cacheprovider tests "$@"
+exec "$VENVS/test/bin/python" -m pytest -q -p no:cacheprovider tests "$@"

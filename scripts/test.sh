@@ -2,8 +2,8 @@
 # The whole test suite on a fresh machine: installs every judge the tests need, then runs them.
 #   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb)
 # Installs (each only when its requirements file changed since the last run):
-#   .venvs/test     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
-#   .venvs/blender  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
+#   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
+#   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
 #   tests/node      gltf-validator, pyright from npm                         (tests/node/package-lock.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,16 +22,18 @@ python_for_blender() {
   echo "no Python 3.11 for bpy: install python3.11" >&2; return 1
 }
 
-ensure_venv() {  # ensure_venv DIR PYTHON REQUIREMENTS
-  local dir=$1 python=$2 requirements=$3 stamp
-  stamp=$(sha256sum "$requirements" | cut -c1-16)
-  if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$stamp" ]; then return 0; fi
+ensure_venv() {  # ensure_venv NAME PYTHON REQUIREMENTS; sets VENV to its folder, one per requirements version
+  local name=$1 python=$2 requirements=$3 stamp dir
+  stamp=$(sha256sum "$requirements" | cut -c1-12)
+  dir="$VENVS/$name-$stamp"
+  VENV=$dir
+  if [ -x "$dir/bin/python" ] && [ -f "$dir/.complete" ]; then return 0; fi
   echo "installing $requirements into $dir ..."
   rm -rf "$dir"
   "$python" -m venv "$dir"
   "$dir/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
   "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" 2> >(grep -v "^WARNING: Location" >&2)
-  echo "$stamp" > "$dir/.stamp"
+  touch "$dir/.complete"
 }
 
 ensure_node() {
@@ -46,14 +48,16 @@ ensure_node() {
 
 # KIMODO_VENVS lets several checkouts on one machine share the (large) venvs; default: .venvs here.
 VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
-ensure_venv "$VENVS/test" python3 tests/requirements.txt
-ensure_venv "$VENVS/blender" "$(python_for_blender)" tests/requirements-blender.txt
+ensure_venv test python3 tests/requirements.txt
+TEST_VENV=$VENV
+ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
+BLENDER_VENV=$VENV
 ensure_node
 
-export KIMODO_BLENDER_PYTHON="$VENVS/blender/bin/python"
+export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
 export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
 
 echo "vermin: the runtime must run on Python 3.8+"
-"$VENVS/test/bin/vermin" -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
+"$TEST_VENV/bin/vermin" -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
 
-exec "$VENVS/test/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+exec "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"

@@ -396,3 +396,18 @@ def test_cli_prints_the_report_it_writes(tmp_path):
     assert lines[1].startswith("  5 chains mapped, {} left at rest (clavicle_l, clavicle_r, ...)".format(len(record["left_at_rest"])))
     assert lines[3].startswith("  arms match {:.3f} (worst {})".format(record["arms_match"], record["arms_match_worst_bone"]))
     assert record["duration_s"] == pytest.approx(149 / 30, abs=0.01)
+
+
+def test_rigify_metarig_is_a_target_and_blender_reads_our_output_as_we_wrote_it(tmp_path):
+    """One Blender process: Rigify's human metarig (A-pose, .L/.R) exported to GLB serves as the target;
+    Blender imports our output and its bones point where ours do."""
+    from conftest import run_blender
+
+    result = run_blender("retarget_rigify.py", CLIPS / "soma_03_full_body_keyframes", tmp_path)
+    assert result["metarig_bones"] == 159
+    assert 20 < result["upperarm_droop_deg"] < 60  # an A-pose, measured in Blender
+    assert result["thigh"] == "thigh.L" and result["head"] == "spine.006"
+    assert result["compared"] > 500 and result["frames"] >= 20
+    assert result["worst_cosine"] >= 0.999
+    assert result["report"]["arms_match"] >= 0.98 and result["report"]["limb_cosine_mean"] >= 0.99
+    assert result["report"]["chains_mapped"] == 9

@@ -76,7 +76,8 @@ def run_glb(args: argparse.Namespace, default_outdir: Optional[Path] = None) -> 
         return 2
     outdir = Path(args.outdir) if args.outdir else (default_outdir or Path.cwd())
     if not args.output and not outdir.is_dir():
-        print("{}: output folder does not exist".format(outdir), file=sys.stderr)
+        problem = "is not a folder" if outdir.exists() else "does not exist"
+        print("{}: output folder {}".format(outdir, problem), file=sys.stderr)
         return 1
     taken = set()  # type: set
     failures = 0

@@ -173,6 +173,9 @@ def test_o_with_several_clips_is_refused(capsys, tmp_path):
     status, out, err = _glb(capsys, clip, clip, "-o", target)
     assert (status, out) == (2, "")
     assert err == "kimodo-rig glb: -o names one file; use --outdir for 2 clips\n"
+    result = run_cli(clip, clip, "-o", target, script="kimodo_to_glb.py")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "kimodo_to_glb.py: -o names one file; use --outdir for 2 clips\n"
     assert not target.exists()
 
 

@@ -44,7 +44,7 @@ def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
     if reading and not candidate.exists():
         raise KimodoError("{}: no such file or folder".format(path))
     raise KimodoError("{}: unknown file type {!r} (known: {})".format(
-        path, extension or "(none)", ", ".join(e for m in _MODULES for e in m.EXTENSIONS) + ", or a clip folder"))
+        path, extension or "(none)", ", ".join(dict.fromkeys(e for m in _MODULES for e in m.EXTENSIONS)) + ", or a clip folder"))
 
 
 def read_file(path, *, format: Optional[str] = None, fps: Optional[float] = None) -> Motion:

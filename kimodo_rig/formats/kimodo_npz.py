@@ -53,6 +53,8 @@ def matrices(path, name: str, values: Sequence[float], count: int) -> List[Mat3]
     for index in range(count):
         base = index * 9
         m = tuple(tuple(values[base + row * 3 + c] for c in range(3)) for row in range(3))
+        if not all(math.isfinite(c) for row in m for c in row):
+            raise KimodoError("{}: {}: matrix {} holds a value that is not a finite number".format(path, name, index))
         product = matrix_multiply(matrix_transpose(m), m)
         error = max(abs(product[r][c] - (1.0 if r == c else 0.0)) for r in range(3) for c in range(3))
         if not error <= ORTHONORMAL_TOLERANCE:  # also catches NaN
@@ -83,11 +85,13 @@ def _skeleton_for(path, joints: int):
 
 
 def _prompt_beside(path: Path) -> str:
-    """The prompt of a demo clip folder's meta.json ("text"), if there is one beside the NPZ."""
+    """The (first) prompt of a demo clip folder's meta.json ("text", or "texts" for multi-prompt clips),
+    if there is one beside the NPZ."""
     meta = path.parent / "meta.json"
     try:
-        text = json.loads(meta.read_text(encoding="utf-8")).get("text", "") if meta.is_file() else ""
-    except (OSError, ValueError, AttributeError):
+        record = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
+        text = record.get("text") or (record.get("texts") or [""])[0]
+    except (OSError, ValueError, AttributeError, IndexError, TypeError):
         return ""
     return text.strip().splitlines()[0].strip() if isinstance(text, str) and text.strip() else ""
 

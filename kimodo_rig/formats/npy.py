@@ -84,11 +84,11 @@ def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
 
 def _check_dtype(descr, path, member: str) -> Tuple[str, str, int]:
     """(byte order, kind, item size) of a supported plain dtype; anything pickled is refused."""
-    if not isinstance(descr, str) or len(descr) < 3 or descr[0] not in "<>|=":
-        raise _fail(path, member, "structured arrays are not supported")
-    order, kind, size_text = descr[0], descr[1], descr[2:]
-    if kind == "O":
+    if isinstance(descr, str) and descr[1:2] == "O":
         raise _fail(path, member, "holds Python objects (pickled data); refusing to unpickle")
+    if not isinstance(descr, str) or len(descr) < 3 or descr[0] not in "<>|=":
+        raise _fail(path, member, "structured arrays are not supported (they may hold pickled data)")
+    order, kind, size_text = descr[0], descr[1], descr[2:]
     try:
         size = int(size_text)
     except ValueError:

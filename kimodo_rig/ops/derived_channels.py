@@ -61,6 +61,10 @@ def _admm_smooth(targets: List[List[float]], start: List[List[float]], margin: f
     """Least acceleration path that keeps each point within `margin` of its target (Kimodo's
     TrajectorySmoother with pos_weight 0: x-, z- and u-updates in its order)."""
     count = len(targets)
+    if count < 3:
+        # No acceleration to minimise: Kimodo's solver meets a singular system here (it cannot smooth
+        # clips this short); the points themselves are the smoothest path through them.
+        return [list(p) for p in targets]
     system = _SmoothingSystem(count)
     dims = len(targets[0])
     x = [list(p) for p in start]

@@ -9,12 +9,13 @@ import random
 import numpy as np
 import pytest
 
-from conftest import CLIPS, run_cli
+from conftest import CLIPS
 from kimodo_rig import skeletons
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import amass, format_for, kimodo_npz, raw, read_file, write_file
 from kimodo_rig.model import make_motion
 from kimodo_rig.ops.fk import world_positions
+from test_npz import assert_cli_refuses, quaternions_to_matrices
 
 # Kimodo (y-up, +z forward) -> AMASS (z-up, +y forward), as kimodo_y_up_to_amass_coord_rotation_matrix.
 Y = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
@@ -49,15 +50,6 @@ def rodrigues(vectors):
     k = np.stack([np.stack([zero, -z, y], -1), np.stack([z, zero, -x], -1), np.stack([-y, x, zero], -1)], -2)
     a = angle[..., None]
     return np.eye(3) + np.sin(a) * k + (1 - np.cos(a)) * (k @ k)
-
-
-def quaternions_to_matrices(q):
-    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
 
 
 def test_written_amass_has_kimodos_keys_and_definitions(tmp_path):
@@ -138,11 +130,8 @@ def test_older_amass_poses_key_and_fps(tmp_path):
 
 def test_soma_to_amass_is_refused(tmp_path):
     output = tmp_path / "out.npz"
-    result = run_cli("convert", CLIPS / "soma_01_single_text_prompt", output, "--format", "amass")
-    assert result.returncode == 1
-    assert result.stderr == ("{}: AMASS holds SMPL-X motion; SOMA (30 joints) to SMPL-X is retargeting, not "
-                             "conversion\n".format(output))
-    assert not output.exists()
+    assert_cli_refuses(CLIPS / "soma_01_single_text_prompt", output, "{}: AMASS holds SMPL-X motion; SOMA (30 "
+                       "joints) to SMPL-X is retargeting, not conversion".format(output), "--format", "amass")
 
 
 def test_mismatched_amass_arrays_are_refused(tmp_path):

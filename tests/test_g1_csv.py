@@ -9,11 +9,12 @@ import mujoco
 import numpy as np
 import pytest
 
-from conftest import CLIPS, DATA, REFERENCE, run_cli
+from conftest import CLIPS, DATA, REFERENCE
 from kimodo_rig import skeletons
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import g1_csv, raw, read_file
 from kimodo_rig.ops.fk import world_positions
+from test_npz import assert_cli_refuses
 
 XML = DATA / "mujoco" / "g1_kinematic.xml"
 KIMODO_CSV = REFERENCE / "g1_01_single_text_prompt_qpos.csv"
@@ -126,21 +127,15 @@ def test_raw_csv_raw_round_trip_within_projection_loss(judge, tmp_path):
 
 def test_soma_to_csv_is_refused(tmp_path):
     output = tmp_path / "soma.csv"
-    result = run_cli("convert", CLIPS / "soma_01_single_text_prompt", output)
-    assert result.returncode == 1
-    assert result.stderr == ("{}: a G1 qpos CSV holds G1 motion; SOMA (30 joints) to G1 is retargeting, not "
-                             "conversion\n".format(output))
-    assert not output.exists()
+    assert_cli_refuses(CLIPS / "soma_01_single_text_prompt", output, "{}: a G1 qpos CSV holds G1 motion; SOMA "
+                       "(30 joints) to G1 is retargeting, not conversion".format(output))
 
 
 def test_wrong_column_count_is_refused(tmp_path):
     source = tmp_path / "short.csv"
     rows = KIMODO_CSV.read_text().splitlines()
     source.write_text("\n".join(rows[:3] + [",".join(rows[3].split(",")[:35])] + rows[4:]) + "\n")
-    result = run_cli("convert", source, tmp_path / "out.glb")
-    assert result.returncode == 1
-    assert result.stderr == "{}: line 4: expected 36 columns (G1 qpos), got 35\n".format(source)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["short.csv"]
+    assert_cli_refuses(source, tmp_path / "out.glb", "{}: line 4: expected 36 columns (G1 qpos), got 35".format(source))
 
 
 def test_nan_in_csv_is_refused(tmp_path):

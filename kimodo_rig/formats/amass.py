@@ -102,7 +102,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         body = frame * (stride or BODY_JOINTS * 3) + body_start
         for joint in range(BODY_JOINTS):
             rotations.extend(rotation_vector_to_quat(body_values[body + joint * 3:body + joint * 3 + 3]))
-    chosen_fps = float(fps) if fps else (file_fps or 30.0)
+    chosen_fps = file_fps or (float(fps) if fps else 30.0)  # --fps only where the file carries none
     return Motion(skeleton, rotations, roots, chosen_fps, name=Path(path).stem)
 
 

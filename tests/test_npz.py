@@ -237,7 +237,13 @@ def test_unknown_joint_count_is_refused(tmp_path):
 def test_a_matrix_that_is_no_rotation_is_refused(tmp_path):
     rotations = np.tile(np.eye(3, dtype=np.float32), (2, 34, 1, 1))
     rotations[1, 4] *= 2.0
+    rotations[1, 6, 0] *= -1.0  # a mirror is no rotation either, though orthonormal
     source = _npz(tmp_path / "scaled.npz", local_rot_mats=rotations, root_positions=np.zeros((2, 3), np.float32))
     with pytest.raises(KimodoError) as error:
         read_file(source)
     assert str(error.value) == "{}: local_rot_mats: matrix 38 is not a rotation".format(source)
+    rotations[1, 4] /= 2.0
+    np.savez(source, local_rot_mats=rotations, root_positions=np.zeros((2, 3), np.float32))
+    with pytest.raises(KimodoError) as error:
+        read_file(source)
+    assert str(error.value) == "{}: local_rot_mats: matrix 40 is not a rotation".format(source)

@@ -55,9 +55,11 @@ def matrices(path, name: str, values: Sequence[float], count: int) -> List[Mat3]
         m = tuple(tuple(values[base + row * 3 + c] for c in range(3)) for row in range(3))
         if not all(math.isfinite(c) for row in m for c in row):
             raise KimodoError("{}: {}: matrix {} holds a value that is not a finite number".format(path, name, index))
-        product = matrix_multiply(matrix_transpose(m), m)
-        error = max(abs(product[r][c] - (1.0 if r == c else 0.0)) for r in range(3) for c in range(3))
-        if not error <= ORTHONORMAL_TOLERANCE:  # also catches NaN
+        (a, b, c), (d, e, f), (g, h, i) = m
+        error = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0), abs(c * c + f * f + i * i - 1.0),
+                    abs(a * b + d * e + g * h), abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
+        determinant = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+        if error > ORTHONORMAL_TOLERANCE or determinant < 0.0:  # orthonormal columns, and no mirror
             raise KimodoError("{}: {}: matrix {} is not a rotation".format(path, name, index))
         result.append(m)  # type: ignore[arg-type]
     return result

@@ -47,44 +47,50 @@ class _SmoothingSystem:
 
     def solve(self, right: List[float]) -> List[float]:
         n = self.count
-        y = [0.0] * n
-        for i in range(n):
-            y[i] = right[i] - (self.lower1[i] * y[i - 1] if i >= 1 else 0.0) - (self.lower2[i] * y[i - 2] if i >= 2 else 0.0)
-        z = [y[i] / self.diagonal[i] for i in range(n)]
-        x = [0.0] * n
-        for i in range(n - 1, -1, -1):
-            x[i] = z[i] - (self.lower1[i + 1] * x[i + 1] if i + 1 < n else 0.0) - (self.lower2[i + 2] * x[i + 2] if i + 2 < n else 0.0)
+        lower1, lower2, diagonal = self.lower1, self.lower2, self.diagonal
+        y = list(right)
+        for i in range(1, n):
+            y[i] -= lower1[i] * y[i - 1] + (lower2[i] * y[i - 2] if i >= 2 else 0.0)
+        x = [y[i] / diagonal[i] for i in range(n)]
+        for i in range(n - 2, -1, -1):
+            x[i] -= lower1[i + 1] * x[i + 1] + (lower2[i + 2] * x[i + 2] if i + 2 < n else 0.0)
         return x
 
 
 def _admm_smooth(targets: List[List[float]], start: List[List[float]], margin: float) -> List[List[float]]:
-    """Least acceleration path that keeps each point within `margin` of its target (Kimodo's
-    TrajectorySmoother with pos_weight 0: x-, z- and u-updates in its order)."""
+    """Least acceleration path in the plane that keeps each point within `margin` of its target (Kimodo's
+    TrajectorySmoother with pos_weight 0: z-, u- and x-updates in its order)."""
     count = len(targets)
     if count < 3:
         # No acceleration to minimise: Kimodo's solver meets a singular system here (it cannot smooth
         # clips this short); the points themselves are the smoothest path through them.
         return [list(p) for p in targets]
     system = _SmoothingSystem(count)
-    dims = len(targets[0])
-    x = [list(p) for p in start]
-    z = [[0.0] * dims for _ in range(count)]
-    u = [[0.0] * dims for _ in range(count)]
+    step = system.step
+    target_a = [p[0] for p in targets]
+    target_b = [p[1] for p in targets]
+    xa = [p[0] for p in start]
+    xb = [p[1] for p in start]
+    ua = [0.0] * count
+    ub = [0.0] * count
+    indices = range(count)
     for _ in range(_ADMM_ITERATIONS):
-        for i in range(count):
-            d = [x[i][k] + u[i][k] - targets[i][k] for k in range(dims)]
-            norm = math.sqrt(sum(c * c for c in d))
+        za = [0.0] * count
+        zb = [0.0] * count
+        for i in indices:
+            da = xa[i] + ua[i] - target_a[i]
+            db = xb[i] + ub[i] - target_b[i]
+            norm = math.sqrt(da * da + db * db)
             if norm > margin:
-                d = [c * margin / norm for c in d]
-            z[i] = [d[k] + targets[i][k] for k in range(dims)]
-        for i in range(count):
-            for k in range(dims):
-                u[i][k] += _OVER_RELAXATION * (x[i][k] - z[i][k])
-        for k in range(dims):
-            solved = system.solve([system.step * (z[i][k] - u[i][k]) for i in range(count)])
-            for i in range(count):
-                x[i][k] = solved[i]
-    return x
+                da *= margin / norm
+                db *= margin / norm
+            za[i] = da + target_a[i]
+            zb[i] = db + target_b[i]
+            ua[i] += _OVER_RELAXATION * (xa[i] - za[i])
+            ub[i] += _OVER_RELAXATION * (xb[i] - zb[i])
+        xa = system.solve([step * (za[i] - ua[i]) for i in indices])
+        xb = system.solve([step * (zb[i] - ub[i]) for i in indices])
+    return [[a, b] for a, b in zip(xa, xb)]
 
 
 def smooth_root_path(root_positions: Sequence[Vec3]) -> List[Vec3]:

@@ -15,7 +15,8 @@ from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import amass, format_for, kimodo_npz, raw, read_file, write_file
 from kimodo_rig.model import make_motion
 from kimodo_rig.ops.fk import world_positions
-from test_npz import assert_cli_refuses, quaternions_to_matrices
+from gltf_judge import quats_to_matrices
+from test_npz import assert_cli_refuses
 
 # Kimodo (y-up, +z forward) -> AMASS (z-up, +y forward), as kimodo_y_up_to_amass_coord_rotation_matrix.
 Y = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
@@ -72,7 +73,7 @@ def test_written_amass_has_kimodos_keys_and_definitions(tmp_path):
     assert abs(float(data["mocap_time_length"]) - frames / 30.0) < 1e-12
 
     quats = np.array(motion.local_rotations).reshape(frames, 22, 4)
-    local = quaternions_to_matrices(quats)
+    local = quats_to_matrices(quats)
     roots = np.array(motion.root_positions).reshape(frames, 3)
     pelvis = np.array(skeletons.data("smplx22")["root_rest_position_m"])
     # trans = Y root - pelvis_rest; root_orient = Y R_root; pose_body = the 21 local rotations

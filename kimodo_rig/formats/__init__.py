@@ -7,11 +7,11 @@ from typing import Dict, Optional
 
 from ..errors import KimodoError
 from ..model import Motion
-from . import glb, raw
+from . import bvh, glb, raw
 from .options import DEFAULT, WriteOptions
 
 # Order matters only for help text. A folder is always `raw`.
-_MODULES = (raw, glb)
+_MODULES = (raw, glb, bvh)
 FORMATS = {module.NAME: module for module in _MODULES}
 
 

@@ -6,11 +6,11 @@ How a BVH is understood here:
   them: position channels REPLACE the OFFSET, they are not added to it (Kimodo's Hips has OFFSET
   (0, 100, 0) and position channels holding the absolute root; Blender reads and writes them the same way).
 - End Sites are bone ends, not joints.
-- Units: Kimodo skeletons (recognised by joint names and bone lengths) are centimetres, as Kimodo writes
-  them. Any other file's unit is not stated in the format, so it is chosen from the figure's size: of
-  metres, centimetres and the CMU mocap unit ((1/0.45) inch = 5.644 cm; what cgspeed's CMU BVH
-  conversions use), the one that makes the rest figure closest to 1.7 m tall. `read(..., units=)`
-  overrides the guess.
+- Units: BVH does not state them. Kimodo skeletons (recognised by joint names and bone lengths) are
+  centimetres, as Kimodo writes them. The CMU skeleton (recognised by its LHipJoint/RHipJoint joints) is
+  in the CMU mocap unit, (1/0.45) inch = 5.644 cm, as cgspeed's BVH conversions of the CMU database keep
+  it (its pelvis then stands 0.95 m high). Anything else is metres when the zero-channel figure spans at
+  most 17 units (a figure up to 17 m), else centimetres (from 17 cm); `read(..., units=)` overrides.
 - Kimodo's SOMA BVH has a `Root` wrapper above `Hips`; it is folded into Hips. Its default rest is the
   BONES-SEED rest (each joint's frame turned by standard_t_pose_global_offsets_rots); reading turns it
   back into Kimodo's identity rest, so both rests read to the same somaskel77 motion.
@@ -47,8 +47,8 @@ EXTENSIONS = (".bvh",)
 
 CENTIMETRE = 0.01
 CMU_UNIT = 0.0254 / 0.45  # CMU ASF/AMC length unit, metres
-UNIT_CANDIDATES = ((1.0, "metres"), (CENTIMETRE, "centimetres"), (CMU_UNIT, "CMU units (1/0.45 inch)"))
-TYPICAL_HEIGHT_M = 1.7
+CMU_JOINT_NAMES = {"lhipjoint", "rhipjoint"}  # the CMU skeleton's own names (cgspeed conversions keep them)
+METRES_UP_TO = 17.0  # a figure this many units tall or less is in metres, else centimetres (17 m vs 17 cm)
 OFFSET_TOLERANCE_M = 1e-4  # bone lengths this close to a built-in skeleton's are that skeleton
 TRANSLATION_TOLERANCE_M = 1e-3  # position channels this close to the OFFSET are not a moving joint
 KIMODO_HIPS_OFFSET_CM = (0.0, 100.0, 0.0)  # Kimodo writes this when the pelvis rests at the origin
@@ -399,12 +399,13 @@ def _figure_size(document: BvhDocument) -> float:
 
 
 def _guess_unit(document: BvhDocument, source: str) -> float:
+    names = {joint.name.lower() for joint in document.joints}
+    if CMU_JOINT_NAMES <= names:
+        return CMU_UNIT
     size = _figure_size(document)
-    if size <= 0.0:
-        return CENTIMETRE
-    unit, description = min(UNIT_CANDIDATES, key=lambda c: abs(math.log(size * c[0] / TYPICAL_HEIGHT_M)))
-    message = "%s: read in %s (the figure is %.2f m that way; BVH does not state its unit)"
-    (_LOG.warning if unit == CMU_UNIT else _LOG.info)(message, source, description, size * unit)
+    unit = 1.0 if size <= METRES_UP_TO else CENTIMETRE
+    _LOG.info("%s: read in %s (a %.2f m figure; BVH does not state its unit)",
+              source, "metres" if unit == 1.0 else "centimetres", size * unit)
     return unit
 
 

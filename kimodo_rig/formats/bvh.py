@@ -51,6 +51,7 @@ CMU_JOINT_NAMES = {"lhipjoint", "rhipjoint"}  # the CMU skeleton's own names (cg
 METRES_UP_TO = 17.0  # a figure this many units tall or less is in metres, else centimetres (17 m vs 17 cm)
 OFFSET_TOLERANCE_M = 1e-4  # bone lengths this close to a built-in skeleton's are that skeleton
 TRANSLATION_TOLERANCE_M = 1e-3  # position channels this close to the OFFSET are not a moving joint
+Z_UP_TO_Y_UP = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # -90 deg about X: (x, y, z) -> (x, z, -y)
 KIMODO_HIPS_OFFSET_CM = (0.0, 100.0, 0.0)  # Kimodo writes this when the pelvis rests at the origin
 ROTATION_ORDER = "ZYX"  # what Kimodo writes; every order is read
 
@@ -133,6 +134,9 @@ def parse(text: str, source: str) -> BvhDocument:
         number += 1
         if not line.strip():
             continue
+        if number == len(lines) and not text.endswith(("\n", "\r")) and len(line.split()) < value_count:
+            raise KimodoError("{}: line {}: file ends inside frame {} ({} of {} values; truncated?)".format(
+                source, number, len(frames) + 1, len(line.split()), value_count))
         frames.append(_parse_frame(line, number, value_count, source))
     if len(frames) < frame_count:
         raise KimodoError("{}: {} frames declared, {} found (truncated?)".format(source, frame_count, len(frames)))
@@ -302,10 +306,10 @@ def read(path, *, fps: Optional[float] = None, units: Optional[float] = None) ->
     document = parse(text, source)
     rate = float(fps) if fps else _rate(document.frame_time)
     name = Path(path).stem
-    builtin = _match_builtin(document, units)
+    builtin = _match_builtin(document, units, source)
     if builtin is not None:
-        skeleton, wrapper, rest_rotations, unit = builtin
-        return _to_motion(document, skeleton, wrapper, rest_rotations, unit, rate, name, source)
+        skeleton, wrapper, frame, rest_rotations, unit = builtin
+        return _to_motion(document, skeleton, wrapper, (frame, rest_rotations), unit, rate, name, source)
     unit = units if units else _guess_unit(document, source)
     wrapper = _moving_wrapper(document, unit)
     skeleton = _file_skeleton(document, wrapper, unit, name)
@@ -323,9 +327,9 @@ def _wrapper_candidate(document: BvhDocument) -> Optional[int]:
     return 0 if len(document.children(0)) == 1 else None
 
 
-def _match_builtin(document: BvhDocument, units: Optional[float]):
-    """(skeleton, wrapper joint or None, BVH rest rotations D, unit) when the file holds a Kimodo skeleton:
-    same joint names and parents, bone lengths of one of its rests in centimetres (or metres)."""
+def _match_builtin(document: BvhDocument, units: Optional[float], source: str):
+    """(skeleton, wrapper joint or None, file frame, BVH rest rotations, unit) when the file holds a Kimodo
+    skeleton: same joint names and parents, bone lengths of one of its rests in centimetres (or metres)."""
     names = [joint.name for joint in document.joints]
     wrapper = _wrapper_candidate(document)
     for skip in ((wrapper,) if wrapper is not None else ()) + (None,):
@@ -341,25 +345,28 @@ def _match_builtin(document: BvhDocument, units: Optional[float]):
             for j, n in enumerate(skeleton.joint_names))
         if not parents_agree:
             continue
-        for rest_rotations in _known_rests(skeleton):
+        for frame, rest_rotations in _known_rests(skeleton):
             expected = bvh_offsets(skeleton, rest_rotations)
             for unit in ((units,) if units else (CENTIMETRE, 1.0)):
                 worst = max(
                     length([document.joints[bvh_index[n]].offset[k] * unit - expected[j][k] for k in range(3)])
                     for j, n in enumerate(skeleton.joint_names) if skeleton.parents[j] >= 0)
                 if worst <= OFFSET_TOLERANCE_M:
-                    return skeleton, skip, rest_rotations, unit
-        _LOG.warning("joint names are Kimodo's %s but the bone lengths differ: read as a rig of its own", skeleton.name)
+                    return skeleton, skip, frame, rest_rotations, unit
+        _LOG.warning("%s: joint names are Kimodo's %s but the bone lengths differ: read as a rig of its own",
+                     source, skeleton.name)
     return None
 
 
-def _known_rests(skeleton: Skeleton) -> List[List[Quat]]:
-    """The BVH rests a Kimodo skeleton is written in: identity (T-pose / zero pose) and, for SOMA 77,
-    the BONES-SEED rest."""
+def _known_rests(skeleton: Skeleton) -> List[Tuple[Quat, List[Quat]]]:
+    """(file frame F, BVH rest rotations D' in F) of every way a Kimodo skeleton is written: rests identity
+    (T-pose / zero pose) and, for SOMA 77, BONES-SEED; frames Y up (ours) and Z up (what Blender exports:
+    its armature space). A file in frame F: D' = F^-1 D, and the root's rotation and position get F."""
     rests = [[IDENTITY] * skeleton.joint_count]
     if skeleton.name == "somaskel77":
         rests.insert(0, seed_rest_rotations())
-    return rests
+    return [(frame, [quat_multiply(quat_conjugate(frame), d) for d in rest])
+            for frame in (IDENTITY, Z_UP_TO_Y_UP) for rest in rests]
 
 
 def seed_rest_rotations() -> List[Quat]:
@@ -449,9 +456,10 @@ def _file_skeleton(document: BvhDocument, wrapper: Optional[int], unit: float, n
 
 
 def _to_motion(document: BvhDocument, skeleton: Skeleton, wrapper: Optional[int],
-               rest_rotations: Optional[Sequence[Quat]], unit: float, rate: float, name: str, source: str) -> Motion:
+               rest: Optional[Tuple[Quat, Sequence[Quat]]], unit: float, rate: float, name: str, source: str) -> Motion:
     """Frames -> Motion. Joint j of `skeleton` is the BVH joint of the same name; the wrapper (if any) is
-    folded into the root; rest_rotations D map BVH locals to identity-rest locals (None: take them as is)."""
+    folded into the root; `rest` = (file frame F, rest rotations D) maps BVH locals to identity-rest locals
+    as L = D[parent]^-1 L_bvh D[j], with F in front of the root (None: take the locals as they are)."""
     bvh_index = {joint.name: i for i, joint in enumerate(document.joints)}
     order = [bvh_index[n] for n in skeleton.joint_names]
     parents = skeleton.parents
@@ -468,9 +476,12 @@ def _to_motion(document: BvhDocument, skeleton: Skeleton, wrapper: Optional[int]
                     position = add(scale(wrapper_translation, unit), quat_rotate(wrapper_rotation, position))
                     rotation = quat_multiply(wrapper_rotation, rotation)
                 roots.extend(position)
-            if rest_rotations is not None:
-                parent_rest = rest_rotations[parents[j]] if parents[j] >= 0 else IDENTITY
+            if rest is not None:
+                frame, rest_rotations = rest
+                parent_rest = rest_rotations[parents[j]] if parents[j] >= 0 else quat_conjugate(frame)
                 rotation = quat_multiply(quat_multiply(quat_conjugate(parent_rest), rotation), rest_rotations[j])
+                if parents[j] < 0:
+                    roots[-3:] = array("d", quat_rotate(frame, roots[-3:]))
             rotations.extend(rotation)
     return Motion(skeleton, rotations, roots, rate, name=name)
 

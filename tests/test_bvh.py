@@ -18,7 +18,6 @@ from kimodo_rig import KimodoError, formats
 from kimodo_rig.formats import bvh, raw
 from kimodo_rig.formats.options import WriteOptions
 from kimodo_rig.model import Skeleton, make_motion
-from kimodo_rig.skeletons import load
 
 SOMA_CLIPS = ("soma_01_single_text_prompt", "soma_02_multi_text_prompt")
 REFERENCE_BVHS = [clip + suffix for clip in SOMA_CLIPS for suffix in ("", "_tpose_rest")]
@@ -242,14 +241,19 @@ def same_rotations(a, b):
     return np.abs(np.abs((a * b).sum(axis=-1)) - 1.0).max()
 
 
+def raw_through_bvh(folder, tmp_path, skeleton_name, joints):
+    """raw folder -> our BVH -> read back (must be `skeleton_name`) -> raw folder, read with numpy."""
+    bvh.write(raw.read(folder), tmp_path / "clip.bvh")
+    back = bvh.read(tmp_path / "clip.bvh")
+    assert back.skeleton.name == skeleton_name
+    raw.write(back, tmp_path / "back")
+    return read_raw_folder(tmp_path / "back", joints)
+
+
 def test_raw_soma30_round_trips_through_bvh_via_77(tmp_path):
     clip = CLIPS / "soma_01_single_text_prompt"
     rotations30, roots30 = read_raw_folder(clip, 30)
-    bvh.write(raw.read(clip), tmp_path / "walk.bvh")
-    back = bvh.read(tmp_path / "walk.bvh")
-    assert back.skeleton.name == "somaskel77"
-    raw.write(back, tmp_path / "back")
-    rotations77, roots77 = read_raw_folder(tmp_path / "back", 77)
+    rotations77, roots77 = raw_through_bvh(clip, tmp_path, "somaskel77", 77)
     index77 = skeleton_record("somaskel30")["somaskel77_index_of_each_joint"]
     assert same_rotations(rotations77[:, index77], rotations30) < 1e-6
     assert np.abs(roots77 - roots30).max() < 1e-6
@@ -262,11 +266,7 @@ def test_raw_soma30_round_trips_through_bvh_via_77(tmp_path):
 def test_raw_g1_round_trips_through_bvh(tmp_path):
     clip = CLIPS / "g1_01_single_text_prompt"
     rotations, roots = read_raw_folder(clip, 34)
-    bvh.write(raw.read(clip), tmp_path / "g1.bvh")
-    back = bvh.read(tmp_path / "g1.bvh")
-    assert back.skeleton.name == "g1skel34"
-    raw.write(back, tmp_path / "back")
-    rotations_back, roots_back = read_raw_folder(tmp_path / "back", 34)
+    rotations_back, roots_back = raw_through_bvh(clip, tmp_path, "g1skel34", 34)
     assert same_rotations(rotations_back, rotations) < 1e-6
     assert np.abs(roots_back - roots).max() < 1e-6
 
@@ -294,10 +294,7 @@ def test_synthetic_smplx_round_trips_through_bvh(tmp_path):
     expected = motion_positions(record["parents"], record["rest_local_offsets_m"], rotations.astype("<f4"),
                                 roots.astype("<f4"))
     assert np.abs(judge.positions(0.01)[:, order] - expected).max() < 1e-6
-    back = bvh.read(tmp_path / "smplx.bvh")
-    assert back.skeleton.name == "smplx22"
-    raw.write(back, tmp_path / "back")
-    rotations_back, roots_back = read_raw_folder(tmp_path / "back", 22)
+    rotations_back, roots_back = raw_through_bvh(folder, tmp_path, "smplx22", 22)
     assert same_rotations(rotations_back, rotations.astype("<f4")) < 1e-6
     assert np.abs(roots_back - roots.astype("<f4")).max() < 1e-6
 

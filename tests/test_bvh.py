@@ -161,6 +161,16 @@ def test_cmu_bvh_reads_31_joints_at_120_fps_in_cmu_units():
     assert 0.85 < hips_height < 1.05  # a standing adult's pelvis: the unit is right
 
 
+def test_cmu_rig_round_trips_through_our_bvh_in_centimetres(tmp_path):
+    motion = bvh.read(CMU_BVH)
+    bvh.write(motion, tmp_path / "cmu.bvh")
+    judge = BvhFile(tmp_path / "cmu.bvh")
+    expected = motion_positions_of(motion)
+    assert np.abs(judge.positions(0.01) - expected).max() < 1e-6
+    back = bvh.read(tmp_path / "cmu.bvh")
+    assert back.fps == 120.0 and np.abs(motion_positions_of(back) - expected).max() < 1e-6
+
+
 def test_units_override_and_metres_for_small_numbers(tmp_path):
     motion = bvh.read(CMU_BVH, units=0.01)
     assert np.abs(motion_positions_of(motion) - BvhFile(CMU_BVH).positions(0.01)).max() < 1e-9

@@ -7,9 +7,9 @@ How a BVH is understood here:
   (0, 100, 0) and position channels holding the absolute root; Blender reads and writes them the same way).
 - End Sites are bone ends, not joints.
 - Units: BVH does not state them. Kimodo skeletons (recognised by joint names and bone lengths) are
-  centimetres, as Kimodo writes them. The CMU skeleton (recognised by its LHipJoint/RHipJoint joints) is
-  in the CMU mocap unit, (1/0.45) inch = 5.644 cm, as cgspeed's BVH conversions of the CMU database keep
-  it (its pelvis then stands 0.95 m high). Anything else is metres when the zero-channel figure spans at
+  centimetres, as Kimodo writes them. The CMU skeleton (recognised by its LHipJoint/RHipJoint joints, when
+  that unit gives it a human size) is in the CMU mocap unit, (1/0.45) inch = 5.644 cm, as cgspeed's BVH
+  conversions of the CMU database keep it (its pelvis then stands 0.95 m high). Anything else is metres when the zero-channel figure spans at
   most 17 units (a figure up to 17 m), else centimetres (from 17 cm); `read(..., units=)` overrides.
 - Kimodo's SOMA BVH has a `Root` wrapper above `Hips`; it is folded into Hips. Its default rest is the
   BONES-SEED rest (each joint's frame turned by standard_t_pose_global_offsets_rots); reading turns it
@@ -48,6 +48,7 @@ EXTENSIONS = (".bvh",)
 CENTIMETRE = 0.01
 CMU_UNIT = 0.0254 / 0.45  # CMU ASF/AMC length unit, metres
 CMU_JOINT_NAMES = {"lhipjoint", "rhipjoint"}  # the CMU skeleton's own names (cgspeed conversions keep them)
+CMU_FIGURE_M = (0.5, 3.0)  # CMU names at a human size in CMU units (not a CMU rig rewritten in cm)
 METRES_UP_TO = 17.0  # a figure this many units tall or less is in metres, else centimetres (17 m vs 17 cm)
 OFFSET_TOLERANCE_M = 1e-4  # bone lengths this close to a built-in skeleton's are that skeleton
 TRANSLATION_TOLERANCE_M = 1e-3  # position channels this close to the OFFSET are not a moving joint
@@ -298,11 +299,13 @@ def read(path, *, fps: Optional[float] = None, units: Optional[float] = None) ->
     docstring); `fps` overrides the file's frame time."""
     source = str(path)
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        data = Path(path).read_bytes()
     except OSError as error:
         raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
-    except UnicodeDecodeError as error:
-        raise KimodoError("{}: not a text file (byte {} is not UTF-8)".format(source, error.start)) from error
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")  # old exporters write joint names in a local code page
     document = parse(text, source)
     rate = float(fps) if fps else _rate(document.frame_time)
     name = Path(path).stem
@@ -312,7 +315,7 @@ def read(path, *, fps: Optional[float] = None, units: Optional[float] = None) ->
         return _to_motion(document, skeleton, wrapper, (frame, rest_rotations), unit, rate, name, source)
     unit = units if units else _guess_unit(document, source)
     wrapper = _moving_wrapper(document, unit)
-    skeleton = _file_skeleton(document, wrapper, unit, name)
+    skeleton = _file_skeleton(document, wrapper, unit, name, source)
     return _to_motion(document, skeleton, wrapper, None, unit, rate, name, source)
 
 
@@ -407,9 +410,9 @@ def _figure_size(document: BvhDocument) -> float:
 
 def _guess_unit(document: BvhDocument, source: str) -> float:
     names = {joint.name.lower() for joint in document.joints}
-    if CMU_JOINT_NAMES <= names:
-        return CMU_UNIT
     size = _figure_size(document)
+    if CMU_JOINT_NAMES <= names and CMU_FIGURE_M[0] <= size * CMU_UNIT <= CMU_FIGURE_M[1]:
+        return CMU_UNIT
     unit = 1.0 if size <= METRES_UP_TO else CENTIMETRE
     _LOG.info("%s: read in %s (a %.2f m figure; BVH does not state its unit)",
               source, "metres" if unit == 1.0 else "centimetres", size * unit)
@@ -435,7 +438,7 @@ def _largest_translation(document: BvhDocument, joint: int) -> float:
                for values in document.frames)
 
 
-def _file_skeleton(document: BvhDocument, wrapper: Optional[int], unit: float, name: str) -> Skeleton:
+def _file_skeleton(document: BvhDocument, wrapper: Optional[int], unit: float, name: str, source: str) -> Skeleton:
     kept = [j for j in range(len(document.joints)) if j != wrapper]
     index_of = {bvh: i for i, bvh in enumerate(kept)}
     parents = []
@@ -451,7 +454,7 @@ def _file_skeleton(document: BvhDocument, wrapper: Optional[int], unit: float, n
     names = [document.joints[j].name for j in kept]
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
-        raise KimodoError("{}: joint name {!r} is used twice".format(name, duplicate))
+        raise KimodoError("{}: joint name {!r} is used twice".format(source, duplicate))
     return Skeleton(name, tuple(names), tuple(parents), tuple(offsets))  # type: ignore[arg-type]
 
 

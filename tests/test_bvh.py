@@ -184,6 +184,35 @@ def test_units_override_and_metres_for_small_numbers(tmp_path):
     assert np.allclose(motion_positions_of(motion)[0], [[0, 0.5, 0], [0, 2.0, 0]])
 
 
+def test_blender_style_dummy_root_braces_on_joint_lines_and_moving_joint_warning(tmp_path, caplog):
+    """A ROOT with CHANNELS 0 above two roots (what Blender writes for several root bones), '{' on the
+    JOINT line, and a non-root joint whose position channels move it: kept at its OFFSET, with a warning."""
+    path = tmp_path / "two_roots.bvh"
+    path.write_text(
+        "HIERARCHY\nROOT __0 {\n OFFSET 0 0 0\n CHANNELS 0\n"
+        " JOINT a {\n  OFFSET 0 100 0\n  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"
+        "  End Site {\n   OFFSET 0 10 0\n  }\n }\n"
+        " JOINT b {\n  OFFSET 20 0 0\n  CHANNELS 3 Yrotation Xrotation Zrotation\n }\n}\n"
+        "MOTION\nFrames: 2\nFrame Time: 0.033333\n0 100 0 0 0 90 0 0 0\n5 100 0 0 0 0 0 0 0\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="kimodo_rig"):
+        motion = bvh.read(path)
+    assert motion.skeleton.joint_names == ("__0", "a", "b") and motion.fps == 30.0
+    assert caplog.messages == ["{}: position channels move 1 joint(s) off their OFFSET (most: a, 0.050 m); bones "
+                               "keep their length here, so they stay at the OFFSET".format(path)]
+    assert np.allclose(motion_positions_of(motion)[:, 1], [[0, 1, 0], [0, 1, 0]])
+    judge = BvhFile(path)
+    assert np.allclose(judge.positions(0.01)[0], motion_positions_of(motion)[0])
+
+
+def test_more_than_one_root_is_refused(tmp_path):
+    path = tmp_path / "roots.bvh"
+    path.write_text("HIERARCHY\nROOT a\n{\n OFFSET 0 0 0\n CHANNELS 0\n}\nROOT b\n{\n OFFSET 0 0 0\n"
+                    " CHANNELS 0\n}\nMOTION\nFrames: 1\nFrame Time: 0.1\n\n", encoding="utf-8")
+    with pytest.raises(KimodoError) as caught:
+        bvh.read(path)
+    assert str(caught.value) == "{}: line 7: more than one ROOT is not supported".format(path)
+
+
 def generic_skeleton():
     """A rig with non-identity rest rotations, as a retarget output has (names with a space too)."""
     rng = np.random.default_rng(7)

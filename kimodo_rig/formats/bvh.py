@@ -496,8 +496,8 @@ def _warn_moving_joints(document: BvhDocument, joints: Sequence[int], unit: floa
     moving = [(n, d) for n, d in moving if d > TRANSLATION_TOLERANCE_M]
     if moving:
         worst = max(moving, key=lambda item: item[1])
-        _LOG.warning("%s: %d joints translate away from their OFFSET (%s by %.3f m); kept at their OFFSET",
-                     source, len(moving), worst[0], worst[1])
+        _LOG.warning("%s: position channels move %d joint(s) off their OFFSET (most: %s, %.3f m); "
+                     "bones keep their length here, so they stay at the OFFSET", source, len(moving), worst[0], worst[1])
 
 
 # ----------------------------------------------------------------------------------------------- writing

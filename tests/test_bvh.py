@@ -204,6 +204,25 @@ def test_blender_style_dummy_root_braces_on_joint_lines_and_moving_joint_warning
     assert np.allclose(judge.positions(0.01)[0], motion_positions_of(motion)[0])
 
 
+def test_unknown_rig_with_a_moving_root_wrapper_folds_it(tmp_path):
+    """Kimodo's file with every joint renamed is just a rig: its Root wrapper is folded into the hips
+    (the motion is in the hips' position channels) and the pose is the file's own."""
+    source = REFERENCE / "soma_01_single_text_prompt.bvh"
+    text = source.read_text(encoding="utf-8")
+    for name in skeleton_record("somaskel77")["joint_names"]:
+        text = text.replace("JOINT {}\n".format(name), "JOINT x_{}\n".format(name))
+    path = tmp_path / "renamed.bvh"
+    path.write_text(text, encoding="utf-8")
+    motion = bvh.read(path)
+    assert motion.skeleton.name == "renamed" and motion.joint_count == 77
+    assert motion.skeleton.joint_names[0] == "x_Hips"
+    judge = BvhFile(path)
+    assert np.abs(motion_positions_of(motion) - judge.positions(0.01)[:, 1:]).max() < 1e-9
+    order = [motion.skeleton.joint_names.index("x_" + n) for n in skeleton_record("somaskel77")["joint_names"]]
+    assert np.abs(motion_positions_of(motion)[:, order] - reference_posed_joints("soma_01_single_text_prompt")).max() \
+        < POSITION_TOLERANCE_M
+
+
 def test_more_than_one_root_is_refused(tmp_path):
     path = tmp_path / "roots.bvh"
     path.write_text("HIERARCHY\nROOT a\n{\n OFFSET 0 0 0\n CHANNELS 0\n}\nROOT b\n{\n OFFSET 0 0 0\n"

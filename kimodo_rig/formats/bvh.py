@@ -9,11 +9,15 @@ How a BVH is understood here:
 - Units: BVH does not state them. Kimodo skeletons (recognised by joint names and bone lengths) are
   centimetres, as Kimodo writes them. The CMU skeleton (recognised by its LHipJoint/RHipJoint joints, when
   that unit gives it a human size) is in the CMU mocap unit, (1/0.45) inch = 5.644 cm, as cgspeed's BVH
-  conversions of the CMU database keep it (its pelvis then stands 0.95 m high). Anything else is metres when the zero-channel figure spans at
-  most 17 units (a figure up to 17 m), else centimetres (from 17 cm); `read(..., units=)` overrides.
-- Kimodo's SOMA BVH has a `Root` wrapper above `Hips`; it is folded into Hips. Its default rest is the
-  BONES-SEED rest (each joint's frame turned by standard_t_pose_global_offsets_rots); reading turns it
-  back into Kimodo's identity rest, so both rests read to the same somaskel77 motion.
+  conversions of the CMU database keep it (its pelvis then stands 0.95 m high). Anything else is metres
+  when the zero-channel figure spans at most 17 units (a figure up to 17 m), else centimetres (from
+  17 cm); `read(..., units=)` overrides. We write centimetres.
+- Axes: BVH is Y up. Kimodo skeletons are also recognised in Z up (Blender's export writes its armature
+  space) and turned back; other rigs are read in the axes the file has.
+- Kimodo's SOMA BVH has a `Root` wrapper above `Hips`; it is folded into Hips (so is any ROOT whose one
+  child carries the motion in its position channels). Its default rest is the BONES-SEED rest (each joint's
+  frame turned by standard_t_pose_global_offsets_rots); reading turns it back into Kimodo's identity rest,
+  so both rests read to the same somaskel77 motion.
 
 One idea carries every skeleton: the BVH's zero-channel pose has every joint frame aligned with the world,
 so a skeleton whose rest global rotation is D[j] (identity for Kimodo rests, O[j]^T for the BONES-SEED

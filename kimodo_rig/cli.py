@@ -69,16 +69,17 @@ def add_glb_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fps", type=_positive_float, default=30.0, help="frame rate (default 30)")
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin",
                         help="joint names: mannequin (Unreal names for SMPL-X) or native (default mannequin)")
-    parser.set_defaults(run=run_glb)
+    parser.set_defaults(run=run_glb, prog=parser.prog)  # messages name the command the user typed
 
 
 def run_glb(args: argparse.Namespace, default_outdir: Optional[Path] = None) -> int:
     if args.output and len(args.clips) > 1:
-        print("kimodo-rig glb: -o names one file; use --outdir for {} clips".format(len(args.clips)), file=sys.stderr)
+        print("{}: -o names one file; use --outdir for {} clips".format(args.prog, len(args.clips)), file=sys.stderr)
         return 2
     outdir = Path(args.outdir) if args.outdir else (default_outdir or Path.cwd())
     if not args.output and not outdir.is_dir():
-        print("{}: output folder does not exist".format(outdir), file=sys.stderr)
+        problem = "is not a folder" if outdir.exists() else "does not exist"
+        print("{}: output folder {}".format(outdir, problem), file=sys.stderr)
         return 1
     taken = set()  # type: set
     failures = 0

@@ -7,13 +7,13 @@ from typing import Dict, Optional
 
 from ..errors import KimodoError
 from ..model import Motion
-from . import amass, g1_csv, glb, kimodo_npz, raw
+from . import amass, bvh, g1_csv, glb, kimodo_npz, raw
 from .options import DEFAULT, WriteOptions
 
 # Order matters for help text and for extensions two formats share: reading, the first module whose
 # `recognises(path)` accepts the file wins (an .npz is told apart by its array names); writing, the first.
 # A folder is always `raw`.
-_MODULES = (raw, glb, kimodo_npz, amass, g1_csv)
+_MODULES = (raw, glb, bvh, kimodo_npz, amass, g1_csv)
 FORMATS = {module.NAME: module for module in _MODULES}
 
 

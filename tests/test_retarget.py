@@ -347,3 +347,47 @@ def test_rigify_metarig_is_a_target_and_blender_reads_our_output_as_we_wrote_it(
     assert result["worst_cosine"] >= 0.999
     assert result["report"]["arms_match"] >= 0.98 and result["report"]["limb_cosine_mean"] >= 0.99
     assert result["report"]["chains_mapped"] == 9
+
+
+def test_bvh_in_and_out_and_a_bvh_rig_as_target(tmp_path):
+    from bvh_judge import BvhFile
+
+    # .bvh output on the Mixamo rig, judged by a numpy BVH parser.
+    clip = "soma_03_full_body_keyframes"
+    output = tmp_path / "pick_mixamo.bvh"
+    assert cli.main(["retarget", str(CLIPS / clip), "--target", "mixamo", "-o", str(output)]) == 0
+    bvh = BvhFile(output)
+    positions = bvh.positions(0.01)  # written in centimetres
+    names = {n: i for i, n in enumerate(bvh.names)}
+    source = source_positions(clip)
+    cosines = []
+    for segment, table in SEGMENTS.items():
+        sa, sb = table["soma"]
+        ta, tb = table["mixamo"]
+        s = source[sb] - source[sa]
+        t = positions[:, names[tb]] - positions[:, names[ta]]
+        cosines.append(np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)))
+    assert min(cosines) >= 0.99
+    binds = bind_worlds(ROOT / "kimodo_rig" / "rigs" / "mpfb2_mixamo.glb")
+    bind_toe = min(binds[n][1, 3] for n in TOES["mixamo"])
+    target_low = min(positions[:, names[n], 1].min() for n in TOES["mixamo"])
+    source_low = min(source[n][:, 1].min() for n in TOES["soma"])
+    assert abs((target_low - bind_toe) - source_low) <= 0.02
+    # The CMU BVH rig as a target (a box rig GLB): G1 onto it, standing on y = 0.
+    cmu_out = tmp_path / "g1_on_cmu.glb"
+    report = tmp_path / "g1_on_cmu.json"
+    assert cli.main(["retarget", str(CLIPS / "g1_01_single_text_prompt"), "--target", str(RIGS / "cmu" / "resources_131_01.bvh"),
+                     "-o", str(cmu_out), "--report", str(report)]) == 0
+    record = json.loads(report.read_text())
+    assert record["arms_match"] >= 0.98 and record["chains_mapped"] == 5
+    _, worlds, node = gltf_worlds(cmu_out)
+    toes = worlds[:, [node["LeftToe"], node["RightToe"]], 1, 3]
+    assert -0.05 < toes.min() < 0.05
+    # A Kimodo SOMA BVH (77 joints, fingers) as the input: the fingers map too.
+    ref = tmp_path / "ref_on_mannequin.json"
+    assert cli.main(["retarget", str(ROOT / "tests" / "data" / "reference" / "soma_01_single_text_prompt.bvh"),
+                     "--target", "mannequin", "-o", str(tmp_path / "ref.glb"), "--report", str(ref)]) == 0
+    record = json.loads(ref.read_text())
+    assert record["chains_mapped"] == 19 and record["left_at_rest"] == ["Root"]
+    assert record["arms_match"] >= 0.98 and record["limb_cosine_mean"] >= 0.99
+    assert validate_gltf(cmu_out, tmp_path / "ref.glb")["ref.glb"]["numErrors"] == 0

@@ -73,11 +73,7 @@ def _node_depth(parents: Sequence[int], node: int) -> int:
 
 def read_gltf_target(path) -> Target:
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
-    document = gd.parse_glb(data, source)
+    document = gd.read_file(path)
     gltf = document.gltf
     skins = gltf.get("skins") or []
     if not skins:

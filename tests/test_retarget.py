@@ -17,33 +17,26 @@ from kimodo_rig import cli
 ROBOT = RIGS / "quaternius" / "RobotExpressive.glb"
 TARGETS = {"mannequin": "mannequin", "mixamo": "mixamo", "robot": str(ROBOT)}
 
-# Segments compared source vs target, written out here (not taken from the mapping code).
-# name: (source start, source end) per skeleton kind, (target start, target end) per rig.
+# Segments compared source vs target, written out here (not taken from the mapping code), per side:
+# {Side} = Left/Right, {side} = left/right, {s} = l/r, {S} = L/R.
+SEGMENT_PATTERNS = {
+    "upperarm": {"soma": ("{Side}Arm", "{Side}ForeArm"), "g1": ("{side}_shoulder_roll_skel", "{side}_elbow_skel"),
+                 "mannequin": ("upperarm_{s}", "lowerarm_{s}"), "mixamo": ("mixamorig:{Side}Arm", "mixamorig:{Side}ForeArm"),
+                 "robot": ("UpperArm{S}", "LowerArm{S}")},
+    "lowerarm": {"soma": ("{Side}ForeArm", "{Side}Hand"), "g1": ("{side}_elbow_skel", "{side}_wrist_roll_skel"),
+                 "mannequin": ("lowerarm_{s}", "hand_{s}"), "mixamo": ("mixamorig:{Side}ForeArm", "mixamorig:{Side}Hand"),
+                 "robot": ("LowerArm{S}", "Palm2{S}")},
+    "thigh": {"soma": ("{Side}Leg", "{Side}Shin"), "g1": ("{side}_hip_roll_skel", "{side}_knee_skel"),
+              "mannequin": ("thigh_{s}", "calf_{s}"), "mixamo": ("mixamorig:{Side}UpLeg", "mixamorig:{Side}Leg"),
+              "robot": ("UpperLeg{S}", "LowerLeg{S}")},
+    "calf": {"soma": ("{Side}Shin", "{Side}Foot"), "g1": ("{side}_knee_skel", "{side}_ankle_pitch_skel"),
+             "mannequin": ("calf_{s}", "foot_{s}"), "mixamo": ("mixamorig:{Side}Leg", "mixamorig:{Side}Foot"),
+             "robot": ("LowerLeg{S}", "Foot{S}")},
+}
 SEGMENTS = {
-    "upperarm_l": {"soma": ("LeftArm", "LeftForeArm"), "g1": ("left_shoulder_roll_skel", "left_elbow_skel"),
-                   "mannequin": ("upperarm_l", "lowerarm_l"), "mixamo": ("mixamorig:LeftArm", "mixamorig:LeftForeArm"),
-                   "robot": ("UpperArmL", "LowerArmL")},
-    "upperarm_r": {"soma": ("RightArm", "RightForeArm"), "g1": ("right_shoulder_roll_skel", "right_elbow_skel"),
-                   "mannequin": ("upperarm_r", "lowerarm_r"), "mixamo": ("mixamorig:RightArm", "mixamorig:RightForeArm"),
-                   "robot": ("UpperArmR", "LowerArmR")},
-    "lowerarm_l": {"soma": ("LeftForeArm", "LeftHand"), "g1": ("left_elbow_skel", "left_wrist_roll_skel"),
-                   "mannequin": ("lowerarm_l", "hand_l"), "mixamo": ("mixamorig:LeftForeArm", "mixamorig:LeftHand"),
-                   "robot": ("LowerArmL", "Palm2L")},
-    "lowerarm_r": {"soma": ("RightForeArm", "RightHand"), "g1": ("right_elbow_skel", "right_wrist_roll_skel"),
-                   "mannequin": ("lowerarm_r", "hand_r"), "mixamo": ("mixamorig:RightForeArm", "mixamorig:RightHand"),
-                   "robot": ("LowerArmR", "Palm2R")},
-    "thigh_l": {"soma": ("LeftLeg", "LeftShin"), "g1": ("left_hip_roll_skel", "left_knee_skel"),
-                "mannequin": ("thigh_l", "calf_l"), "mixamo": ("mixamorig:LeftUpLeg", "mixamorig:LeftLeg"),
-                "robot": ("UpperLegL", "LowerLegL")},
-    "thigh_r": {"soma": ("RightLeg", "RightShin"), "g1": ("right_hip_roll_skel", "right_knee_skel"),
-                "mannequin": ("thigh_r", "calf_r"), "mixamo": ("mixamorig:RightUpLeg", "mixamorig:RightLeg"),
-                "robot": ("UpperLegR", "LowerLegR")},
-    "calf_l": {"soma": ("LeftShin", "LeftFoot"), "g1": ("left_knee_skel", "left_ankle_pitch_skel"),
-               "mannequin": ("calf_l", "foot_l"), "mixamo": ("mixamorig:LeftLeg", "mixamorig:LeftFoot"),
-               "robot": ("LowerLegL", "FootL")},
-    "calf_r": {"soma": ("RightShin", "RightFoot"), "g1": ("right_knee_skel", "right_ankle_pitch_skel"),
-               "mannequin": ("calf_r", "foot_r"), "mixamo": ("mixamorig:RightLeg", "mixamorig:RightFoot"),
-               "robot": ("LowerLegR", "FootR")},
+    part + "_" + s: {kind: tuple(n.format(Side=side, side=side.lower(), s=s, S=s.upper()) for n in names)
+                     for kind, names in kinds.items()}
+    for part, kinds in SEGMENT_PATTERNS.items() for s, side in (("l", "Left"), ("r", "Right"))
 }
 TOES = {"soma": ("LeftToeBase", "RightToeBase"), "g1": ("left_toe_base", "right_toe_base"),
         "mannequin": ("ball_l", "ball_r"), "mixamo": ("mixamorig:LeftToeBase", "mixamorig:RightToeBase"),

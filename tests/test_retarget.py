@@ -387,3 +387,50 @@ def test_bvh_in_and_out_and_a_bvh_rig_as_target(tmp_path):
     assert record["chains_mapped"] == 19 and record["left_at_rest"] == ["Root"]
     assert record["arms_match"] >= 0.98 and record["limb_cosine_mean"] >= 0.99
     assert validate_gltf(cmu_out, tmp_path / "ref.glb")["ref.glb"]["numErrors"] == 0
+
+
+def test_a_source_bvh_that_is_no_humanoid_is_refused_naming_the_file(tmp_path):
+    tail = tmp_path / "tail.bvh"
+    tail.write_text("HIERARCHY\nROOT base\n{\n  OFFSET 0 100 0\n  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"
+                    "  JOINT mid\n  {\n    OFFSET 0 0 -50\n    CHANNELS 3 Zrotation Xrotation Yrotation\n"
+                    "    End Site\n    {\n      OFFSET 0 0 -50\n    }\n  }\n}\nMOTION\nFrames: 2\nFrame Time: 0.0333333\n"
+                    "0 100 0 0 0 0 0 0 0\n0 100 0 0 10 0 0 0 0\n")
+    result = run_cli("retarget", tail, "--target", "mannequin", "-o", tmp_path / "out.glb")
+    assert result.returncode == 1
+    assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, thigh_r, "
+                             "calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
+                             "Quaternius, Left/Right words\n").format(tail)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tail.bvh"]
+
+
+def test_smplx_motion_onto_the_mannequin(tmp_path):
+    """No SMPL-X clip exists publicly: a built one, the left elbow bending 0..90 degrees and the right
+    shoulder raising the arm, judged with numpy FK from smplx22.json against the output file."""
+    from gltf_judge import write_raw_clip
+
+    record = skeleton_record("smplx22")
+    names = record["joint_names"]
+    frames = 40
+    quats = np.zeros((frames, len(names), 4))
+    quats[..., 3] = 1.0
+    angle = np.linspace(0.0, np.pi / 2, frames)
+    quats[:, names.index("left_elbow")] = np.stack([0 * angle, np.sin(angle / 2), 0 * angle, np.cos(angle / 2)], -1)
+    quats[:, names.index("right_shoulder")] = np.stack([0 * angle, 0 * angle, -np.sin(angle / 4), np.cos(angle / 4)], -1)
+    roots = np.tile([0.0, 0.95, 0.0], (frames, 1))
+    roots[:, 2] = np.linspace(0, 1, frames)
+    clip = write_raw_clip(tmp_path / "smplx_clip", quats, roots)
+    output = tmp_path / "smplx_ue.glb"
+    report = tmp_path / "smplx.json"
+    assert cli.main(["retarget", str(clip), "--target", "mannequin", "-o", str(output), "--report", str(report)]) == 0
+    record_out = json.loads(report.read_text())
+    assert record_out["skeleton"] == "SMPL-X" and record_out["chains_mapped"] == 9
+    source = forward_kinematics(record["parents"], record["rest_local_offsets_m"], quats, roots)
+    _, worlds, node = gltf_worlds(output)
+    positions = worlds[:, :, :3, 3]
+    for (sa, sb), (ta, tb) in ((("left_elbow", "left_wrist"), ("lowerarm_l", "hand_l")),
+                               (("right_shoulder", "right_elbow"), ("upperarm_r", "lowerarm_r")),
+                               (("left_hip", "left_knee"), ("thigh_l", "calf_l"))):
+        s = source[:, names.index(sb)] - source[:, names.index(sa)]
+        t = positions[:, node[tb]] - positions[:, node[ta]]
+        cosine = np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)
+        assert cosine.min() > 0.995, (sa, cosine.min())

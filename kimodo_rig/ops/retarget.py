@@ -167,12 +167,13 @@ def retarget(
     source_map: Optional[HumanoidMap] = None,
     target_map: Optional[HumanoidMap] = None,
     target_name: str = "",
+    source_name: str = "",
 ) -> Tuple[Motion, RetargetInfo]:
     """`motion` on the humanoid `target`. The returned motion's skeleton is the target's subtree from its
     hips (joint 0, the bone that travels); `info.root_track` carries root motion for --root-motion root."""
     if root_motion not in ROOT_MOTION_MODES:
         raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
-    smap = source_map or map_humanoid(motion.skeleton, motion.name or motion.skeleton.name)
+    smap = source_map or map_humanoid(motion.skeleton, source_name or motion.name or motion.skeleton.name)
     tmap_full = target_map or map_humanoid(target, target_name or target.name)
     tmap, order = working_skeleton(target, tmap_full)
     skeleton = tmap.skeleton
@@ -181,7 +182,7 @@ def retarget(
     reach_target = rest_leg_reach(tmap)
     if not reach_source > 0 or not reach_target > 0:
         raise KimodoError("{}: the rest pose has no legs standing below the hips".format(
-            target_name or target.name if not reach_target > 0 else motion.name or motion.skeleton.name))
+            target_name or target.name if not reach_target > 0 else source_name or motion.name or motion.skeleton.name))
     ratio = reach_target / reach_source
     facing = corrections.facing
 

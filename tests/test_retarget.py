@@ -434,3 +434,28 @@ def test_smplx_motion_onto_the_mannequin(tmp_path):
         t = positions[:, node[tb]] - positions[:, node[ta]]
         cosine = np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)
         assert cosine.min() > 0.995, (sa, cosine.min())
+
+
+def test_a_character_facing_minus_z_runs_its_own_way(tmp_path):
+    """The mannequin turned 180 degrees by a node above its armature: the motion turns with it."""
+    gltf = pygltflib.GLTF2().load(str(ROOT / "kimodo_rig" / "rigs" / "mpfb2_game_engine.glb"))
+    scene_root = gltf.scenes[0].nodes[0]
+    gltf.nodes[scene_root].rotation = [0.0, 1.0, 0.0, 0.0]
+    turned = tmp_path / "turned.glb"
+    gltf.save_binary(str(turned))
+    output = tmp_path / "turned_run.glb"
+    clip = "soma_01_single_text_prompt"
+    assert cli.main(["retarget", str(CLIPS / clip), "--target", str(turned), "-o", str(output)]) == 0
+    _, worlds, names = gltf_worlds(output)
+    positions = worlds[:, :, :3, 3]
+    source = source_positions(clip)
+    half_turn = np.diag([-1.0, 1.0, -1.0])
+    for segment in ("upperarm_l", "lowerarm_r", "thigh_l", "calf_r"):
+        sa, sb = SEGMENTS[segment]["soma"]
+        ta, tb = SEGMENTS[segment]["mannequin"]
+        s = (source[sb] - source[sa]) @ half_turn.T
+        t = positions[:, names[tb]] - positions[:, names[ta]]
+        assert np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)) > 0.99, segment
+    pelvis = positions[:, names["pelvis"]]
+    assert source["Hips"][-1, 2] - source["Hips"][0, 2] > 3.0 and pelvis[-1, 2] - pelvis[0, 2] < -2.5
+    assert 0.7 < pelvis[:, 1].mean() < 1.0

@@ -7,6 +7,7 @@ removed.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -17,6 +18,7 @@ from .model import Skeleton
 from .ops.fk import rest_positions
 from .rotations import Quat, Vec3, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, subtract
 
+LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent / "rigs"
 BUILTIN_TARGETS = {"mannequin": RIGS / "mpfb2_game_engine.glb", "mixamo": RIGS / "mpfb2_mixamo.glb"}
 
@@ -116,18 +118,24 @@ def read_gltf_target(path) -> Target:
         return in_skin[parent] if parent >= 0 else -1
 
     parents = [skin_parent(n) for n in joints]
-    roots = [i for i, p in enumerate(parents) if p < 0]
-    if len(roots) != 1:
-        raise KimodoError("{}: the skin's joints form {} separate trees; one armature root is needed".format(source, len(roots)))
-    order: List[int] = []
+    children: Dict[int, List[int]] = {}
+    for i, p in enumerate(parents):
+        children.setdefault(p, []).append(i)
 
-    def visit(i: int) -> None:
-        order.append(i)
-        for child in range(len(joints)):
-            if parents[child] == i:
-                visit(child)
+    def tree(root: int) -> List[int]:
+        order, stack = [], [root]
+        while stack:
+            joint = stack.pop()
+            order.append(joint)
+            stack.extend(reversed(children.get(joint, [])))
+        return order
 
-    visit(roots[0])
+    trees = sorted((tree(root) for root in children.get(-1, [])), key=len, reverse=True)
+    order = trees[0]
+    if len(trees) > 1:
+        # Loose helper bones (IK targets, props) beside the armature: the body is the largest tree.
+        LOG.warning("%s: the skin's joints form %d separate trees; the largest (%d joints, from %s) is the character",
+                    source, len(trees), len(order), gltf["nodes"][joints[order[0]]].get("name", "?"))
     new_index = {old: new for new, old in enumerate(order)}
     positions: List[Vec3] = []
     rotations: List[Quat] = []

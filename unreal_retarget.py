@@ -31,8 +31,6 @@ from kimodo_rig.model import Skeleton  # noqa: E402
 
 AssetType = TypeVar("AssetType", bound=unreal.Object)
 
-SOURCE = unreal.RetargetSourceOrTarget.SOURCE
-TARGET = unreal.RetargetSourceOrTarget.TARGET
 
 
 class EngineError(Exception):
@@ -68,21 +66,37 @@ def main(arguments: Sequence[str]) -> int:
     return 1 if failures else 0
 
 
-# Features, asked for by name: a missing one gets a sentence saying what needs a newer engine.
+# Features, asked for by name: a missing one gets a sentence saying what it is and what provides it.
 REQUIRED_FEATURES = (
-    ("InterchangeManager", "Interchange glTF import (UE 5.2 or later, Interchange plugins enabled)"),
-    ("IKRigController", "the IK Rig Python API (enable the IK Rig plugin; UE 5.2 or later)"),
-    ("IKRetargeterController", "the IK Retargeter Python API (enable the IK Rig plugin; UE 5.2 or later)"),
-    ("IKRetargetBatchOperation", "IKRetargetBatchOperation (enable the IK Rig plugin; UE 5.2 or later)"),
-    ("IKRigDefinitionFactory", "IK Rig asset creation (enable the IK Rig plugin)"),
-    ("IKRetargetFactory", "IK Retargeter asset creation (enable the IK Rig plugin)"),
+    ("InterchangeManager", "", "Interchange import (UE 5.2 or later with the Interchange plugins enabled)"),
+    ("IKRigController", "add_retarget_chain", "the IK Rig Python API (UE 5.2 or later, IK Rig plugin enabled)"),
+    ("IKRetargeterController", "set_rotation_offset_for_retarget_pose_bone",
+     "retarget pose editing from Python (UE 5.2 or later, IK Rig plugin enabled)"),
+    ("IKRetargeterController", "set_root_offset_in_retarget_pose", "retarget pose root offsets from Python (UE 5.2 or later)"),
+    ("IKRetargetBatchOperation", "duplicate_and_retarget", "batch retargeting from Python (UE 5.2 or later)"),
+    ("IKRigDefinitionFactory", "", "IK Rig asset creation (IK Rig plugin)"),
+    ("IKRetargetFactory", "", "IK Retargeter asset creation (IK Rig plugin)"),
+    ("RetargetSourceOrTarget", "", "the IK Rig plugin's Python types"),
+    ("AnimationLibrary", "get_sequence_length", "the Animation Blueprint Library (Python access to sequences)"),
 )
 
 
 def require_features() -> None:
-    missing = [why for name, why in REQUIRED_FEATURES if not hasattr(unreal, name)]
+    missing = []
+    for class_name, method, why in REQUIRED_FEATURES:
+        owner = getattr(unreal, class_name, None)
+        if owner is None or (method and not hasattr(owner, method)):
+            missing.append("{}{} ({})".format(class_name, "." + method if method else "", why))
     if missing:
-        raise EngineError("this editor lacks " + "; ".join(missing))
+        raise EngineError("this editor lacks " + "; ".join(missing) + "; nothing was imported")
+
+
+def source_side() -> unreal.RetargetSourceOrTarget:
+    return unreal.RetargetSourceOrTarget.SOURCE
+
+
+def target_side() -> unreal.RetargetSourceOrTarget:
+    return unreal.RetargetSourceOrTarget.TARGET
 
 
 # Assets
@@ -139,11 +153,6 @@ def import_clip(clip: Path, name: str) -> Tuple[unreal.SkeletalMesh, unreal.Anim
 
 # The character
 
-def bone_names(mesh: unreal.SkeletalMesh) -> List[str]:
-    pose = unreal.AnimPoseExtensions.get_reference_pose(mesh.skeleton)
-    return [str(n) for n in unreal.AnimPoseExtensions.get_bone_names(pose)]
-
-
 def find_target(path: Optional[str]) -> unreal.SkeletalMesh:
     if path is not None:
         asset = unreal.EditorAssetLibrary.load_asset(path) if unreal.EditorAssetLibrary.does_asset_exist(path) else None
@@ -160,13 +169,15 @@ def find_target(path: Optional[str]) -> unreal.SkeletalMesh:
         if str(data.package_path).startswith(plan.SOURCE_ROOT):
             continue  # our own imports are sources, not characters
         asset = data.get_asset()
-        if isinstance(asset, unreal.SkeletalMesh) and set(plan.MANNEQUIN_BONES) <= set(bone_names(asset)):
+        if isinstance(asset, unreal.SkeletalMesh) and set(plan.MANNEQUIN_BONES) <= set(engine_bones(asset)[0]):
             return asset
     raise EngineError(plan.NO_TARGET_MESSAGE)
 
 
-def engine_skeleton(mesh: unreal.SkeletalMesh) -> Skeleton:
-    """The mesh's reference skeleton (names, parents, local reference transforms) in Kimodo's frame."""
+def engine_bones(mesh: unreal.SkeletalMesh) -> Tuple[List[str], List[str], List[Tuple[float, float, float]],
+                                                     List[Tuple[float, float, float, float]]]:
+    """The mesh's reference skeleton as the engine holds it: bone names, parent names ("None" at the root),
+    local reference translations (cm) and rotations (xyzw), parent before child."""
     component = unreal.new_object(unreal.SkeletalMeshComponent)
     if hasattr(component, "set_skeletal_mesh_asset"):
         component.set_skeletal_mesh_asset(mesh)
@@ -180,7 +191,12 @@ def engine_skeleton(mesh: unreal.SkeletalMesh) -> Skeleton:
         transform = component.get_ref_pose_transform(index)
         translations.append(vector_tuple(transform.translation))
         rotations.append(quat_tuple(transform.rotation))
-    return plan.skeleton_from_engine(mesh.get_name(), names, parents, translations, rotations)
+    return names, parents, translations, rotations
+
+
+def engine_skeleton(mesh: unreal.SkeletalMesh) -> Skeleton:
+    """The mesh's reference skeleton as a core Skeleton in Kimodo's frame."""
+    return plan.skeleton_from_engine(mesh.get_name(), *engine_bones(mesh))
 
 
 def vector_tuple(vector: unreal.Vector) -> Tuple[float, float, float]:
@@ -241,8 +257,8 @@ def retargeter(name: str, target: unreal.SkeletalMesh, source_rig: unreal.IKRigD
     path = "{}/{}".format(plan.RIGS_ROOT, plan.retargeter_name(name, target.get_path_name().split(".")[0]))
     asset = new_asset(path, unreal.IKRetargeter, unreal.IKRetargetFactory())
     controller = unreal.IKRetargeterController.get_controller(asset)
-    assign_rig(controller, SOURCE, source_rig)
-    assign_rig(controller, TARGET, target_rig)
+    assign_rig(controller, source_side(), source_rig)
+    assign_rig(controller, target_side(), target_rig)
     if hasattr(controller, "add_default_ops"):
         # UE 5.6+: a new retargeter has no ops, and chain mapping lives in the ops. Ops first, rigs assigned
         # to them, THEN the mapping; otherwise set_source_chain silently maps nothing.
@@ -258,7 +274,7 @@ def assign_rig(controller: unreal.IKRetargeterController, side: unreal.RetargetS
     if hasattr(controller, "set_ik_rig"):
         controller.set_ik_rig(side, rig)
         return
-    older = getattr(controller, "set_source_ik_rig" if side == SOURCE else "set_target_ik_rig", None)
+    older = getattr(controller, "set_source_ik_rig" if side == source_side() else "set_target_ik_rig", None)
     if older is None:
         raise EngineError("this engine's IK Retargeter controller cannot assign IK Rigs")
     older(rig)
@@ -268,8 +284,8 @@ def assign_rig_to_ops(controller: unreal.IKRetargeterController, source_rig: unr
                       target_rig: unreal.IKRigDefinition) -> None:
     assign_all = getattr(controller, "assign_ik_rig_to_all_ops", None)  # UE 5.7
     if assign_all is not None:
-        assign_all(SOURCE, source_rig)
-        assign_all(TARGET, target_rig)
+        assign_all(source_side(), source_rig)
+        assign_all(target_side(), target_rig)
         return
     # UE 5.6: the ops that hold a target IK Rig say so in their settings.
     for index in range(controller.get_num_retarget_ops()):
@@ -287,13 +303,13 @@ def apply_retarget_pose(asset: unreal.IKRetargeter, source: plan.SourcePlan, pos
     """The two corrections, in a retarget pose of their own: the source root lifted by its rest leg reach
     (Kimodo's rest has the hips at the floor), and one rotation offset per target arm segment."""
     controller = unreal.IKRetargeterController.get_controller(asset)
-    for side in (SOURCE, TARGET):
+    for side in (source_side(), target_side()):
         pose_name = controller.create_retarget_pose(plan.RETARGET_POSE_NAME, side)
         controller.set_current_retarget_pose(pose_name, side)
     lift = source.root_lift_cm
-    controller.set_root_offset_in_retarget_pose(unreal.Vector(lift[0], lift[1], lift[2]), SOURCE)
+    controller.set_root_offset_in_retarget_pose(unreal.Vector(lift[0], lift[1], lift[2]), source_side())
     for bone, (x, y, z, w) in pose.offsets:  # parent before child
-        controller.set_rotation_offset_for_retarget_pose_bone(bone, unreal.Quat(x, y, z, w), TARGET)
+        controller.set_rotation_offset_for_retarget_pose_bone(bone, unreal.Quat(x, y, z, w), target_side())
 
 
 # Bake and read back
@@ -302,10 +318,9 @@ def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMes
          asset: unreal.IKRetargeter) -> unreal.AnimSequence:
     final_path = plan.animation_path(name)
     delete_if_present(final_path)
-    registry = unreal.AssetRegistryHelpers.get_asset_registry()
-    data = registry.get_asset_by_object_path(sequence.get_path_name())
+    data = unreal.EditorAssetLibrary.find_asset_data(sequence.get_path_name().split(".")[0])
     results = unreal.IKRetargetBatchOperation.duplicate_and_retarget(
-        [data], source_mesh, target, asset, "", "", "", "", False)
+        [data], source_mesh, target, asset, "", "", plan.BAKE_PREFIX, "", False)
     baked = [d.get_asset() for d in results]
     sequences = [s for s in baked if isinstance(s, unreal.AnimSequence)]
     if not sequences:
@@ -318,22 +333,25 @@ def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMes
     result = unreal.EditorAssetLibrary.load_asset(final_path)
     if not isinstance(result, unreal.AnimSequence):
         raise EngineError("{}: the baked sequence is missing after the move".format(final_path))
-    unreal.EditorAssetLibrary.save_asset(final_path, False)
+    unreal.EditorAssetLibrary.save_directory(plan.KIMODO_ROOT, True, True)
     return result
 
 
 def baked_frames(sequence: unreal.AnimSequence, names: Sequence[str]) -> List[List[Tuple[Tuple[float, ...], ...]]]:
-    """Per frame, per bone: (local translation cm, local rotation xyzw) as the engine evaluates the sequence."""
-    keys = unreal.AnimationLibrary.get_num_keys(sequence)
-    options = unreal.AnimPoseEvaluationOptions()
+    """Per key, per bone: (local translation cm, local rotation xyzw) as the engine evaluates the sequence;
+    through the AnimPose API where the engine has it, else AnimationLibrary's bone poses."""
+    count_keys = getattr(unreal.AnimationLibrary, "get_num_keys", None)
+    keys = count_keys(sequence) if count_keys is not None else unreal.AnimationLibrary.get_num_frames(sequence) + 1
+    poses = getattr(unreal, "AnimPoseExtensions", None)
+    options = unreal.AnimPoseEvaluationOptions() if poses is not None else None
     result = []
     for frame in range(keys):
-        pose = unreal.AnimPoseExtensions.get_anim_pose_at_frame(sequence, frame, options)
-        row = []
-        for bone in names:
-            transform = unreal.AnimPoseExtensions.get_bone_pose(pose, bone, unreal.AnimPoseSpaces.LOCAL)
-            row.append((vector_tuple(transform.translation), quat_tuple(transform.rotation)))
-        result.append(row)
+        if poses is not None:
+            pose = poses.get_anim_pose_at_frame(sequence, frame, options)
+            transforms = [poses.get_bone_pose(pose, bone, unreal.AnimPoseSpaces.LOCAL) for bone in names]
+        else:
+            transforms = list(unreal.AnimationLibrary.get_bone_poses_for_frame(sequence, list(names), frame, False))
+        result.append([(vector_tuple(t.translation), quat_tuple(t.rotation)) for t in transforms])
     return result
 
 
@@ -343,6 +361,7 @@ def retarget_clip(clip: Path, target: unreal.SkeletalMesh, target_skeleton: Skel
     source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
     pose = plan.retarget_pose(source, target_skeleton)
     source_mesh, sequence = import_clip(clip, name)
+    plan.check_imported_source(source, engine_skeleton(source_mesh))  # the glTF frame change is what we assume
     source_rig = source_ik_rig(name, source_mesh, source)
     mapping = plan.chain_mapping(source, target_skeleton, chains_of(target_rig))
     asset = retargeter(name, target, source_rig, target_rig, mapping)

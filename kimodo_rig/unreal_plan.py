@@ -22,7 +22,7 @@ from .formats import glb
 from .formats import gltf_document as gd
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
-from .ops.fk import pose_globals, world_positions
+from .ops.fk import pose_globals, rest_positions, world_positions
 from .ops.humanoid import (
     ARM_PARTS,
     SIDES,
@@ -36,13 +36,15 @@ from .ops.humanoid import (
     retarget_chains,
 )
 from .ops.retarget_report import format_report, measure_report
-from .rotations import Quat, Vec3
+from .rotations import Quat, Vec3, length, subtract
 
 CM_PER_METRE = 100.0
 
-SOURCE_ROOT = "/Game/Kimodo/Source"
-RIGS_ROOT = "/Game/Kimodo/Rigs"
-RETARGETED_ROOT = "/Game/Kimodo/Retargeted"
+KIMODO_ROOT = "/Game/Kimodo"
+SOURCE_ROOT = KIMODO_ROOT + "/Source"
+RIGS_ROOT = KIMODO_ROOT + "/Rigs"
+RETARGETED_ROOT = KIMODO_ROOT + "/Retargeted"
+BAKE_PREFIX = "KimodoBake_"  # the batch retarget's own output name, before it is moved to RETARGETED_ROOT
 ANIMATION_PREFIX = "A_"
 RETARGET_POSE_NAME = "Kimodo"
 
@@ -182,6 +184,7 @@ class SourcePlan:
 
     motion: Motion
     humanoid: HumanoidMap
+    bone_names: Tuple[str, ...]  # the motion's joints as the .glb (and so the engine) names them
     chains: Tuple[Chain, ...]
     retarget_root: str
     leg_reach_m: float
@@ -203,6 +206,7 @@ def read_source(clip: Path) -> SourcePlan:
     return SourcePlan(
         motion=motion,
         humanoid=humanoid,
+        bone_names=engine_names,
         chains=tuple(Chain(c.name, rename[c.start], rename[c.end]) for c in chains),
         retarget_root=rename[root],
         leg_reach_m=rest_leg_reach(humanoid),
@@ -216,6 +220,30 @@ def glb_joint_names(clip: Path, skeleton: Skeleton) -> Tuple[str, ...]:
     names = {nodes[n].get("name", "") for n in document.gltf["skins"][0]["joints"]}
     display = tuple(skeletons.display_names(skeleton, "mannequin"))
     return display if set(display) == names else skeleton.joint_names
+
+
+IMPORT_TOLERANCE_M = 0.005
+
+
+def check_imported_source(source: SourcePlan, imported: Skeleton) -> None:
+    """The imported source skeleton (from the engine, in Kimodo's frame) must rest where the .glb says,
+    relative to the hips: otherwise the engine's glTF import did not apply the frame change assumed here,
+    and every correction computed in that frame would be wrong."""
+    expected = dict(zip(source.bone_names, rest_positions(source.motion.skeleton)))
+    found = dict(zip(imported.joint_names, rest_positions(imported)))
+    missing = [bone for bone in source.bone_names if bone not in found]
+    if missing:
+        raise KimodoError("{}: the imported skeleton lacks {} of the clip's bones ({}, ...)".format(
+            source.motion.name, len(missing), missing[0]))
+    hips = source.retarget_root
+    for bone in source.bone_names:
+        want = subtract(expected[bone], expected[hips])
+        have = subtract(found[bone], found[hips])
+        if length(subtract(want, have)) > IMPORT_TOLERANCE_M:
+            raise KimodoError(
+                "{}: the imported skeleton does not rest as the .glb does ({} is {:.1f} cm off, relative to {}): "
+                "this engine's glTF import changes frames differently from the (x, z, y) * 100 mirror assumed "
+                "here".format(source.motion.name, bone, 100.0 * length(subtract(want, have)), hips))
 
 
 # The character, as the engine describes it.

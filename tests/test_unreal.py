@@ -312,6 +312,44 @@ def test_arm_offsets_aim_the_target_arms_along_the_source_rest_in_unreal(clip_gl
     assert set(offsets) <= set(plan.ARM_SEGMENTS)
 
 
+def _imported_source(path: Path, turn=None):
+    """The source skeleton as the engine would report it after the mirror import: the .glb's own node
+    transforms (read by pygltflib) mirrored to Unreal's frame by numpy; `turn` (a quaternion) rotates the
+    whole import, as an engine with another frame change would."""
+    gltf = pygltflib.GLTF2().load(str(path))
+    joints = gltf.skins[0].joints
+    names = [gltf.nodes[j].name for j in joints]
+    parent = {}
+    for node in gltf.nodes:
+        for child in node.children or []:
+            parent[gltf.nodes[child].name] = node.name
+    mirror = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=float)
+    translations, rotations = [], []
+    for j in joints:
+        node = gltf.nodes[j]
+        t = mirror @ np.array(node.translation or [0.0, 0.0, 0.0]) * 100.0
+        q = node.rotation or [0.0, 0.0, 0.0, 1.0]
+        q = np.array([-q[0], -q[2], -q[1], q[3]])
+        if turn is not None and j == joints[0]:
+            t = _matrix(turn) @ t
+            q = _quat_multiply(turn, q)
+        translations.append(tuple(t))
+        rotations.append(tuple(q))
+    return plan.skeleton_from_engine("imported", names, [parent.get(n, "None") for n in names], translations, rotations)
+
+
+@pytest.mark.parametrize("clip", ["soma_03_full_body_keyframes", "g1_02_multi_text_ee_constraint"])
+def test_an_import_in_another_frame_is_refused_not_silently_misaligned(clip_glbs, clip):
+    source = plan.read_source(clip_glbs[clip])
+    plan.check_imported_source(source, _imported_source(clip_glbs[clip]))
+    quarter_turn = np.array([0.0, 0.0, np.sqrt(0.5), np.sqrt(0.5)])  # 90 degrees about Unreal's up
+    with pytest.raises(KimodoError) as error:
+        plan.check_imported_source(source, _imported_source(clip_glbs[clip], quarter_turn))
+    assert str(error.value).startswith("{}: the imported skeleton does not rest as the .glb does (".format(clip))
+    assert str(error.value).endswith("this engine's glTF import changes frames differently from the (x, z, y) * 100 "
+                                     "mirror assumed here")
+
+
 def test_chain_mapping_leaves_what_g1_lacks_at_rest(clip_glbs):
     _, engine = _engine_rig()
     target = plan.skeleton_from_engine(*engine)

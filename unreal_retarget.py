@@ -32,7 +32,6 @@ from kimodo_rig.model import Skeleton  # noqa: E402
 AssetType = TypeVar("AssetType", bound=unreal.Object)
 
 
-
 class EngineError(Exception):
     """Something the engine did not do (missing feature, failed import); one line for the log."""
 
@@ -72,7 +71,8 @@ REQUIRED_FEATURES = (
     ("IKRigController", "add_retarget_chain", "the IK Rig Python API (UE 5.2 or later, IK Rig plugin enabled)"),
     ("IKRetargeterController", "set_rotation_offset_for_retarget_pose_bone",
      "retarget pose editing from Python (UE 5.2 or later, IK Rig plugin enabled)"),
-    ("IKRetargeterController", "set_root_offset_in_retarget_pose", "retarget pose root offsets from Python (UE 5.2 or later)"),
+    ("IKRetargeterController", "set_root_offset_in_retarget_pose",
+     "retarget pose root offsets from Python (UE 5.2 or later)"),
     ("IKRetargetBatchOperation", "duplicate_and_retarget", "batch retargeting from Python (UE 5.2 or later)"),
     ("IKRigDefinitionFactory", "", "IK Rig asset creation (IK Rig plugin)"),
     ("IKRetargetFactory", "", "IK Retargeter asset creation (IK Rig plugin)"),
@@ -252,8 +252,8 @@ def chains_of(rig: unreal.IKRigDefinition) -> List[Tuple[str, str, str]]:
 
 # The retargeter
 
-def retargeter(name: str, target: unreal.SkeletalMesh, source_rig: unreal.IKRigDefinition,
-               target_rig: unreal.IKRigDefinition, mapping: Dict[str, Optional[str]]) -> unreal.IKRetargeter:
+def retargeter(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh,
+               source_rig: unreal.IKRigDefinition, target_rig: unreal.IKRigDefinition, mapping: Dict[str, Optional[str]]) -> unreal.IKRetargeter:
     path = "{}/{}".format(plan.RIGS_ROOT, plan.retargeter_name(name, target.get_path_name().split(".")[0]))
     asset = new_asset(path, unreal.IKRetargeter, unreal.IKRetargetFactory())
     controller = unreal.IKRetargeterController.get_controller(asset)
@@ -266,6 +266,10 @@ def retargeter(name: str, target: unreal.SkeletalMesh, source_rig: unreal.IKRigD
         assign_rig_to_ops(controller, source_rig, target_rig)
     for target_chain, source_chain in mapping.items():
         controller.set_source_chain(source_chain or "None", target_chain)
+    set_preview = getattr(controller, "set_preview_mesh", None)  # so the asset opens showing both characters
+    if set_preview is not None:
+        set_preview(source_side(), source_mesh)
+        set_preview(target_side(), target)
     return asset
 
 
@@ -364,7 +368,7 @@ def retarget_clip(clip: Path, target: unreal.SkeletalMesh, target_skeleton: Skel
     plan.check_imported_source(source, engine_skeleton(source_mesh))  # the glTF frame change is what we assume
     source_rig = source_ik_rig(name, source_mesh, source)
     mapping = plan.chain_mapping(source, target_skeleton, chains_of(target_rig))
-    asset = retargeter(name, target, source_rig, target_rig, mapping)
+    asset = retargeter(name, source_mesh, target, source_rig, target_rig, mapping)
     apply_retarget_pose(asset, source, pose)
     baked = bake(name, source_mesh, target, sequence, asset)
     frames = baked_frames(baked, target_skeleton.joint_names)

@@ -66,7 +66,8 @@ NO_TARGET_MESSAGE = (
     "no mannequin-style character found: add the Third Person content (Add > Add Feature or Content Pack > "
     "Third Person) or pass a Skeletal Mesh path last, e.g. /Game/MyChars/SK_Hero"
 )
-GLB_EXTENSIONS = (".glb", ".gltf")
+GLB_EXTENSIONS = (".glb",)
+USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
 
 _ASSET_PATH = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
 
@@ -80,7 +81,7 @@ class Request:
 
 
 def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
-    """`[glb ...] [/Game/Path/SK_Target]`: .glb/.gltf files, then optionally a Skeletal Mesh path last.
+    """`[glb ...] [/Game/Path/SK_Target]`: .glb files, then optionally a Skeletal Mesh path last.
     No file arguments: every .glb beside the script."""
     arguments = [a for a in arguments if a.strip()]
     target = None  # type: Optional[str]
@@ -90,8 +91,7 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
     for argument in arguments:
         path = Path(argument)
         if not argument.lower().endswith(GLB_EXTENSIONS):
-            raise KimodoError("{}: not a .glb file (give .glb files, then optionally a /Game/... Skeletal Mesh path last)"
-                              .format(argument))
+            raise KimodoError("{}: not a .glb file ({})".format(argument, USAGE))
         if not path.is_file():
             raise KimodoError("{}: no such file".format(argument))
         clips.append(path)

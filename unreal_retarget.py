@@ -215,8 +215,10 @@ def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
     rig = new_asset(path, unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
     controller = unreal.IKRigController.get_controller(rig)
     controller.set_skeletal_mesh(target)
-    auto_generate = getattr(controller, "apply_auto_generated_retarget_definition", None)
-    if auto_generate is not None and auto_generate() and len(controller.get_retarget_chains()) > 0:
+    # Calls present in the 5.6 stub are made directly (so pyright checks them) behind hasattr; getattr is kept
+    # for the calls the stub lacks (5.7-only or pre-5.6-only), which the type check cannot see.
+    if (hasattr(controller, "apply_auto_generated_retarget_definition")
+            and controller.apply_auto_generated_retarget_definition() and len(controller.get_retarget_chains()) > 0):
         return rig
     for template in plan.TEMPLATE_IK_RIGS:
         if unreal.EditorAssetLibrary.does_asset_exist(template):
@@ -266,10 +268,9 @@ def retargeter(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.Skele
         assign_rig_to_ops(controller, source_rig, target_rig)
     for target_chain, source_chain in mapping.items():
         controller.set_source_chain(source_chain or "None", target_chain)
-    set_preview = getattr(controller, "set_preview_mesh", None)  # so the asset opens showing both characters
-    if set_preview is not None:
-        set_preview(source_side(), source_mesh)
-        set_preview(target_side(), target)
+    if hasattr(controller, "set_preview_mesh"):  # so the asset opens showing both characters
+        controller.set_preview_mesh(source_side(), source_mesh)
+        controller.set_preview_mesh(target_side(), target)
     return asset
 
 
@@ -344,15 +345,18 @@ def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMes
 def baked_frames(sequence: unreal.AnimSequence, names: Sequence[str]) -> List[List[Tuple[Tuple[float, ...], ...]]]:
     """Per key, per bone: (local translation cm, local rotation xyzw) as the engine evaluates the sequence;
     through the AnimPose API where the engine has it, else AnimationLibrary's bone poses."""
-    count_keys = getattr(unreal.AnimationLibrary, "get_num_keys", None)
-    keys = count_keys(sequence) if count_keys is not None else unreal.AnimationLibrary.get_num_frames(sequence) + 1
-    poses = getattr(unreal, "AnimPoseExtensions", None)
-    options = unreal.AnimPoseEvaluationOptions() if poses is not None else None
+    if hasattr(unreal.AnimationLibrary, "get_num_keys"):
+        keys = unreal.AnimationLibrary.get_num_keys(sequence)
+    else:
+        keys = unreal.AnimationLibrary.get_num_frames(sequence) + 1
+    with_poses = hasattr(unreal, "AnimPoseExtensions")
+    options = unreal.AnimPoseEvaluationOptions() if with_poses else None
     result = []
     for frame in range(keys):
-        if poses is not None:
-            pose = poses.get_anim_pose_at_frame(sequence, frame, options)
-            transforms = [poses.get_bone_pose(pose, bone, unreal.AnimPoseSpaces.LOCAL) for bone in names]
+        if with_poses:
+            pose = unreal.AnimPoseExtensions.get_anim_pose_at_frame(sequence, frame, options)
+            transforms = [unreal.AnimPoseExtensions.get_bone_pose(pose, bone, unreal.AnimPoseSpaces.LOCAL)
+                          for bone in names]
         else:
             transforms = list(unreal.AnimationLibrary.get_bone_poses_for_frame(sequence, list(names), frame, False))
         result.append([(vector_tuple(t.translation), quat_tuple(t.rotation)) for t in transforms])

@@ -114,13 +114,13 @@ def pyright_diagnostics(tmp_path_factory):
     for diagnostic in report["generalDiagnostics"]:
         by_file.setdefault(Path(diagnostic["file"]).name, []).append(diagnostic)
     assert report["summary"]["filesAnalyzed"] == 1 + len(MUTANTS)
-    return by_file
+    return by_file, script
 
 
 def test_unreal_retarget_type_checks_clean_against_the_ue56_stub(pyright_diagnostics):
     problems = [
         "{}:{}: {} ({})".format(d["file"], d["range"]["start"]["line"] + 1, d["message"], d.get("rule"))
-        for d in pyright_diagnostics.get("unreal_retarget.py", [])
+        for d in pyright_diagnostics[0].get("unreal_retarget.py", [])
         # The stub has no module source behind it: that warning is the one expected line.
         if not (d["severity"] == "warning" and d.get("rule") == "reportMissingModuleSource" and '"unreal"' in d["message"])
     ]
@@ -130,8 +130,9 @@ def test_unreal_retarget_type_checks_clean_against_the_ue56_stub(pyright_diagnos
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
 def test_the_type_check_catches_a_deliberate_mistake(pyright_diagnostics, mutant):
     good, bad, rule = MUTANTS[mutant]
-    line = next(i for i, text in enumerate((ROOT / "unreal_retarget.py").read_text(encoding="utf-8").split("\n")) if good in text)
-    errors = [d for d in pyright_diagnostics.get(mutant, []) if d["severity"] == "error"]
+    diagnostics, script = pyright_diagnostics
+    line = next(i for i, text in enumerate(script.split("\n")) if good in text)
+    errors = [d for d in diagnostics.get(mutant, []) if d["severity"] == "error"]
     assert [(d["range"]["start"]["line"], d["rule"]) for d in errors] == [(line, rule)]
 
 

@@ -211,7 +211,12 @@ def quat_tuple(quat: unreal.Quat) -> Tuple[float, float, float, float]:
 
 def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
     """The target's IK Rig from the engine's auto-generated retarget definition, else the template's."""
-    path = "{}/{}".format(plan.RIGS_ROOT, plan.target_rig_name(target.get_path_name().split(".")[0]))
+    path = plan.target_rig_path(target.get_path_name())
+    if unreal.EditorAssetLibrary.does_asset_exist(path):
+        # Kept from an earlier run: retargeters made then still use it, so it is reused, not replaced.
+        existing = unreal.EditorAssetLibrary.load_asset(path)
+        if isinstance(existing, unreal.IKRigDefinition) and len(chains_of(existing)) > 0:
+            return existing
     rig = new_asset(path, unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
     controller = unreal.IKRigController.get_controller(rig)
     controller.set_skeletal_mesh(target)
@@ -231,8 +236,7 @@ def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
 
 
 def source_ik_rig(name: str, mesh: unreal.SkeletalMesh, source: plan.SourcePlan) -> unreal.IKRigDefinition:
-    rig = new_asset("{}/{}".format(plan.RIGS_ROOT, plan.source_rig_name(name)), unreal.IKRigDefinition,
-                    unreal.IKRigDefinitionFactory())
+    rig = new_asset(plan.source_rig_path(name), unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
     controller = unreal.IKRigController.get_controller(rig)
     if not controller.set_skeletal_mesh(mesh):
         raise EngineError("{}: the IK Rig refused the imported Skeletal Mesh".format(name))
@@ -256,8 +260,8 @@ def chains_of(rig: unreal.IKRigDefinition) -> List[Tuple[str, str, str]]:
 
 def retargeter(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh,
                source_rig: unreal.IKRigDefinition, target_rig: unreal.IKRigDefinition, mapping: Dict[str, Optional[str]]) -> unreal.IKRetargeter:
-    path = "{}/{}".format(plan.RIGS_ROOT, plan.retargeter_name(name, target.get_path_name().split(".")[0]))
-    asset = new_asset(path, unreal.IKRetargeter, unreal.IKRetargetFactory())
+    asset = new_asset(plan.retargeter_path(name, target.get_path_name()), unreal.IKRetargeter,
+                      unreal.IKRetargetFactory())
     controller = unreal.IKRetargeterController.get_controller(asset)
     assign_rig(controller, source_side(), source_rig)
     assign_rig(controller, target_side(), target_rig)
@@ -368,6 +372,8 @@ def retarget_clip(clip: Path, target: unreal.SkeletalMesh, target_skeleton: Skel
     name = plan.clip_name(clip)
     source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
     pose = plan.retarget_pose(source, target_skeleton)
+    # An earlier run's retargeter uses the earlier source rig: it goes first, then both are made anew.
+    delete_if_present(plan.retargeter_path(name, target.get_path_name()))
     source_mesh, sequence = import_clip(clip, name)
     plan.check_imported_source(source, engine_skeleton(source_mesh))  # the glTF frame change is what we assume
     source_rig = source_ik_rig(name, source_mesh, source)

@@ -130,16 +130,21 @@ def animation_path(name: str) -> str:
     return "{}/{}{}".format(RETARGETED_ROOT, ANIMATION_PREFIX, name)
 
 
-def source_rig_name(name: str) -> str:
-    return "IK_Kimodo_" + name
+def source_rig_path(name: str) -> str:
+    return "{}/IK_Kimodo_{}".format(RIGS_ROOT, name)
 
 
-def target_rig_name(target_path: str) -> str:
-    return "IK_" + sanitise_asset_name(target_path.rsplit("/", 1)[-1], "Target")
+def target_rig_path(target_path: str) -> str:
+    return "{}/IK_{}".format(RIGS_ROOT, _target_name(target_path))
 
 
-def retargeter_name(name: str, target_path: str) -> str:
-    return "RTG_Kimodo_{}_to_{}".format(name, sanitise_asset_name(target_path.rsplit("/", 1)[-1], "Target"))
+def retargeter_path(name: str, target_path: str) -> str:
+    return "{}/RTG_Kimodo_{}_to_{}".format(RIGS_ROOT, name, _target_name(target_path))
+
+
+def _target_name(target_path: str) -> str:
+    """`/Game/Chars/SK_Hero.SK_Hero` -> `SK_Hero` (sanitised)."""
+    return sanitise_asset_name(target_path.split(".")[0].rsplit("/", 1)[-1], "Target")
 
 
 def split_asset_path(path: str) -> Tuple[str, str]:

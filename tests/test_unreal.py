@@ -414,11 +414,13 @@ def test_asset_names_are_sanitised_and_stay_in_the_kimodo_folders():
     assert name == "name_rm_rf"
     assert plan.source_folder(name) == "/Game/Kimodo/Source/name_rm_rf"
     assert plan.animation_path(name) == "/Game/Kimodo/Retargeted/A_name_rm_rf"
-    assert plan.source_rig_name(name) == "IK_Kimodo_name_rm_rf"
-    assert plan.retargeter_name(name, "/Game/Characters/Mannequins/Meshes/SKM_Manny_Simple") == \
-        "RTG_Kimodo_name_rm_rf_to_SKM_Manny_Simple"
-    for text in (name, plan.source_rig_name(name), plan.target_rig_name("/Game/A/SK-Hero.x")):
-        assert all(c.isalnum() or c == "_" for c in text), text
+    assert plan.source_rig_path(name) == "/Game/Kimodo/Rigs/IK_Kimodo_name_rm_rf"
+    manny = "/Game/Characters/Mannequins/Meshes/SKM_Manny_Simple.SKM_Manny_Simple"
+    assert plan.retargeter_path(name, manny) == "/Game/Kimodo/Rigs/RTG_Kimodo_name_rm_rf_to_SKM_Manny_Simple"
+    assert plan.target_rig_path(manny) == "/Game/Kimodo/Rigs/IK_SKM_Manny_Simple"
+    assert plan.target_rig_path("/Game/A/SK-Hero (2)") == "/Game/Kimodo/Rigs/IK_SK_Hero_2"
+    for path in (plan.source_rig_path(name), plan.retargeter_path(name, manny), plan.animation_path(name)):
+        assert plan.asset_path(path) == path  # valid, inside /Game/Kimodo
 
 
 def test_the_target_candidates_are_the_template_characters_then_the_ue4_mannequin():

@@ -67,16 +67,17 @@ def add_glb_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fps", type=_positive_float, default=30.0, help="frame rate (default 30)")
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin",
                         help="joint names: mannequin (Unreal names for SMPL-X) or native (default mannequin)")
-    parser.set_defaults(run=run_glb)
+    parser.set_defaults(run=run_glb, prog=parser.prog)  # messages name the command the user typed
 
 
 def run_glb(args: argparse.Namespace, default_outdir: Optional[Path] = None) -> int:
     if args.output and len(args.clips) > 1:
-        print("kimodo-rig glb: -o names one file; use --outdir for {} clips".format(len(args.clips)), file=sys.stderr)
+        print("{}: -o names one file; use --outdir for {} clips".format(args.prog, len(args.clips)), file=sys.stderr)
         return 2
     outdir = Path(args.outdir) if args.outdir else (default_outdir or Path.cwd())
     if not args.output and not outdir.is_dir():
-        print("{}: output folder does not exist".format(outdir), file=sys.stderr)
+        problem = "is not a folder" if outdir.exists() else "does not exist"
+        print("{}: output folder {}".format(outdir, problem), file=sys.stderr)
         return 1
     taken = set()  # type: set
     failures = 0
@@ -111,7 +112,25 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_retarget(args: argparse.Namespace) -> int:
-    raise KimodoError("retarget is not available yet")
+    import json
+
+    from . import retarget_output, targets
+    from .files import write_bytes_atomic
+    from .ops.retarget import retarget
+    from .ops.retarget_report import format_report
+
+    retarget_output.check_output_path(args.output)
+    motion = formats.read_file(args.input, fps=args.fps)
+    target = targets.load_target(args.target)
+    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
+                                target_name=args.target)
+    retarget_output.write(retargeted, info, target, args.output)
+    report = retarget_output.report_from_output(args.output, motion, retargeted, info)
+    if args.report:
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+        write_bytes_atomic(args.report, text.encode("utf-8"))
+    print(format_report(Path(args.output).stem, report))
+    return 0
 
 
 class _StderrWarnings(logging.Handler):

@@ -23,7 +23,7 @@ def slug(text: str, fallback: str = "clip") -> str:
 
 def clip_stem(prompt: str, folder_name: str, frames: int) -> str:
     """The stem of a clip's output file: prompt slug (or folder name) plus the frame count."""
-    base = slug(prompt) if prompt.strip() else slug(folder_name)
+    base = slug(prompt, fallback="") or slug(folder_name)  # a prompt of punctuation alone names nothing
     return "{}_{}".format(base, frames)
 
 

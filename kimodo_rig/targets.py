@@ -7,7 +7,6 @@ removed.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -31,6 +30,7 @@ class Target:
     document: Optional[gd.Document] = None
     nodes: Tuple[int, ...] = ()
     scales: Tuple[Vec3, ...] = ()
+    skin_to_world: Tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
     @property
     def has_mesh(self) -> bool:
@@ -43,7 +43,7 @@ def load_target(spec: str) -> Target:
     path = BUILTIN_TARGETS.get(spec.lower())
     if path is not None:
         target = read_gltf_target(path)
-        return Target(target.skeleton.renamed(target.skeleton.joint_names), spec, target.document, target.nodes, target.scales)
+        return Target(target.skeleton, spec, target.document, target.nodes, target.scales, target.skin_to_world)
     suffix = Path(spec).suffix.lower()
     if suffix in (".glb", ".gltf"):
         return read_gltf_target(spec)
@@ -55,47 +55,6 @@ def load_target(spec: str) -> Target:
     if not Path(spec).exists():
         raise KimodoError("{}: no such file, and not a built-in target (mannequin, mixamo)".format(spec))
     raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
-
-
-def invert4(m: Sequence[float]) -> List[float]:
-    """Inverse of a column-major 4x4 affine matrix."""
-    a = [[m[c * 4 + r] for c in range(3)] for r in range(3)]  # row-major 3x3
-    det = (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-           + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
-    if abs(det) < 1e-30:
-        raise ValueError("singular matrix")
-    inv = [[0.0] * 3 for _ in range(3)]
-    for r in range(3):
-        for c in range(3):
-            r1, r2 = (c + 1) % 3, (c + 2) % 3
-            c1, c2 = (r + 1) % 3, (r + 2) % 3
-            inv[r][c] = (a[r1][c1] * a[r2][c2] - a[r1][c2] * a[r2][c1]) / det
-    t = (m[12], m[13], m[14])
-    out = [0.0] * 16
-    for c in range(3):
-        for r in range(3):
-            out[c * 4 + r] = inv[r][c]
-    for r in range(3):
-        out[12 + r] = -(inv[r][0] * t[0] + inv[r][1] * t[1] + inv[r][2] * t[2])
-    out[15] = 1.0
-    return out
-
-
-def decompose4(m: Sequence[float]) -> Tuple[Vec3, Quat, Vec3]:
-    """Translation, rotation (xyzw) and scale of a column-major 4x4 without shear."""
-    columns = [(m[c * 4], m[c * 4 + 1], m[c * 4 + 2]) for c in range(3)]
-    scale = [math.sqrt(sum(v * v for v in column)) for column in columns]
-    det = (columns[0][0] * (columns[1][1] * columns[2][2] - columns[1][2] * columns[2][1])
-           - columns[1][0] * (columns[0][1] * columns[2][2] - columns[0][2] * columns[2][1])
-           + columns[2][0] * (columns[0][1] * columns[1][2] - columns[0][2] * columns[1][1]))
-    if det < 0:
-        scale[0] = -scale[0]
-    rows = tuple(tuple(columns[c][r] / (scale[c] or 1.0) for c in range(3)) for r in range(3))
-    return (m[12], m[13], m[14]), matrix_to_quat(rows), (scale[0], scale[1], scale[2])
-
-
-def node_parents_of(gltf) -> List[int]:
-    return gd.node_parents(gltf)
 
 
 def _node_depth(parents: Sequence[int], node: int) -> int:
@@ -130,21 +89,22 @@ def read_gltf_target(path) -> Target:
         binds = []
         for matrix in inverse_binds:
             try:
-                binds.append(invert4(matrix))
+                binds.append(gd.invert4(matrix))
             except ValueError:
                 raise KimodoError("{}: a skin inverse bind matrix is singular".format(source)) from None
     else:
         binds = None
     world = gd.world_matrices(gltf, {})
+    node_parents = gd.node_parents(gltf)
+    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     if binds is None:
         binds = [world[n] for n in joints]
     else:
         # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
         # scale or an axis change above it); the root joint's node transform places that space in the scene.
-        root = min(range(len(joints)), key=lambda i: _node_depth(node_parents_of(gltf), joints[i]))
-        skin_to_world = gd.multiply4(world[joints[root]], invert4(binds[root]))
+        root = min(range(len(joints)), key=lambda i: _node_depth(node_parents, joints[i]))
+        skin_to_world = gd.multiply4(world[joints[root]], gd.invert4(binds[root]))
         binds = [gd.multiply4(skin_to_world, b) for b in binds]
-    node_parents = gd.node_parents(gltf)
     in_skin = {node: i for i, node in enumerate(joints)}
 
     def skin_parent(node: int) -> int:
@@ -171,7 +131,7 @@ def read_gltf_target(path) -> Target:
     rotations: List[Quat] = []
     scales: List[Vec3] = []
     for old in order:
-        translation, rotation, scale = decompose4(binds[old])
+        translation, rotation, scale = gd.decompose4(binds[old])
         positions.append(translation)
         rotations.append(rotation)
         scales.append(scale)
@@ -195,4 +155,4 @@ def read_gltf_target(path) -> Target:
             offsets.append(quat_rotate(inverse_parent, subtract(positions[j], positions[parent])))
             local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
     skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
-    return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales))
+    return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world))

@@ -30,7 +30,10 @@ def node_modules() -> Path:
 
 
 def blender_python() -> str:
-    python = os.environ.get("KIMODO_BLENDER_PYTHON", str(ROOT / ".venvs" / "blender" / "bin" / "python"))
+    python = os.environ.get("KIMODO_BLENDER_PYTHON", "")
+    if not python:  # pytest run by hand after scripts/test.sh built the venvs here
+        built = sorted((ROOT / ".venvs").glob("blender-*/bin/python"))
+        python = str(built[-1]) if built else str(ROOT / ".venvs" / "blender-*" / "bin" / "python")
     if not Path(python).exists():
         pytest.fail("judge missing: Blender's Python (bpy venv) not at {} (run bash scripts/test.sh)".format(python))
     return python

@@ -23,6 +23,7 @@ NAME = "glb"
 DESCRIPTION = "binary glTF 2.0: skeleton, one box per bone, baked animation"
 EXTENSIONS = (".glb",)
 SELF_CHECK_TOLERANCE_M = 1e-5
+KEY_TIME_TOLERANCE_S = 1e-5  # float32 key times are exact to ~5e-7 s over minutes of motion
 NAME_STYLES = ("mannequin", "native")
 
 
@@ -171,11 +172,15 @@ def _add_box(positions, normals, indices, origin, axis, side, up, begin, end, ha
 
 def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     """Rebuild every joint's world position at every frame from the GLB bytes (nodes and animation,
-    evaluated as 4x4 matrices) and return the worst distance, metres, from FK of `motion`."""
+    evaluated as 4x4 matrices) and return the worst distance, metres, from FK of `motion`. An animation
+    that does not key each frame at frame/fps in every channel fails outright."""
     document = gd.parse_glb(data, source)
     skin = document.gltf["skins"][0]
     joint_nodes = skin["joints"]
-    times, channels = animation_keyframes_checked(document, motion)
+    channels = animation_keyframes_checked(document, motion)
+    if channels is None:
+        raise KimodoError("{}: self-check failed: the written animation does not key the motion's {} frames at "
+                          "frame/fps".format(Path(source).name, motion.frame_count))
     expected = world_positions(motion)
     worst = 0.0
     for frame in range(motion.frame_count):
@@ -191,10 +196,15 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
 
 
 def animation_keyframes_checked(document: gd.Document, motion: Motion):
+    """The animation's values per node and path, or None unless every channel keys every frame of
+    `motion` at frame/fps (a wrong time base would play the right poses at the wrong moments)."""
     times, channels = gd.animation_keyframes(document)
-    if len(times) != motion.frame_count:
-        return times, {node: {p: [(math.nan,) * 4] * motion.frame_count for p in paths} for node, paths in channels.items()}
-    return times, channels
+    frames = motion.frame_count
+    if len(times) != frames or any(abs(t - frame / motion.fps) > KEY_TIME_TOLERANCE_S for frame, t in enumerate(times)):
+        return None
+    if any(len(values) != frames for paths in channels.values() for values in paths.values()):
+        return None
+    return channels
 
 
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> float:

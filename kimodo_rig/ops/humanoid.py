@@ -360,7 +360,8 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
 
 def _map_head_by_geometry(skeleton: Skeleton, positions: Sequence[Vec3], chest: int, bones: Dict[str, int]) -> None:
     """No bone is called head (Rigify: spine.004-.006): walk up from the chest through the child that
-    rises most; the last bone that still has a higher child is the head, the ones before it the neck."""
+    rises most; the last bone of the walk is the head (the one before, if the last is a childless tip),
+    the ones before it the neck."""
     taken = set(bones.values())
     walk: List[int] = []
     joint = chest
@@ -371,8 +372,8 @@ def _map_head_by_geometry(skeleton: Skeleton, positions: Sequence[Vec3], chest: 
         joint = max(children, key=lambda c: positions[c][1])
         walk.append(joint)
     if len(walk) >= 2:
-        # The last joint of the walk is the head's tip or a face bone; the one before it is the head.
-        head = walk[-2] if len(walk) >= 3 else walk[-1]
+        # A childless last joint is the head's tip (an end bone); otherwise the last joint is the head.
+        head = walk[-2] if len(walk) >= 3 and not skeleton.children(walk[-1]) else walk[-1]
         bones["head"] = head
         for k, joint in enumerate(walk[: walk.index(head)]):
             bones["neck_{}".format(k)] = joint

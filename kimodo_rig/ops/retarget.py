@@ -33,6 +33,7 @@ from ..rotations import (
 )
 from .fk import global_rotations_and_positions, pose_globals
 from .humanoid import (
+    FINGERS,
     HumanoidMap,
     RestCorrections,
     floor_parts,
@@ -263,9 +264,11 @@ def retarget(
     chains, _ = retarget_chains(tmap_full)
     linked_names = {skeleton.joint_names[j] for j in links}
     chains_mapped = sum(1 for chain in chains if chain.start in linked_names)
-    human = set(tmap_full.bones.values())
+    # Body parts the source lacks first (G1: clavicles, neck, head), then fingers, then everything else.
+    body = {j for part, j in tmap_full.bones.items() if part.split("_")[0] not in FINGERS}
+    fingers = set(tmap_full.bones.values()) - body
     left = [j for j in range(target.joint_count) if target.joint_names[j] not in linked_names and target.joint_names[j] != root_bone]
-    left.sort(key=lambda j: (j not in human, j))
+    left.sort(key=lambda j: (0 if j in body else 1 if j in fingers else 2, j))
     info = RetargetInfo(
         target=target, source_map=smap, target_map=tmap, corrections=corrections,
         reach_source=reach_source, reach_target=reach_target, floor_shift=floor_shift,

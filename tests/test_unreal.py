@@ -471,15 +471,8 @@ def test_baked_positions_follow_the_engine_pelvis_below_a_still_root():
     assert np.linalg.norm(hips[2] - hips[0]) == pytest.approx(0.2, abs=1e-9)
 
 
-def _ancestors(skeleton, joint):
-    found = []
-    while skeleton.parents[joint] >= 0:
-        joint = skeleton.parents[joint]
-        found.append(joint)
-    return found
-
-
 def mirror_np(v):
+    """Unreal's frame back to glTF's, by numpy."""
     return np.array([v[0], v[2], v[1]])
 
 

@@ -4,6 +4,7 @@ the offline retarget's numbers and independent numpy / pygltflib computations. N
 used anywhere: what only an editor can show is listed in the README."""
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -136,12 +137,58 @@ def test_the_type_check_catches_a_deliberate_mistake(pyright_diagnostics, mutant
     assert [(d["range"]["start"]["line"], d["rule"]) for d in errors] == [(line, rule)]
 
 
-def test_calls_only_newer_engines_have_sit_behind_feature_checks():
+def _stub_members():
+    """Class name -> method and property names, from the stub's text (the stub is never imported)."""
+    members = {}
+    current = None
+    for line in _stub_source().read_text(encoding="utf-8-sig").split("\n"):
+        if line.startswith("class "):
+            current = members.setdefault(line[6:].split("(")[0].split(":")[0].strip(), set())
+        elif current is not None and line.startswith("    def "):
+            current.add(line[8:].split("(")[0])
+    return members
+
+
+def _function_source(name):
+    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(SCRIPT.read_text(encoding="utf-8"), node)
+
+
+def test_feature_checks_name_what_the_engine_really_has():
+    """The feature table is strings, which pyright cannot check: each class and method it asks for must be
+    in the 5.6 API, or the script would refuse to run on every engine."""
+    members = _stub_members()
+    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
+    table = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "REQUIRED_FEATURES")
+    features = ast.literal_eval(table)
+    assert len(features) >= 8
+    for class_name, method, _why in features:
+        assert class_name in members, class_name
+        assert not method or method in members[class_name], (class_name, method)
+
+
+def test_calls_only_newer_or_older_engines_have_sit_behind_feature_checks():
+    members = _stub_members()
     script = SCRIPT.read_text(encoding="utf-8")
-    # 5.7-only: reached through getattr, so a 5.6 (or older) editor never calls it blindly.
-    assert 'getattr(controller, "assign_ik_rig_to_all_ops", None)' in script
-    assert ".assign_ik_rig_to_all_ops(" not in script
-    assert 'if hasattr(controller, "add_default_ops"):' in script
+    # 5.7-only and pre-5.6-only calls: absent from the 5.6 API, reached only through getattr.
+    for method in ("assign_ik_rig_to_all_ops", "set_source_ik_rig", "set_target_ik_rig"):
+        assert method not in members["IKRetargeterController"], method
+        assert '"{}"'.format(method) in script and ".{}(".format(method) not in script, method
+    # Checked with hasattr, then called directly so pyright checks the call against the 5.6 API.
+    for method in ("add_default_ops", "set_ik_rig", "set_preview_mesh", "run_op_initial_setup"):
+        assert method in members["IKRetargeterController"], method
+        assert 'hasattr(controller, "{}")'.format(method) in script, method
+
+
+def test_on_56_the_ops_exist_and_hold_the_rigs_before_any_chain_is_mapped():
+    """A new 5.6+ retargeter has no ops, and chain mapping lives in the ops: mapping first does nothing."""
+    body = _function_source("retargeter")
+    order = [body.index(call) for call in ("assign_rig(controller, source_side()", "assign_rig(controller, target_side()",
+                                           "controller.add_default_ops()", "assign_rig_to_ops(controller",
+                                           "controller.set_source_chain(")]
+    assert order == sorted(order)
+    assert body.count("set_source_chain(") == 1
 
 
 # --- the editor-free plan -----------------------------------------------------------------------------------

@@ -228,11 +228,17 @@ def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
     for template in plan.TEMPLATE_IK_RIGS:
         if unreal.EditorAssetLibrary.does_asset_exist(template):
             asset = unreal.EditorAssetLibrary.load_asset(template)
-            if isinstance(asset, unreal.IKRigDefinition):
-                delete_if_present(path)
-                return asset
-    raise EngineError("{}: this engine cannot auto-generate retarget chains (UE 5.3 or later) and the Third Person "
-                      "template's IK_Mannequin is not in the project".format(target.get_name()))
+            if not isinstance(asset, unreal.IKRigDefinition):
+                continue
+            template_controller = unreal.IKRigController.get_controller(asset)
+            if (hasattr(template_controller, "is_skeletal_mesh_compatible")
+                    and not template_controller.is_skeletal_mesh_compatible(target)):
+                continue
+            delete_if_present(path)
+            return asset
+    raise EngineError("{}: the engine generated no retarget chains for it (auto-generation needs a recent engine and "
+                      "a skeleton it recognises) and no compatible IK_Mannequin from the Third Person template is in "
+                      "the project".format(target.get_name()))
 
 
 def source_ik_rig(name: str, mesh: unreal.SkeletalMesh, source: plan.SourcePlan) -> unreal.IKRigDefinition:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from . import __version__, formats, naming
 from .errors import KimodoError
 from .formats import glb, raw
 from .formats.options import WriteOptions
+from .ops.summary import summarize
 
 
 def _positive_float(text: str) -> float:
@@ -108,7 +110,9 @@ def run_convert(args: argparse.Namespace) -> int:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    raise KimodoError("inspect is not available yet")
+    summary = summarize(formats.read_file(args.input, fps=args.fps))
+    print(json.dumps(summary.as_json()) if args.json else summary.text(args.input))
+    return 0
 
 
 def run_retarget(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .errors import KimodoError
 from .formats import gltf_document as gd
 from .model import Skeleton
+from .ops.fk import rest_positions
 from .rotations import Quat, Vec3, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, subtract
 
 RIGS = Path(__file__).resolve().parent / "rigs"
@@ -50,8 +51,13 @@ def load_target(spec: str) -> Target:
     if suffix == ".bvh":
         from . import formats
 
-        motion = formats.read_file(spec)
-        return Target(motion.skeleton, spec)
+        # A BVH rest has no floor: stand it on y = 0 by its lowest joint, as a character file would be.
+        skeleton = formats.read_file(spec).skeleton
+        lowest = min(p[1] for p in rest_positions(skeleton))
+        root = skeleton.rest_offsets[0]
+        offsets = ((root[0], root[1] - lowest, root[2]),) + tuple(skeleton.rest_offsets[1:])
+        return Target(Skeleton(skeleton.name, skeleton.joint_names, skeleton.parents, offsets,
+                               skeleton.rest_rotations, skeleton.label), spec)
     if not Path(spec).exists():
         raise KimodoError("{}: no such file, and not a built-in target (mannequin, mixamo)".format(spec))
     raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
@@ -67,11 +73,7 @@ def _node_depth(parents: Sequence[int], node: int) -> int:
 
 def read_gltf_target(path) -> Target:
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
-    document = gd.parse_glb(data, source)
+    document = gd.read_file(path)
     gltf = document.gltf
     skins = gltf.get("skins") or []
     if not skins:

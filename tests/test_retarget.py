@@ -3,6 +3,7 @@
 and the Kimodo skeleton JSON."""
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -10,154 +11,80 @@ import pygltflib
 import pytest
 
 from conftest import CLIPS, CLIP_NAMES, RIGS, ROOT, run_cli, validate_gltf
+from gltf_judge import Glb, forward_kinematics, read_raw_clip, skeleton_record, trs_matrices
 from kimodo_rig import cli
 
 ROBOT = RIGS / "quaternius" / "RobotExpressive.glb"
 TARGETS = {"mannequin": "mannequin", "mixamo": "mixamo", "robot": str(ROBOT)}
-SKELETON_JSON = ROOT / "kimodo_rig" / "skeletons"
 
-# Segments compared source vs target, written out here (not taken from the mapping code).
-# name: (source start, source end) per skeleton kind, (target start, target end) per rig.
+# Segments compared source vs target, written out here (not taken from the mapping code), per side:
+# {Side} = Left/Right, {side} = left/right, {s} = l/r, {S} = L/R.
+SEGMENT_PATTERNS = {
+    "upperarm": {"soma": ("{Side}Arm", "{Side}ForeArm"), "g1": ("{side}_shoulder_roll_skel", "{side}_elbow_skel"),
+                 "mannequin": ("upperarm_{s}", "lowerarm_{s}"), "mixamo": ("mixamorig:{Side}Arm", "mixamorig:{Side}ForeArm"),
+                 "robot": ("UpperArm{S}", "LowerArm{S}")},
+    "lowerarm": {"soma": ("{Side}ForeArm", "{Side}Hand"), "g1": ("{side}_elbow_skel", "{side}_wrist_roll_skel"),
+                 "mannequin": ("lowerarm_{s}", "hand_{s}"), "mixamo": ("mixamorig:{Side}ForeArm", "mixamorig:{Side}Hand"),
+                 "robot": ("LowerArm{S}", "Palm2{S}")},
+    "thigh": {"soma": ("{Side}Leg", "{Side}Shin"), "g1": ("{side}_hip_roll_skel", "{side}_knee_skel"),
+              "mannequin": ("thigh_{s}", "calf_{s}"), "mixamo": ("mixamorig:{Side}UpLeg", "mixamorig:{Side}Leg"),
+              "robot": ("UpperLeg{S}", "LowerLeg{S}")},
+    "calf": {"soma": ("{Side}Shin", "{Side}Foot"), "g1": ("{side}_knee_skel", "{side}_ankle_pitch_skel"),
+             "mannequin": ("calf_{s}", "foot_{s}"), "mixamo": ("mixamorig:{Side}Leg", "mixamorig:{Side}Foot"),
+             "robot": ("LowerLeg{S}", "Foot{S}")},
+}
 SEGMENTS = {
-    "upperarm_l": {"soma": ("LeftArm", "LeftForeArm"), "g1": ("left_shoulder_roll_skel", "left_elbow_skel"),
-                   "mannequin": ("upperarm_l", "lowerarm_l"), "mixamo": ("mixamorig:LeftArm", "mixamorig:LeftForeArm"),
-                   "robot": ("UpperArmL", "LowerArmL")},
-    "upperarm_r": {"soma": ("RightArm", "RightForeArm"), "g1": ("right_shoulder_roll_skel", "right_elbow_skel"),
-                   "mannequin": ("upperarm_r", "lowerarm_r"), "mixamo": ("mixamorig:RightArm", "mixamorig:RightForeArm"),
-                   "robot": ("UpperArmR", "LowerArmR")},
-    "lowerarm_l": {"soma": ("LeftForeArm", "LeftHand"), "g1": ("left_elbow_skel", "left_wrist_roll_skel"),
-                   "mannequin": ("lowerarm_l", "hand_l"), "mixamo": ("mixamorig:LeftForeArm", "mixamorig:LeftHand"),
-                   "robot": ("LowerArmL", "Palm2L")},
-    "lowerarm_r": {"soma": ("RightForeArm", "RightHand"), "g1": ("right_elbow_skel", "right_wrist_roll_skel"),
-                   "mannequin": ("lowerarm_r", "hand_r"), "mixamo": ("mixamorig:RightForeArm", "mixamorig:RightHand"),
-                   "robot": ("LowerArmR", "Palm2R")},
-    "thigh_l": {"soma": ("LeftLeg", "LeftShin"), "g1": ("left_hip_roll_skel", "left_knee_skel"),
-                "mannequin": ("thigh_l", "calf_l"), "mixamo": ("mixamorig:LeftUpLeg", "mixamorig:LeftLeg"),
-                "robot": ("UpperLegL", "LowerLegL")},
-    "thigh_r": {"soma": ("RightLeg", "RightShin"), "g1": ("right_hip_roll_skel", "right_knee_skel"),
-                "mannequin": ("thigh_r", "calf_r"), "mixamo": ("mixamorig:RightUpLeg", "mixamorig:RightLeg"),
-                "robot": ("UpperLegR", "LowerLegR")},
-    "calf_l": {"soma": ("LeftShin", "LeftFoot"), "g1": ("left_knee_skel", "left_ankle_pitch_skel"),
-               "mannequin": ("calf_l", "foot_l"), "mixamo": ("mixamorig:LeftLeg", "mixamorig:LeftFoot"),
-               "robot": ("LowerLegL", "FootL")},
-    "calf_r": {"soma": ("RightShin", "RightFoot"), "g1": ("right_knee_skel", "right_ankle_pitch_skel"),
-               "mannequin": ("calf_r", "foot_r"), "mixamo": ("mixamorig:RightLeg", "mixamorig:RightFoot"),
-               "robot": ("LowerLegR", "FootR")},
+    part + "_" + s: {kind: tuple(n.format(Side=side, side=side.lower(), s=s, S=s.upper()) for n in names)
+                     for kind, names in kinds.items()}
+    for part, kinds in SEGMENT_PATTERNS.items() for s, side in (("l", "Left"), ("r", "Right"))
 }
 TOES = {"soma": ("LeftToeBase", "RightToeBase"), "g1": ("left_toe_base", "right_toe_base"),
         "mannequin": ("ball_l", "ball_r"), "mixamo": ("mixamorig:LeftToeBase", "mixamorig:RightToeBase"),
         "robot": ("FootL", "FootR")}
 
 
-# --- independent judges ---------------------------------------------------------------------------------
+# --- independent judges (gltf_judge: pygltflib + numpy, no kimodo_rig) ------------------------------------
 
 def source_positions(clip):
-    """World positions [frames, joints, 3] of a raw clip by numpy FK from the skeleton JSON."""
-    rotations = np.fromfile(CLIPS / clip / "local_rotations_xyzw.f32", dtype="<f4").astype(np.float64)
-    roots = np.fromfile(CLIPS / clip / "root_positions.f32", dtype="<f4").astype(np.float64).reshape(-1, 3)
-    frames = len(roots)
-    record = json.loads((SKELETON_JSON / ("g1skel34.json" if clip.startswith("g1") else "somaskel30.json")).read_text())
-    parents = record["parents"]
-    offsets = np.array(record["rest_local_offsets_m"])
-    q = rotations.reshape(frames, len(parents), 4)
-    matrices = _quat_matrices(q)
-    world_r = np.zeros_like(matrices)
-    world_p = np.zeros((frames, len(parents), 3))
-    for j, p in enumerate(parents):
-        if p < 0:
-            world_r[:, j] = matrices[:, j]
-            world_p[:, j] = roots
-        else:
-            world_r[:, j] = world_r[:, p] @ matrices[:, j]
-            world_p[:, j] = world_p[:, p] + np.einsum("fij,j->fi", world_r[:, p], offsets[j])
-    return {n: world_p[:, i] for i, n in enumerate(record["joint_names"])}
-
-
-def _quat_matrices(q):
-    x, y, z, w = np.moveaxis(q / np.linalg.norm(q, axis=-1, keepdims=True), -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-
-
-def _accessor(gltf, index):
-    accessor = gltf.accessors[index]
-    view = gltf.bufferViews[accessor.bufferView]
-    width = {"SCALAR": 1, "VEC3": 3, "VEC4": 4, "MAT4": 16}[accessor.type]
-    start = (view.byteOffset or 0) + (accessor.byteOffset or 0)
-    data = np.frombuffer(gltf.binary_blob()[start: start + accessor.count * width * 4], dtype="<f4")
-    return data.reshape(accessor.count, width).astype(np.float64)
-
-
-def _trs(t, r, s):
-    """4x4 matrices from translations, rotations (xyzw) and scales; leading axes broadcast (frames)."""
-    t, r, s = (np.asarray(v, dtype=np.float64) for v in (t, r, s))
-    shape = np.broadcast_shapes(t.shape[:-1], r.shape[:-1], s.shape[:-1])
-    m = np.zeros(shape + (4, 4))
-    m[..., :3, :3] = _quat_matrices(np.broadcast_to(r, shape + (4,))) * np.broadcast_to(s, shape + (3,))[..., None, :]
-    m[..., :3, 3] = np.broadcast_to(t, shape + (3,))
-    m[..., 3, 3] = 1.0
-    return m
+    """World positions {joint name: [frames, 3]} of a raw clip by numpy FK from the skeleton JSON."""
+    record = skeleton_record("g1skel34" if clip.startswith("g1") else "somaskel30")
+    quats, roots = read_raw_clip(CLIPS / clip, len(record["parents"]))
+    positions = forward_kinematics(record["parents"], record["rest_local_offsets_m"], quats, roots)
+    return {n: positions[:, i] for i, n in enumerate(record["joint_names"])}
 
 
 def gltf_worlds(path):
-    """Per frame, world matrices of every node of the GLB's first animation (numpy, pygltflib)."""
-    gltf = pygltflib.GLTF2().load(str(path))
-    animation = gltf.animations[0]
-    channels = {}
-    frames = 0
-    for channel in animation.channels:
-        sampler = animation.samplers[channel.sampler]
-        values = _accessor(gltf, sampler.output)
-        frames = max(frames, len(values))
-        channels.setdefault(channel.target.node, {})[channel.target.path] = values
-    parents = {c: i for i, n in enumerate(gltf.nodes) for c in n.children}
-    order = []
-
-    def visit(i):
-        order.append(i)
-        for c in gltf.nodes[i].children:
-            visit(c)
-
-    for root in gltf.scenes[gltf.scene or 0].nodes:
-        visit(root)
-    worlds = np.zeros((frames, len(gltf.nodes), 4, 4))
-    for i in order:
-        node = gltf.nodes[i]
-        if node.matrix:
-            local = np.broadcast_to(np.array(node.matrix, dtype=np.float64).reshape(4, 4).T, (frames, 4, 4))
-        else:
-            paths = channels.get(i, {})
-            t = paths.get("translation", np.array([node.translation or [0, 0, 0]]))
-            r = paths.get("rotation", np.array([node.rotation or [0, 0, 0, 1]]))
-            sc = paths.get("scale", np.array([node.scale or [1, 1, 1]]))
-            local = np.broadcast_to(_trs(t, r, sc), (frames, 4, 4))
-        worlds[:, i] = worlds[:, parents[i]] @ local if i in parents else local
-    names = {n.name: i for i, n in enumerate(gltf.nodes)}
-    return gltf, worlds, names
+    """pygltflib document, per-frame world matrices of every node, node index by name."""
+    glb = Glb(path)
+    return glb.gltf, glb.animated_world_matrices(), {n.name: i for i, n in enumerate(glb.gltf.nodes)}
 
 
+def _static_world(glb, node):
+    parents = glb.parents()
+    matrix = np.eye(4)
+    while node >= 0:
+        n = glb.gltf.nodes[node]
+        local = trs_matrices(np.array(n.translation or [0.0, 0, 0]), np.array(n.rotation or [0.0, 0, 0, 1]),
+                             np.array(n.scale or [1.0, 1, 1]))
+        matrix = local @ matrix
+        node = parents[node]
+    return matrix
+
+
+@functools.lru_cache(maxsize=None)
 def bind_worlds(path):
     """Bind-pose world matrices by joint name: the root joint's node world times IBM(root) times inv(IBM)."""
-    gltf = pygltflib.GLTF2().load(str(path))
-    skin = max(gltf.skins, key=lambda s: len(s.joints))
-    ibm = _accessor(gltf, skin.inverseBindMatrices).reshape(-1, 4, 4).transpose(0, 2, 1)
-    parents = {c: i for i, n in enumerate(gltf.nodes) for c in n.children}
-
-    def static_world(i):
-        node = gltf.nodes[i]
-        local = (np.array(node.matrix).reshape(4, 4).T if node.matrix else
-                 _trs(node.translation or [0, 0, 0], node.rotation or [0, 0, 0, 1], node.scale or [1, 1, 1]))
-        return static_world(parents[i]) @ local if i in parents else local
+    glb = Glb(path)
+    skin = max(glb.gltf.skins, key=lambda s: len(s.joints))
+    ibm = glb.accessor(skin.inverseBindMatrices)
+    parents = glb.parents()
 
     def depth(i):
-        return 1 + depth(parents[i]) if i in parents else 0
+        return 1 + depth(parents[i]) if parents[i] >= 0 else 0
 
     root = min(range(len(skin.joints)), key=lambda k: depth(skin.joints[k]))
-    skin_to_world = static_world(skin.joints[root]) @ ibm[root]
-    return {gltf.nodes[j].name: skin_to_world @ np.linalg.inv(m) for j, m in zip(skin.joints, ibm)}
+    skin_to_world = _static_world(glb, skin.joints[root]) @ ibm[root]
+    return {glb.gltf.nodes[j].name: skin_to_world @ np.linalg.inv(m) for j, m in zip(skin.joints, ibm)}
 
 
 def judge(clip, rig, output):
@@ -239,9 +166,11 @@ def test_the_character_keeps_its_mesh_and_skin(retargeted):
     assert [len(m.primitives) for m in after.meshes] == [len(m.primitives) for m in before.meshes]
     assert len(after.skins) == 4 and [s.joints for s in after.skins] == [s.joints for s in before.skins]
     assert len(after.materials) == len(before.materials)
+    glb_before, glb_after = Glb(ROBOT), Glb(output)
     for mesh_before, mesh_after in zip(before.meshes, after.meshes):
         for p, q in zip(mesh_before.primitives, mesh_after.primitives):
-            assert np.array_equal(_accessor(before, p.attributes.POSITION), _accessor(after, q.attributes.POSITION))
+            assert np.array_equal(glb_before.accessor(p.attributes.POSITION), glb_after.accessor(q.attributes.POSITION))
+            assert np.array_equal(glb_before.accessor(p.indices), glb_after.accessor(q.indices))
     assert len(after.animations) == 1 and len(before.animations) == 14
     # The feet hang off the root bone in this rig, yet they follow the shins.
     _, worlds, names = gltf_worlds(output)
@@ -411,3 +340,47 @@ def test_rigify_metarig_is_a_target_and_blender_reads_our_output_as_we_wrote_it(
     assert result["worst_cosine"] >= 0.999
     assert result["report"]["arms_match"] >= 0.98 and result["report"]["limb_cosine_mean"] >= 0.99
     assert result["report"]["chains_mapped"] == 9
+
+
+def test_bvh_in_and_out_and_a_bvh_rig_as_target(tmp_path):
+    from bvh_judge import BvhFile
+
+    # .bvh output on the Mixamo rig, judged by a numpy BVH parser.
+    clip = "soma_03_full_body_keyframes"
+    output = tmp_path / "pick_mixamo.bvh"
+    assert cli.main(["retarget", str(CLIPS / clip), "--target", "mixamo", "-o", str(output)]) == 0
+    bvh = BvhFile(output)
+    positions = bvh.positions(0.01)  # written in centimetres
+    names = {n: i for i, n in enumerate(bvh.names)}
+    source = source_positions(clip)
+    cosines = []
+    for segment, table in SEGMENTS.items():
+        sa, sb = table["soma"]
+        ta, tb = table["mixamo"]
+        s = source[sb] - source[sa]
+        t = positions[:, names[tb]] - positions[:, names[ta]]
+        cosines.append(np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)))
+    assert min(cosines) >= 0.99
+    binds = bind_worlds(ROOT / "kimodo_rig" / "rigs" / "mpfb2_mixamo.glb")
+    bind_toe = min(binds[n][1, 3] for n in TOES["mixamo"])
+    target_low = min(positions[:, names[n], 1].min() for n in TOES["mixamo"])
+    source_low = min(source[n][:, 1].min() for n in TOES["soma"])
+    assert abs((target_low - bind_toe) - source_low) <= 0.02
+    # The CMU BVH rig as a target (a box rig GLB): G1 onto it, standing on y = 0.
+    cmu_out = tmp_path / "g1_on_cmu.glb"
+    report = tmp_path / "g1_on_cmu.json"
+    assert cli.main(["retarget", str(CLIPS / "g1_01_single_text_prompt"), "--target", str(RIGS / "cmu" / "resources_131_01.bvh"),
+                     "-o", str(cmu_out), "--report", str(report)]) == 0
+    record = json.loads(report.read_text())
+    assert record["arms_match"] >= 0.98 and record["chains_mapped"] == 5
+    _, worlds, node = gltf_worlds(cmu_out)
+    toes = worlds[:, [node["LeftToe"], node["RightToe"]], 1, 3]
+    assert -0.05 < toes.min() < 0.05
+    # A Kimodo SOMA BVH (77 joints, fingers) as the input: the fingers map too.
+    ref = tmp_path / "ref_on_mannequin.json"
+    assert cli.main(["retarget", str(ROOT / "tests" / "data" / "reference" / "soma_01_single_text_prompt.bvh"),
+                     "--target", "mannequin", "-o", str(tmp_path / "ref.glb"), "--report", str(ref)]) == 0
+    record = json.loads(ref.read_text())
+    assert record["chains_mapped"] == 19 and record["left_at_rest"] == ["Root"]
+    assert record["arms_match"] >= 0.98 and record["limb_cosine_mean"] >= 0.99
+    assert validate_gltf(cmu_out, tmp_path / "ref.glb")["ref.glb"]["numErrors"] == 0

@@ -7,10 +7,10 @@ import json
 import math
 
 import numpy as np
-import pygltflib
 import pytest
 
-from conftest import RIGS, ROOT
+from conftest import RIGS
+from gltf_judge import Glb
 from kimodo_rig import skeletons
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.model import Skeleton
@@ -174,13 +174,10 @@ def test_rest_leg_reach_matches_the_skeleton_json_and_the_rig_file():
 
 
 def _gltf_bind_positions(path):
-    gltf = pygltflib.GLTF2().load(str(path))
-    skin = gltf.skins[0]
-    accessor = gltf.accessors[skin.inverseBindMatrices]
-    view = gltf.bufferViews[accessor.bufferView]
-    data = gltf.binary_blob()[view.byteOffset + (accessor.byteOffset or 0):][: accessor.count * 64]
-    matrices = np.frombuffer(data, dtype="<f4").reshape(-1, 4, 4).transpose(0, 2, 1)
-    return {gltf.nodes[j].name: np.linalg.inv(m)[:3, 3] for j, m in zip(skin.joints, matrices)}
+    """Joint positions at bind from the inverse bind matrices (the MPFB2 rigs have no transform above)."""
+    glb = Glb(path)
+    skin = glb.gltf.skins[0]
+    return {glb.gltf.nodes[j].name: np.linalg.inv(m)[:3, 3] for j, m in zip(skin.joints, glb.accessor(skin.inverseBindMatrices))}
 
 
 def test_rest_correction_turns_the_a_pose_arms_onto_the_soma_t_pose():

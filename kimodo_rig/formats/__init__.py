@@ -7,11 +7,13 @@ from typing import Dict, Optional
 
 from ..errors import KimodoError
 from ..model import Motion
-from . import glb, raw
+from . import amass, bvh, g1_csv, glb, kimodo_npz, raw
 from .options import DEFAULT, WriteOptions
 
-# Order matters only for help text. A folder is always `raw`.
-_MODULES = (raw, glb)
+# Order matters for help text and for extensions two formats share: reading, the first module whose
+# `recognises(path)` accepts the file wins (an .npz is told apart by its array names); writing, the first.
+# A folder is always `raw`.
+_MODULES = (raw, glb, bvh, kimodo_npz, amass, g1_csv)
 FORMATS = {module.NAME: module for module in _MODULES}
 
 
@@ -32,13 +34,17 @@ def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
     if candidate.is_dir() or text.endswith(("/", "\\")) or (not reading and not candidate.suffix):
         return raw
     extension = candidate.suffix.lower()
-    for module in _MODULES:
-        if extension in module.EXTENSIONS:
-            return module
+    claimants = [module for module in _MODULES if extension in module.EXTENSIONS]
+    if reading and len(claimants) > 1 and candidate.is_file():
+        for module in claimants:
+            if module.recognises(candidate):
+                return module
+    if claimants:
+        return claimants[0]
     if reading and not candidate.exists():
         raise KimodoError("{}: no such file or folder".format(path))
     raise KimodoError("{}: unknown file type {!r} (known: {})".format(
-        path, extension or "(none)", ", ".join(e for m in _MODULES for e in m.EXTENSIONS) + ", or a clip folder"))
+        path, extension or "(none)", ", ".join(dict.fromkeys(e for m in _MODULES for e in m.EXTENSIONS)) + ", or a clip folder"))
 
 
 def read_file(path, *, format: Optional[str] = None, fps: Optional[float] = None) -> Motion:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
@@ -153,6 +154,16 @@ def parse_glb(data: bytes, source: str) -> Document:
     if not isinstance(gltf, dict):
         raise KimodoError("{}: GLB has no JSON chunk".format(source))
     return Document(gltf, binary, source)
+
+
+def read_file(path) -> Document:
+    """Read and parse a .glb (or a .gltf with an embedded buffer) from disk."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
+    return parse_glb(data, source)
 
 
 def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:

@@ -1,0 +1,263 @@
+"""NumPy's .npy arrays inside .npz zip archives, read and written with the standard library only.
+
+Reads format versions 1.0, 2.0 and 3.0: float16/32/64, bool, signed and unsigned integers of either byte
+order, unicode strings, C or Fortran order. Refuses object arrays and structured dtypes: those are
+pickled, and kimodo-rig never unpickles. Writes format 1.0 (what `numpy.save` writes for small headers),
+which `numpy.load(..., allow_pickle=False)` reads.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import math
+import struct
+import sys
+import zipfile
+from array import array
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Sequence, Tuple, Union
+
+from ..errors import KimodoError
+from ..files import write_bytes_atomic
+
+MAGIC = b"\x93NUMPY"
+_HEADER_ALIGNMENT = 64  # numpy pads headers so the data starts 64-byte aligned
+_FLOAT_CODES = {2: "e", 4: "f", 8: "d"}
+_INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
+
+
+@dataclass(frozen=True)
+class NpyArray:
+    """One array: `dtype` as numpy spells it ('<f4', '|b1', '<U6', ...), C-order `shape`, and `values`,
+    flat in C order: array('d') for numbers and booleans (0.0/1.0), a tuple of str for strings."""
+
+    dtype: str
+    shape: Tuple[int, ...]
+    values: Union[array, Tuple[str, ...]]
+
+    @property
+    def kind(self) -> str:
+        return self.dtype[1]
+
+    @property
+    def size(self) -> int:
+        count = 1
+        for extent in self.shape:
+            count *= extent
+        return count
+
+    def scalar(self) -> Union[float, str]:
+        """The single value of a 0-d (or one-element) array."""
+        return self.values[0]
+
+
+def _fail(path, member: str, message: str) -> KimodoError:
+    return KimodoError("{}: {}: {}".format(path, member, message))
+
+
+def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
+    if not data.startswith(MAGIC) or len(data) < 10:
+        raise _fail(path, member, "not a .npy array (bad magic)")
+    major = data[6]
+    if major == 1:
+        (length,) = struct.unpack_from("<H", data, 8)
+        start = 10
+    elif major in (2, 3):
+        if len(data) < 12:
+            raise _fail(path, member, "truncated .npy header")
+        (length,) = struct.unpack_from("<I", data, 8)
+        start = 12
+    else:
+        raise _fail(path, member, ".npy format version {}.{} is not supported".format(major, data[7]))
+    raw = data[start:start + length]
+    if len(raw) != length:
+        raise _fail(path, member, "truncated .npy header")
+    try:
+        text = raw.decode("utf-8" if major == 3 else "latin-1")
+        header = ast.literal_eval(text.strip())  # a Python literal, never code
+    except (ValueError, SyntaxError, UnicodeDecodeError) as error:
+        raise _fail(path, member, "unreadable .npy header") from error
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise _fail(path, member, "unreadable .npy header")
+    return header, start + length
+
+
+def _check_dtype(descr, path, member: str) -> Tuple[str, str, int]:
+    """(byte order, kind, item size) of a supported plain dtype; anything pickled is refused."""
+    if isinstance(descr, str) and descr[1:2] == "O":
+        raise _fail(path, member, "holds Python objects (pickled data); refusing to unpickle")
+    if not isinstance(descr, str) or len(descr) < 3 or descr[0] not in "<>|=":
+        raise _fail(path, member, "structured arrays are not supported (they may hold pickled data)")
+    order, kind, size_text = descr[0], descr[1], descr[2:]
+    try:
+        size = int(size_text)
+    except ValueError:
+        raise _fail(path, member, "unsupported dtype {!r}".format(descr)) from None
+    if order == "=":
+        order = "<" if sys.byteorder == "little" else ">"
+    supported = (
+        (kind == "f" and size in _FLOAT_CODES)
+        or (kind in "iu" and size in _INT_CODES)
+        or (kind == "b" and size == 1)
+        or (kind == "U" and size > 0)
+    )
+    if not supported:
+        raise _fail(path, member, "unsupported dtype {!r}".format(descr))
+    return order, kind, size
+
+
+def _decode_values(body: bytes, order: str, kind: str, size: int, count: int):
+    if kind == "U":
+        characters = size
+        text = body.decode("utf-32-be" if order == ">" else "utf-32-le")
+        return tuple(text[i * characters:(i + 1) * characters].rstrip("\x00") for i in range(count))
+    if kind == "b":
+        return array("d", (1.0 if byte else 0.0 for byte in body))
+    code = _FLOAT_CODES[size] if kind == "f" else _INT_CODES[size]
+    if kind == "u":
+        code = code.upper()
+    if code == "e":  # array has no half floats; struct does
+        return array("d", struct.unpack(order + "{}e".format(count), body))
+    values = array(code)
+    if values.itemsize != size:
+        return array("d", struct.unpack(order + "{}{}".format(count, code), body))
+    values.frombytes(body)
+    if (order == ">") != (sys.byteorder == "big") and size > 1:
+        values.byteswap()
+    return array("d", values)
+
+
+def _fortran_to_c(values, shape: Tuple[int, ...]):
+    """Reorder values stored column-major (Fortran) into row-major (C) order."""
+    if len(shape) < 2:
+        return values
+    fortran_strides = []
+    stride = 1
+    for extent in shape:  # the first axis varies fastest in Fortran order
+        fortran_strides.append(stride)
+        stride *= extent
+    ordered = []
+    index = [0] * len(shape)
+    for _ in range(len(values)):
+        ordered.append(values[sum(i * s for i, s in zip(index, fortran_strides))])
+        for axis in range(len(shape) - 1, -1, -1):  # C order: the last axis varies fastest
+            index[axis] += 1
+            if index[axis] < shape[axis]:
+                break
+            index[axis] = 0
+    return array("d", ordered) if isinstance(values, array) else tuple(ordered)
+
+
+def parse_npy(data: bytes, path="", member: str = "array") -> NpyArray:
+    """One .npy file's bytes -> NpyArray. `path` and `member` only name the source in errors."""
+    header, offset = _parse_header(data, path, member)
+    order, kind, size = _check_dtype(header["descr"], path, member)
+    shape = header["shape"]
+    if not isinstance(shape, tuple) or not all(isinstance(e, int) and e >= 0 for e in shape):
+        raise _fail(path, member, "unreadable .npy header")
+    count = 1
+    for extent in shape:
+        count *= extent
+    itemsize = size * 4 if kind == "U" else size
+    body = data[offset:offset + count * itemsize]
+    if len(body) != count * itemsize:
+        raise _fail(path, member, "data is shorter than its header declares ({} of {} bytes)".format(
+            len(body), count * itemsize))
+    values = _decode_values(body, order, kind, size, count)
+    if header["fortran_order"]:
+        values = _fortran_to_c(values, shape)
+    canonical = "|b1" if kind == "b" else ("<" if size > 1 or kind == "U" else "|") + kind + str(size)
+    return NpyArray(canonical, shape, values)
+
+
+def npz_names(path) -> List[str]:
+    """Array names in an .npz (member names without `.npy`)."""
+    with _open_zip(path) as archive:
+        return [_array_name(name) for name in archive.namelist() if name.endswith(".npy")]
+
+
+def read_npz(path, names: Iterable[str] = ()) -> Dict[str, NpyArray]:
+    """Arrays of an .npz by name; `names` limits reading to those present among them (all if empty)."""
+    wanted = set(names)
+    arrays = {}
+    with _open_zip(path) as archive:
+        for member in archive.namelist():
+            name = _array_name(member)
+            if not member.endswith(".npy") or (wanted and name not in wanted):
+                continue
+            try:
+                data = archive.read(member)
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as error:
+                raise _fail(path, member, "cannot be read from the archive ({})".format(error)) from error
+            arrays[name] = parse_npy(data, path, member)
+    return arrays
+
+
+def _array_name(member: str) -> str:
+    return member[:-4] if member.endswith(".npy") else member
+
+
+def _open_zip(path) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(str(path))
+    except FileNotFoundError:
+        raise KimodoError("{}: no such file".format(path)) from None
+    except (zipfile.BadZipFile, OSError) as error:
+        raise KimodoError("{}: not an .npz file (not a zip archive)".format(path)) from error
+
+
+# ---- writing ---------------------------------------------------------------------------------------------
+
+def npy_bytes(array_: NpyArray) -> bytes:
+    """A .npy file (format 1.0) holding `array_`; dtype one of <f4, <f8, |b1, <i4, <i8, <U<n>."""
+    dtype = array_.dtype
+    shape_text = "({},)".format(array_.shape[0]) if len(array_.shape) == 1 else "({})".format(
+        ", ".join(str(e) for e in array_.shape))
+    header = "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}".format(dtype, shape_text)
+    padding = _HEADER_ALIGNMENT - (len(MAGIC) + 4 + len(header) + 1) % _HEADER_ALIGNMENT
+    header_bytes = (header + " " * (padding % _HEADER_ALIGNMENT) + "\n").encode("latin-1")
+    return MAGIC + b"\x01\x00" + struct.pack("<H", len(header_bytes)) + header_bytes + _encode_values(array_)
+
+
+def _encode_values(array_: NpyArray) -> bytes:
+    kind, size = array_.dtype[1], int(array_.dtype[2:])
+    if kind == "U":
+        return b"".join(text[:size].ljust(size, "\x00").encode("utf-32-le") for text in array_.values)
+    if kind == "b":
+        return bytes(1 if v else 0 for v in array_.values)
+    if kind == "f":
+        values = array(_FLOAT_CODES[size], array_.values)
+    elif kind == "i":
+        values = array("q" if size == 8 else "i", (int(v) for v in array_.values))
+        if values.itemsize != size:
+            return struct.pack("<{}{}".format(len(values), "q" if size == 8 else "i"), *values)
+    else:
+        raise ValueError("cannot write dtype " + array_.dtype)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tobytes()
+
+
+def npz_bytes(arrays: Sequence[Tuple[str, NpyArray]]) -> bytes:
+    """An .npz archive (stored, uncompressed, as numpy.savez writes it) of named arrays, in order."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, value in arrays:
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            archive.writestr(info, npy_bytes(value))
+    return buffer.getvalue()
+
+
+def write_npz(path, arrays: Sequence[Tuple[str, NpyArray]]) -> None:
+    for name, value in arrays:
+        if isinstance(value.values, array) and not all(math.isfinite(v) for v in value.values):
+            raise KimodoError("{}: {} would hold values that are not finite numbers".format(path, name))
+    write_bytes_atomic(path, npz_bytes(arrays))
+
+
+def float32(shape: Tuple[int, ...], values: Iterable[float]) -> NpyArray:
+    return NpyArray("<f4", tuple(shape), array("d", values))
+
+
+def float64(shape: Tuple[int, ...], values: Iterable[float]) -> NpyArray:
+    return NpyArray("<f8", tuple(shape), array("d", values))

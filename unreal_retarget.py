@@ -1,6 +1,6 @@
 """Kimodo .glb clips onto the Unreal mannequin (or your character), inside the Unreal Editor.
 
-In the Output Log (Python mode, or `py` in Cmd mode):
+In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py" "C:/path/to/walk_150.glb"
     py "C:/path/to/unreal_retarget.py"                                  # every .glb beside this script
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero

@@ -116,7 +116,25 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_retarget(args: argparse.Namespace) -> int:
-    raise KimodoError("retarget is not available yet")
+    import json
+
+    from . import retarget_output, targets
+    from .files import write_bytes_atomic
+    from .ops.retarget import retarget
+    from .ops.retarget_report import format_report
+
+    retarget_output.check_output_path(args.output)
+    motion = formats.read_file(args.input, fps=args.fps)
+    target = targets.load_target(args.target)
+    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
+                                target_name=args.target)
+    retarget_output.write(retargeted, info, target, args.output)
+    report = retarget_output.report_from_output(args.output, motion, retargeted, info)
+    if args.report:
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+        write_bytes_atomic(args.report, text.encode("utf-8"))
+    print(format_report(Path(args.output).stem, report))
+    return 0
 
 
 class _StderrWarnings(logging.Handler):

@@ -226,11 +226,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     """A GLB written by this tool (or any skinned GLB whose animation keys every joint on one time grid)
     back into a Motion; built-in skeletons are recognised by joint names or mannequin names."""
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
-    document = gd.parse_glb(data, source)
+    document = gd.read_file(path)
     gltf = document.gltf
     if not gltf.get("skins"):
         raise KimodoError("{}: no skin (skeleton) in this glTF".format(source))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 import struct
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from ..rotations import Quat, Vec3, matrix_to_quat
 
 GLB_MAGIC = 0x46546C67  # "glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -154,6 +156,16 @@ def parse_glb(data: bytes, source: str) -> Document:
     return Document(gltf, binary, source)
 
 
+def read_file(path) -> Document:
+    """Read and parse a .glb (or a .gltf with an embedded buffer) from disk."""
+    source = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
+    return parse_glb(data, source)
+
+
 def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
     import base64
 
@@ -183,10 +195,17 @@ def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: S
 
 
 def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
-    out = [0.0] * 16
-    for column in range(4):
-        for row in range(4):
-            out[column * 4 + row] = sum(a[k * 4 + row] * b[column * 4 + k] for k in range(4))
+    """a @ b for column-major 4x4 matrices, unrolled (it runs per node per keyframe)."""
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    out = []
+    for c in (0, 4, 8, 12):
+        b0, b1, b2, b3 = b[c], b[c + 1], b[c + 2], b[c + 3]
+        out.extend((
+            a0 * b0 + a4 * b1 + a8 * b2 + a12 * b3,
+            a1 * b0 + a5 * b1 + a9 * b2 + a13 * b3,
+            a2 * b0 + a6 * b1 + a10 * b2 + a14 * b3,
+            a3 * b0 + a7 * b1 + a11 * b2 + a15 * b3,
+        ))
     return out
 
 
@@ -208,10 +227,12 @@ def node_parents(gltf: Dict[str, Any]) -> List[int]:
     return parents
 
 
-def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence[float]]]) -> List[Matrix4]:
-    """World matrix of every node, with per-node TRS overrides (e.g. one animation keyframe)."""
+def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence[float]]],
+                   wanted: Optional[Sequence[int]] = None, parents: Optional[Sequence[int]] = None) -> List[Matrix4]:
+    """World matrix of every node (or only of the `wanted` nodes, in that order), with per-node TRS
+    overrides (e.g. one animation keyframe)."""
     nodes = gltf.get("nodes", [])
-    parents = node_parents(gltf)
+    parents = node_parents(gltf) if parents is None else parents
     result: List[Optional[Matrix4]] = [None] * len(nodes)
 
     def solve(index: int) -> Matrix4:
@@ -224,7 +245,7 @@ def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence
         result[index] = world
         return world
 
-    return [solve(i) for i in range(len(nodes))]
+    return [solve(i) for i in (range(len(nodes)) if wanted is None else wanted)]
 
 
 def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[List[float], Dict[int, Dict[str, List[Tuple[float, ...]]]]]:
@@ -249,3 +270,39 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
 
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)
+
+
+def invert4(m: Sequence[float]) -> Matrix4:
+    """Inverse of a column-major 4x4 affine matrix."""
+    a = [[m[c * 4 + r] for c in range(3)] for r in range(3)]
+    det = (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+           + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
+    if abs(det) < 1e-30:
+        raise ValueError("singular matrix")
+    inverse = [[0.0] * 3 for _ in range(3)]
+    for r in range(3):
+        for c in range(3):
+            r1, r2 = (c + 1) % 3, (c + 2) % 3
+            c1, c2 = (r + 1) % 3, (r + 2) % 3
+            inverse[r][c] = (a[r1][c1] * a[r2][c2] - a[r1][c2] * a[r2][c1]) / det
+    out = [0.0] * 16
+    for c in range(3):
+        for r in range(3):
+            out[c * 4 + r] = inverse[r][c]
+    for r in range(3):
+        out[12 + r] = -(inverse[r][0] * m[12] + inverse[r][1] * m[13] + inverse[r][2] * m[14])
+    out[15] = 1.0
+    return out
+
+
+def decompose4(m: Sequence[float]) -> Tuple[Vec3, Quat, Vec3]:
+    """Translation, rotation (xyzw) and scale of a column-major 4x4 without shear."""
+    columns = [(m[c * 4], m[c * 4 + 1], m[c * 4 + 2]) for c in range(3)]
+    scale = [math.sqrt(sum(v * v for v in column)) for column in columns]
+    det = (columns[0][0] * (columns[1][1] * columns[2][2] - columns[1][2] * columns[2][1])
+           - columns[1][0] * (columns[0][1] * columns[2][2] - columns[0][2] * columns[2][1])
+           + columns[2][0] * (columns[0][1] * columns[1][2] - columns[0][2] * columns[1][1]))
+    if det < 0:
+        scale[0] = -scale[0]
+    rows = tuple(tuple(columns[c][r] / (scale[c] or 1.0) for c in range(3)) for r in range(3))
+    return (m[12], m[13], m[14]), matrix_to_quat(rows), (scale[0], scale[1], scale[2])

@@ -1,0 +1,254 @@
+"""A retargeted motion written into the target character's own glTF: its meshes, materials, skins and
+other nodes kept, its animations replaced by the new one.
+
+Each animated joint gets rotation and translation channels computed from the joint's world transform
+(world rotation and position from the motion, the bind pose's world scale), so nodes between or above
+the joints (armature nodes with an axis change or a scale), IK-style feet that hang off a root bone, and
+a root bone carrying root motion all come out right. Buffers are rebuilt holding only what the kept
+parts use, so no orphaned animation data is left for validators to flag.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..errors import KimodoError
+from ..model import Motion
+from ..ops.fk import global_rotations_and_positions
+from ..rotations import Quat, Vec3, quat_normalize
+from . import gltf_document as gd
+
+Matrix4 = gd.Matrix4
+SELF_CHECK_TOLERANCE_M = 1e-3  # float32 keys on a 100x-scaled armature stay well inside this
+_COMPACTION_BLOCKERS = ("KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression")
+
+
+def _used_accessors(gltf: Dict[str, Any]) -> Set[int]:
+    used: Set[int] = set()
+    for mesh in gltf.get("meshes", []):
+        for primitive in mesh.get("primitives", []):
+            used.update(primitive.get("attributes", {}).values())
+            if "indices" in primitive:
+                used.add(primitive["indices"])
+            for target in primitive.get("targets", []):
+                used.update(target.values())
+    for skin in gltf.get("skins", []):
+        if "inverseBindMatrices" in skin:
+            used.add(skin["inverseBindMatrices"])
+    return used
+
+
+def _compact(gltf: Dict[str, Any], binary: bytes) -> Tuple[Dict[str, Any], bytearray]:
+    """Drop the animations and every accessor and buffer view only they used; rebuild the binary."""
+    gltf = copy.deepcopy(gltf)
+    gltf.pop("animations", None)
+    if any(e in gltf.get("extensionsUsed", []) for e in _COMPACTION_BLOCKERS):
+        return gltf, bytearray(binary)  # views referenced from extensions: keep everything as it is
+    accessors = gltf.get("accessors", [])
+    keep_accessors = sorted(_used_accessors(gltf))
+    accessor_index = {old: new for new, old in enumerate(keep_accessors)}
+    views_used: Set[int] = set()
+    for old in keep_accessors:
+        accessor = accessors[old]
+        if "bufferView" in accessor:
+            views_used.add(accessor["bufferView"])
+        sparse = accessor.get("sparse")
+        if sparse:
+            views_used.add(sparse["indices"]["bufferView"])
+            views_used.add(sparse["values"]["bufferView"])
+    for image in gltf.get("images", []):
+        if "bufferView" in image:
+            views_used.add(image["bufferView"])
+    views = gltf.get("bufferViews", [])
+    view_index: Dict[int, int] = {}
+    new_views: List[Dict[str, Any]] = []
+    new_binary = bytearray()
+    for old in sorted(views_used):
+        view = dict(views[old])
+        if view.get("buffer", 0) != 0:
+            raise KimodoError("only the GLB's own binary buffer is supported")
+        while len(new_binary) % 8:
+            new_binary.append(0)
+        start = view.get("byteOffset", 0)
+        chunk = binary[start: start + view["byteLength"]]
+        view["byteOffset"] = len(new_binary)
+        view["buffer"] = 0
+        new_binary += chunk
+        view_index[old] = len(new_views)
+        new_views.append(view)
+    new_accessors = []
+    for old in keep_accessors:
+        accessor = dict(accessors[old])
+        if "bufferView" in accessor:
+            accessor["bufferView"] = view_index[accessor["bufferView"]]
+        if "sparse" in accessor:
+            sparse = copy.deepcopy(accessor["sparse"])
+            sparse["indices"]["bufferView"] = view_index[sparse["indices"]["bufferView"]]
+            sparse["values"]["bufferView"] = view_index[sparse["values"]["bufferView"]]
+            accessor["sparse"] = sparse
+        new_accessors.append(accessor)
+    for mesh in gltf.get("meshes", []):
+        for primitive in mesh.get("primitives", []):
+            primitive["attributes"] = {k: accessor_index[v] for k, v in primitive.get("attributes", {}).items()}
+            if "indices" in primitive:
+                primitive["indices"] = accessor_index[primitive["indices"]]
+            if "targets" in primitive:
+                primitive["targets"] = [{k: accessor_index[v] for k, v in t.items()} for t in primitive["targets"]]
+    for skin in gltf.get("skins", []):
+        if "inverseBindMatrices" in skin:
+            skin["inverseBindMatrices"] = accessor_index[skin["inverseBindMatrices"]]
+    for image in gltf.get("images", []):
+        if "bufferView" in image:
+            image["bufferView"] = view_index[image["bufferView"]]
+    gltf["accessors"] = new_accessors
+    gltf["bufferViews"] = new_views
+    if not new_accessors:
+        gltf.pop("accessors")
+    if not new_views:
+        gltf.pop("bufferViews")
+    return gltf, new_binary
+
+
+def _insert_root(gltf: Dict[str, Any], builder: gd.DocumentBuilder, document: gd.Document, hips_node: int,
+                 name: str, skin_to_world: Sequence[float], root_world: Sequence[float]) -> int:
+    """A new node between the hips and its parent, added to every skin that holds the hips."""
+    nodes = gltf["nodes"]
+    parents = gd.node_parents(gltf)
+    parent = parents[hips_node]
+    root = len(nodes)
+    nodes.append({"name": name, "children": [hips_node]})
+    if parent >= 0:
+        nodes[parent]["children"] = [root if c == hips_node else c for c in nodes[parent]["children"]]
+    for scene in gltf.get("scenes", []):
+        if hips_node in scene.get("nodes", []):
+            scene["nodes"] = [root if n == hips_node else n for n in scene["nodes"]]
+    inverse_bind = gd.multiply4(gd.invert4(root_world), list(skin_to_world))
+    for skin in gltf.get("skins", []):
+        if hips_node not in skin.get("joints", []):
+            continue
+        if "inverseBindMatrices" in skin:
+            matrices = document_accessor(builder, document, skin["inverseBindMatrices"])
+        else:
+            matrices = [tuple(gd.trs_matrix((0, 0, 0), (0, 0, 0, 1), (1, 1, 1)))] * len(skin["joints"])
+        skin["joints"] = list(skin["joints"]) + [root]
+        skin["inverseBindMatrices"] = builder.add_accessor(list(matrices) + [tuple(inverse_bind)], "MAT4")
+        if skin.get("skeleton") == hips_node:
+            skin["skeleton"] = root
+    return root
+
+
+def document_accessor(builder: gd.DocumentBuilder, document: gd.Document, index: int) -> List[Tuple[float, ...]]:
+    """Read an accessor of the compacted document being built."""
+    return gd.Document(builder.gltf, bytes(builder.binary), document.source).accessor(index)
+
+
+def encode(
+    document: gd.Document,
+    motion: Motion,
+    joint_nodes: Dict[str, int],
+    joint_scales: Dict[str, Vec3],
+    *,
+    root_track: Optional[Sequence[Tuple[Vec3, Quat]]] = None,
+    root_node_name: Optional[str] = None,
+    new_root: bool = False,
+    skin_to_world: Optional[Sequence[float]] = None,
+) -> bytes:
+    """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
+    `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
+    With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it."""
+    gltf, binary = _compact(document.gltf, document.binary)
+    builder = gd.DocumentBuilder()
+    builder.gltf = gltf
+    builder.binary = binary
+    gltf.setdefault("asset", {"version": "2.0"})
+    skeleton = motion.skeleton
+    nodes = gltf["nodes"]
+    static_world = gd.world_matrices(gltf, {})
+    hips_node = joint_nodes[skeleton.joint_names[0]]
+
+    animated: Dict[int, List[Matrix4]] = {}
+    rotations, positions = global_rotations_and_positions(motion)
+    for joint, name in enumerate(skeleton.joint_names):
+        scale = joint_scales.get(name, (1.0, 1.0, 1.0))
+        animated[joint_nodes[name]] = [gd.trs_matrix(positions[f][joint], quat_normalize(rotations[f][joint]), scale)
+                                       for f in range(motion.frame_count)]
+    if root_track is not None:
+        if new_root:
+            parent = gd.node_parents(gltf)[hips_node]
+            parent_world = static_world[parent] if parent >= 0 else gd.trs_matrix((0, 0, 0), (0, 0, 0, 1), (1, 1, 1))
+            scale = gd.decompose4(parent_world)[2]
+            rest_world = gd.trs_matrix(root_track[0][0], root_track[0][1], scale)
+            root = _insert_root(gltf, builder, document, hips_node, root_node_name or "root",
+                                skin_to_world or gd.trs_matrix((0, 0, 0), (0, 0, 0, 1), (1, 1, 1)), rest_world)
+        else:
+            root = joint_nodes[root_node_name or ""]
+            scale = gd.decompose4(static_world[root])[2]
+        animated[root] = [gd.trs_matrix(p, quat_normalize(q), scale) for p, q in root_track]
+
+    parents = gd.node_parents(gltf)
+    frames = motion.frame_count
+    locals_: Dict[int, List[Tuple[Vec3, Quat, Vec3]]] = {node: [] for node in animated}
+    for frame in range(frames):
+        world: Dict[int, Matrix4] = {}
+
+        def world_of(node: int) -> Matrix4:
+            if node in world:
+                return world[node]
+            if node in animated:
+                value = animated[node][frame]
+            else:
+                parent = parents[node]
+                local = gd.node_local_matrix(nodes[node])
+                value = local if parent < 0 else gd.multiply4(world_of(parent), local)
+            world[node] = value
+            return value
+
+        for node in animated:
+            parent = parents[node]
+            desired = animated[node][frame]
+            local = desired if parent < 0 else gd.multiply4(gd.invert4(world_of(parent)), desired)
+            locals_[node].append(gd.decompose4(local))
+
+    times = builder.add_accessor([(f / motion.fps,) for f in range(frames)], "SCALAR", with_bounds=True)
+    samplers: List[Dict[str, Any]] = []
+    channels: List[Dict[str, Any]] = []
+    for node in sorted(animated):
+        node_record = nodes[node]
+        if "matrix" in node_record:  # an animated node must use TRS
+            translation, rotation, scale = gd.decompose4(node_record.pop("matrix"))
+            node_record.update({"translation": list(translation), "rotation": list(rotation), "scale": list(scale)})
+        keys = locals_[node]
+        static_scale = node_record.get("scale", (1.0, 1.0, 1.0))
+        paths = [("translation", 0, "VEC3"), ("rotation", 1, "VEC4")]
+        if any(abs(k[2][i] - static_scale[i]) > 1e-4 * max(1.0, abs(static_scale[i])) for k in keys for i in range(3)):
+            paths.append(("scale", 2, "VEC3"))
+        for path, slot, kind in paths:
+            values = [tuple(float(c) for c in key[slot]) for key in keys]
+            samplers.append({"input": times, "output": builder.add_accessor(values, kind), "interpolation": "LINEAR"})
+            channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": path}})
+    gltf["animations"] = [{"name": motion.name or "retargeted", "samplers": samplers, "channels": channels}]
+    gltf["asset"]["generator"] = "kimodo-rig"
+    return builder.to_glb()
+
+
+def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output") -> List[List[Vec3]]:
+    """Per keyframe, the world position of the named nodes, evaluating the GLB's node hierarchy and its
+    first animation with 4x4 matrices (independent of the model's quaternion FK)."""
+    document = gd.parse_glb(data, source)
+    gltf = document.gltf
+    by_name = {}
+    for index, node in enumerate(gltf.get("nodes", [])):
+        by_name.setdefault(node.get("name"), index)
+    missing = [n for n in joint_names if n not in by_name]
+    if missing:
+        raise KimodoError("{}: no node named {}".format(source, missing[0]))
+    times, channels = gd.animation_keyframes(document)
+    wanted = [by_name[n] for n in joint_names]
+    parents = gd.node_parents(gltf)
+    result = []
+    for frame in range(len(times)):
+        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        matrices = gd.world_matrices(gltf, overrides, wanted, parents)
+        result.append([(m[12], m[13], m[14]) for m in matrices])
+    return result

@@ -1,0 +1,278 @@
+"""Motion onto another humanoid rig, as a pure operation on the model.
+
+Order of work, parent before child on the target:
+1. rest correction (humanoid.rest_corrections): each aimed target bone turned at rest so its segment
+   points where the source's does at rest;
+2. per frame, the source bone's world rotation relative to its own rest applied on top (feet, toes, head
+   and hips: that change only, on the target's own rest); unmapped bones keep their rest;
+3. bone lengths stay the target's; the hips travel by the source's path scaled by the ratio of the two
+   rest leg reaches (never the first frame: a clip that starts crouched stays crouched);
+4. floor: the target's lowest toe over the clip sits as far from its bind-pose toe height as the source's
+   lowest toe sits from Kimodo's floor (y = 0).
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import KimodoError
+from ..model import Motion, Skeleton
+from ..rotations import (
+    IDENTITY,
+    Quat,
+    Vec3,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_slerp,
+    subtract,
+)
+from .fk import global_rotations_and_positions, pose_globals
+from .humanoid import (
+    FINGERS,
+    HumanoidMap,
+    RestCorrections,
+    floor_parts,
+    map_humanoid,
+    rest_corrections,
+    rest_leg_reach,
+    retarget_chains,
+    split_side,
+)
+
+ROOT_MOTION_MODES = ("hips", "root")
+NEW_ROOT_NAME = "root"
+
+
+@dataclass(frozen=True)
+class RetargetInfo:
+    """What the retarget decided, for the writers and the report."""
+
+    target: Skeleton  # the target rig as given
+    source_map: HumanoidMap
+    target_map: HumanoidMap  # on the output motion's skeleton (hips first)
+    corrections: RestCorrections
+    reach_source: float  # metres
+    reach_target: float
+    floor_shift: float  # metres added to the hips height so the feet meet the floor (point 4)
+    chains_mapped: int
+    left_at_rest: Tuple[str, ...]  # target bones no source bone drives
+    root_bone: Optional[str] = None  # --root-motion root: the target's root bone, or NEW_ROOT_NAME
+    root_is_new: bool = False
+    root_track: Optional[Tuple[Tuple[Vec3, Quat], ...]] = None  # world position and rotation per frame
+
+
+def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
+    while joint >= 0:
+        if joint == ancestor:
+            return True
+        joint = skeleton.parents[joint]
+    return False
+
+
+def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> Tuple[Skeleton, List[int]]:
+    """The subtree under `root` (now joint 0), with some joints moved under other parents (keeping their
+    rest world pose), ordered parent before child. Returns the skeleton and old index of each new joint."""
+    rest_rotations, rest_world = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
+    parents = [new_parents.get(j, p) for j, p in enumerate(skeleton.parents)]
+    children: Dict[int, List[int]] = {}
+    for j, p in enumerate(parents):
+        children.setdefault(p, []).append(j)
+    order: List[int] = []
+    stack = [root]
+    while stack:
+        joint = stack.pop()
+        order.append(joint)
+        stack.extend(reversed(children.get(joint, [])))
+    index = {old: new for new, old in enumerate(order)}
+    offsets: List[Vec3] = []
+    locals_: List[Quat] = []
+    new_parent_list: List[int] = []
+    for old in order:
+        parent = parents[old] if old != root else -1
+        if parent < 0:
+            offsets.append(rest_world[old])
+            locals_.append(rest_rotations[old])
+            new_parent_list.append(-1)
+        else:
+            inverse = quat_conjugate(rest_rotations[parent])
+            offsets.append(quat_rotate(inverse, subtract(rest_world[old], rest_world[parent])))
+            locals_.append(quat_normalize(quat_multiply(inverse, rest_rotations[old])))
+            new_parent_list.append(index[parent])
+    names = tuple(skeleton.joint_names[old] for old in order)
+    return Skeleton(skeleton.name, names, tuple(new_parent_list), tuple(offsets), tuple(locals_), skeleton.label), order
+
+
+def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> HumanoidMap:
+    new = {old: i for i, old in enumerate(order)}
+    return HumanoidMap(
+        skeleton,
+        {part: new[j] for part, j in hmap.bones.items() if j in new},
+        {part: new[j] for part, j in hmap.anchors.items() if j in new},
+        {part: tuple(new[j] for j in joints) for part, joints in hmap.ends.items() if all(j in new for j in joints)},
+    )
+
+
+def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[HumanoidMap, List[int]]:
+    """The target's subtree from the hips, with feet that hang off a root bone (IK-style rigs such as
+    Quaternius' robot) moved under their shins, so they follow the legs."""
+    moves = {}
+    for side in ("l", "r"):
+        foot, calf = target_map.bones.get("foot_" + side), target_map.bones.get("calf_" + side)
+        if foot is not None and calf is not None and not _descendant(target, foot, calf):
+            moves[foot] = calf
+    skeleton, order = restructure(target, target_map.bones["hips"], moves)
+    return _remap(target_map, skeleton, order), order
+
+
+def find_root_bone(target: Skeleton, hips: int) -> Optional[int]:
+    """A bone above the hips to carry root motion: one called root, else the armature's top bone."""
+    above = []
+    joint = target.parents[hips]
+    while joint >= 0:
+        above.append(joint)
+        joint = target.parents[joint]
+    for joint in above:
+        if split_side(target.joint_names[joint])[1] == "root":
+            return joint
+    return above[-1] if above else None
+
+
+def _smooth(values: Sequence[float], window: int) -> List[float]:
+    """Centred moving average, the window shrinking at the ends."""
+    out = []
+    count = len(values)
+    for i in range(count):
+        low, high = max(0, i - window), min(count, i + window + 1)
+        out.append(sum(values[low:high]) / (high - low))
+    return out
+
+
+def _yaw(rotation: Quat) -> float:
+    forward = quat_rotate(rotation, (0.0, 0.0, 1.0))
+    return math.atan2(forward[0], forward[2])
+
+
+def retarget(
+    motion: Motion,
+    target: Skeleton,
+    *,
+    in_place: bool = False,
+    root_motion: str = "hips",
+    source_map: Optional[HumanoidMap] = None,
+    target_map: Optional[HumanoidMap] = None,
+    target_name: str = "",
+) -> Tuple[Motion, RetargetInfo]:
+    """`motion` on the humanoid `target`. The returned motion's skeleton is the target's subtree from its
+    hips (joint 0, the bone that travels); `info.root_track` carries root motion for --root-motion root."""
+    if root_motion not in ROOT_MOTION_MODES:
+        raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
+    smap = source_map or map_humanoid(motion.skeleton, motion.name or motion.skeleton.name)
+    tmap_full = target_map or map_humanoid(target, target_name or target.name)
+    tmap, order = working_skeleton(target, tmap_full)
+    skeleton = tmap.skeleton
+    corrections = rest_corrections(smap, tmap)
+    reach_source = rest_leg_reach(smap)
+    reach_target = rest_leg_reach(tmap)
+    if not reach_source > 0 or not reach_target > 0:
+        raise KimodoError("{}: the rest pose has no legs standing below the hips".format(
+            target_name or target.name if not reach_target > 0 else motion.name or motion.skeleton.name))
+    ratio = reach_target / reach_source
+    facing = corrections.facing
+
+    source_globals, source_positions = global_rotations_and_positions(motion)
+    source_rest = pose_globals(motion.skeleton, motion.skeleton.rest_rotations, motion.skeleton.rest_offsets[0])[0]
+    inverse_source_rest = [quat_conjugate(q) for q in source_rest]
+    inverse_facing = quat_conjugate(facing)
+    links = {link.target_joint: link for link in corrections.links}
+    frames = motion.frame_count
+    count = skeleton.joint_count
+    target_rest_world = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[1]
+
+    local_rotations = array("d")
+    for frame in range(frames):
+        globals_: List[Quat] = []
+        frame_globals = source_globals[frame]
+        for joint in range(count):
+            link = links.get(joint)
+            if link is not None:
+                a, b = link.source_joints
+                delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
+                if b != a and link.weight > 0.0:
+                    delta = quat_slerp(delta, quat_multiply(frame_globals[b], inverse_source_rest[b]), link.weight)
+                delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
+                rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+            else:
+                rotation = quat_multiply(globals_[skeleton.parents[joint]], skeleton.rest_rotations[joint])
+            globals_.append(rotation)
+            parent = skeleton.parents[joint]
+            local = rotation if parent < 0 else quat_multiply(quat_conjugate(globals_[parent]), rotation)
+            local_rotations.extend(quat_normalize(local))
+
+    # The hips' path: scaled by the leg ratio, turned by the facing, standing on the target's floor.
+    source_hips = smap.bones["hips"]
+    target_floor_joints = floor_parts(tmap)
+    bind_floor = min(target_rest_world[j][1] for j in target_floor_joints)
+    hips_bind = target_rest_world[0]
+    path: List[List[float]] = []
+    for frame in range(frames):
+        p = source_positions[frame][source_hips]
+        horizontal = quat_rotate(facing, (p[0] * ratio, 0.0, p[2] * ratio))
+        path.append([hips_bind[0] + horizontal[0], bind_floor + p[1] * ratio, hips_bind[2] + horizontal[2]])
+    if in_place and frames:
+        for axis in (0, 2):
+            smooth = _smooth([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
+            for frame in range(frames):
+                path[frame][axis] -= smooth[frame] - smooth[0]
+
+    roots = array("d", (c for p in path for c in p))
+    draft = Motion(skeleton, local_rotations, roots, motion.fps)
+    target_positions = global_rotations_and_positions(draft)[1]
+    source_floor = min(source_positions[f][j][1] for f in range(frames) for j in floor_parts(smap))
+    target_low = min(target_positions[f][j][1] for f in range(frames) for j in target_floor_joints)
+    floor_shift = (bind_floor + source_floor) - target_low
+    for frame in range(frames):
+        roots[frame * 3 + 1] += floor_shift
+    result = Motion(skeleton, local_rotations, roots, motion.fps, name=motion.name, prompt=motion.prompt)
+
+    root_bone: Optional[str] = None
+    root_is_new = False
+    root_track = None
+    if root_motion == "root":
+        root_joint = find_root_bone(target, tmap_full.bones["hips"])
+        target_rest_rotations, target_full_world = pose_globals(target, target.rest_rotations, target.rest_offsets[0])
+        if root_joint is None:
+            root_bone, root_is_new = NEW_ROOT_NAME, True
+            root_rest: Tuple[Vec3, Quat] = ((hips_bind[0], 0.0, hips_bind[2]), IDENTITY)
+        else:
+            root_bone = target.joint_names[root_joint]
+            root_rest = (target_full_world[root_joint], target_rest_rotations[root_joint])
+        track = []
+        for frame in range(frames):
+            # Facing yaw: how far the hips have turned about +Y from their rest heading.
+            hips_rotation = quat_multiply(source_globals[frame][source_hips], inverse_source_rest[source_hips])
+            turn = quat_from_axis_angle((0.0, 1.0, 0.0), _yaw(quat_multiply(quat_multiply(facing, hips_rotation), inverse_facing)))
+            position = (root_rest[0][0] + roots[frame * 3] - hips_bind[0], root_rest[0][1],
+                        root_rest[0][2] + roots[frame * 3 + 2] - hips_bind[2])
+            track.append((position, quat_normalize(quat_multiply(turn, root_rest[1]))))
+        root_track = tuple(track)
+
+    chains, _ = retarget_chains(tmap_full)
+    linked_names = {skeleton.joint_names[j] for j in links}
+    chains_mapped = sum(1 for chain in chains if chain.start in linked_names)
+    # Body parts the source lacks first (G1: clavicles, neck, head), then fingers, then everything else.
+    body = {j for part, j in tmap_full.bones.items() if part.split("_")[0] not in FINGERS}
+    fingers = set(tmap_full.bones.values()) - body
+    left = [j for j in range(target.joint_count) if target.joint_names[j] not in linked_names and target.joint_names[j] != root_bone]
+    left.sort(key=lambda j: (0 if j in body else 1 if j in fingers else 2, j))
+    info = RetargetInfo(
+        target=target, source_map=smap, target_map=tmap, corrections=corrections,
+        reach_source=reach_source, reach_target=reach_target, floor_shift=floor_shift,
+        chains_mapped=chains_mapped, left_at_rest=tuple(target.joint_names[j] for j in left),
+        root_bone=root_bone, root_is_new=root_is_new, root_track=root_track,
+    )
+    return result, info

@@ -1,0 +1,160 @@
+"""Retarget targets: a rigged character (.glb/.gltf with a skin), a .bvh, or a built-in rig.
+
+A skinned glTF's rest is its BIND pose, read from the skin's inverse bind matrices (the node transforms
+may hold any frame of any animation). Positions are metres as the bones appear in the scene, whatever
+scale nodes above or inside the armature carry; rotations are the bind matrices' rotations with scale
+removed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .errors import KimodoError
+from .formats import gltf_document as gd
+from .model import Skeleton
+from .ops.fk import rest_positions
+from .rotations import Quat, Vec3, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, subtract
+
+RIGS = Path(__file__).resolve().parent / "rigs"
+BUILTIN_TARGETS = {"mannequin": RIGS / "mpfb2_game_engine.glb", "mixamo": RIGS / "mpfb2_mixamo.glb"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target rig: its skeleton at the bind pose, and where it came from. For a glTF target,
+    `nodes[j]` is the glTF node of joint j and `scales[j]` the joint's world scale at bind."""
+
+    skeleton: Skeleton
+    source: str
+    document: Optional[gd.Document] = None
+    nodes: Tuple[int, ...] = ()
+    scales: Tuple[Vec3, ...] = ()
+    skin_to_world: Tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+
+    @property
+    def has_mesh(self) -> bool:
+        gltf = self.document.gltf if self.document else {}
+        return any("mesh" in node for node in gltf.get("nodes", []))
+
+
+def load_target(spec: str) -> Target:
+    """A built-in name (mannequin, mixamo), a .glb/.gltf with a skin, or a .bvh."""
+    path = BUILTIN_TARGETS.get(spec.lower())
+    if path is not None:
+        target = read_gltf_target(path)
+        return Target(target.skeleton, spec, target.document, target.nodes, target.scales, target.skin_to_world)
+    suffix = Path(spec).suffix.lower()
+    if suffix in (".glb", ".gltf"):
+        return read_gltf_target(spec)
+    if suffix == ".bvh":
+        from . import formats
+
+        # A BVH rest has no floor: stand it on y = 0 by its lowest joint, as a character file would be.
+        skeleton = formats.read_file(spec).skeleton
+        lowest = min(p[1] for p in rest_positions(skeleton))
+        root = skeleton.rest_offsets[0]
+        offsets = ((root[0], root[1] - lowest, root[2]),) + tuple(skeleton.rest_offsets[1:])
+        return Target(Skeleton(skeleton.name, skeleton.joint_names, skeleton.parents, offsets,
+                               skeleton.rest_rotations, skeleton.label), spec)
+    if not Path(spec).exists():
+        raise KimodoError("{}: no such file, and not a built-in target (mannequin, mixamo)".format(spec))
+    raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
+
+
+def _node_depth(parents: Sequence[int], node: int) -> int:
+    depth = 0
+    while parents[node] >= 0:
+        node = parents[node]
+        depth += 1
+    return depth
+
+
+def read_gltf_target(path) -> Target:
+    source = str(path)
+    document = gd.read_file(path)
+    gltf = document.gltf
+    skins = gltf.get("skins") or []
+    if not skins:
+        raise KimodoError("{}: no skin (skeleton) in this glTF: a target needs a rigged character".format(source))
+    # The skin with the most joints (characters split into several meshes share one armature).
+    skin = max(skins, key=lambda s: len(s.get("joints", [])))
+    joints = list(skin.get("joints", []))
+    node_count = len(gltf.get("nodes", []))
+    if not joints or any(not isinstance(n, int) or not 0 <= n < node_count for n in joints):
+        raise KimodoError("{}: the skin lists no valid joints".format(source))
+    if "inverseBindMatrices" in skin:
+        inverse_binds = document.accessor(skin["inverseBindMatrices"])
+        if len(inverse_binds) != len(joints):
+            raise KimodoError("{}: the skin has {} joints but {} inverse bind matrices".format(source, len(joints), len(inverse_binds)))
+        binds = []
+        for matrix in inverse_binds:
+            try:
+                binds.append(gd.invert4(matrix))
+            except ValueError:
+                raise KimodoError("{}: a skin inverse bind matrix is singular".format(source)) from None
+    else:
+        binds = None
+    world = gd.world_matrices(gltf, {})
+    node_parents = gd.node_parents(gltf)
+    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+    if binds is None:
+        binds = [world[n] for n in joints]
+    else:
+        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
+        # scale or an axis change above it); the root joint's node transform places that space in the scene.
+        root = min(range(len(joints)), key=lambda i: _node_depth(node_parents, joints[i]))
+        skin_to_world = gd.multiply4(world[joints[root]], gd.invert4(binds[root]))
+        binds = [gd.multiply4(skin_to_world, b) for b in binds]
+    in_skin = {node: i for i, node in enumerate(joints)}
+
+    def skin_parent(node: int) -> int:
+        parent = node_parents[node]
+        while parent >= 0 and parent not in in_skin:
+            parent = node_parents[parent]
+        return in_skin[parent] if parent >= 0 else -1
+
+    parents = [skin_parent(n) for n in joints]
+    roots = [i for i, p in enumerate(parents) if p < 0]
+    if len(roots) != 1:
+        raise KimodoError("{}: the skin's joints form {} separate trees; one armature root is needed".format(source, len(roots)))
+    order: List[int] = []
+
+    def visit(i: int) -> None:
+        order.append(i)
+        for child in range(len(joints)):
+            if parents[child] == i:
+                visit(child)
+
+    visit(roots[0])
+    new_index = {old: new for new, old in enumerate(order)}
+    positions: List[Vec3] = []
+    rotations: List[Quat] = []
+    scales: List[Vec3] = []
+    for old in order:
+        translation, rotation, scale = gd.decompose4(binds[old])
+        positions.append(translation)
+        rotations.append(rotation)
+        scales.append(scale)
+    names = []
+    seen: Dict[str, int] = {}
+    for old in order:
+        name = gltf["nodes"][joints[old]].get("name") or "joint{}".format(old)
+        if name in seen:
+            name = "{}_{}".format(name, joints[old])
+        seen[name] = old
+        names.append(name)
+    skeleton_parents = tuple(new_index[parents[old]] if parents[old] >= 0 else -1 for old in order)
+    offsets: List[Vec3] = []
+    local_rotations: List[Quat] = []
+    for j, parent in enumerate(skeleton_parents):
+        if parent < 0:
+            offsets.append(positions[j])
+            local_rotations.append(rotations[j])
+        else:
+            inverse_parent = quat_conjugate(rotations[parent])
+            offsets.append(quat_rotate(inverse_parent, subtract(positions[j], positions[parent])))
+            local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
+    skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
+    return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world))

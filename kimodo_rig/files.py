@@ -23,6 +23,7 @@ def write_bytes_atomic(path: PathLike, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+        os.chmod(temporary, _permissions_for_new_files())  # mkstemp makes 0600; users expect umask's say
         os.replace(temporary, target)
     except OSError as error:
         _remove_quietly(temporary)
@@ -43,6 +44,9 @@ def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
         raise KimodoError("{}: cannot write output folder ({})".format(parent, error.strerror or error)) from error
     try:
         fill(temporary)
+        os.chmod(temporary, _permissions_for_new_files() | 0o111)
+        for written in temporary.iterdir():
+            os.chmod(written, _permissions_for_new_files())
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".old", dir=parent))
             os.rmdir(old)
@@ -57,6 +61,13 @@ def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def _permissions_for_new_files() -> int:
+    """What open() would give a new file here: 0o666 less the process umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _remove_quietly(path: PathLike) -> None:

@@ -37,3 +37,16 @@ def test_front_ends_are_the_only_importers_of_host_apis():
     for path in [ROOT / "kimodo_to_glb.py"] + sorted((ROOT / "kimodo_rig").rglob("*.py")):
         modules = {module for _, module, _ in _imports(path)}
         assert not modules & {"bpy", "unreal"}, path
+
+
+def test_unreal_retarget_is_the_only_importer_of_unreal():
+    """The editor API reaches the repo through one file; everything else must run in any Python."""
+    skipped = {".venvs", "node_modules", "data", ".git", "build"}
+    importers = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if skipped & set(path.relative_to(ROOT).parts):
+            continue
+        if "unreal" in {module for _, module, _ in _imports(path)}:
+            importers.append(str(path.relative_to(ROOT)))
+    assert importers == ["unreal_retarget.py"]
+    assert "bpy" not in {module for _, module, _ in _imports(ROOT / "unreal_retarget.py")}

@@ -186,3 +186,20 @@ def test_inputs_are_never_modified_by_a_conversion(tmp_path):
     assert result.returncode == 0, result.stderr
     assert [_digest(p) for p in watched] == before
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_outputs_get_ordinary_permissions_not_mkstemps_private_ones(tmp_path):
+    import stat
+
+    from kimodo_rig.formats import glb
+
+    motion = raw.read(CLIPS / "soma_01_single_text_prompt")
+    mask = os.umask(0o022)
+    try:
+        glb.write(motion, tmp_path / "walk.glb")
+        raw.write(motion, tmp_path / "clip")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "walk.glb").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "clip").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "clip" / "root_positions.f32").stat().st_mode) == 0o644

@@ -65,14 +65,6 @@ def load_target(spec: str) -> Target:
     raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
 
 
-def _node_depth(parents: Sequence[int], node: int) -> int:
-    depth = 0
-    while parents[node] >= 0:
-        node = parents[node]
-        depth += 1
-    return depth
-
-
 def read_gltf_target(path) -> Target:
     source = str(path)
     document = gd.read_file(path)
@@ -100,15 +92,6 @@ def read_gltf_target(path) -> Target:
         binds = None
     world = gd.world_matrices(gltf, {})
     node_parents = gd.node_parents(gltf)
-    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
-    if binds is None:
-        binds = [world[n] for n in joints]
-    else:
-        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
-        # scale or an axis change above it); the root joint's node transform places that space in the scene.
-        root = min(range(len(joints)), key=lambda i: _node_depth(node_parents, joints[i]))
-        skin_to_world = gd.multiply4(world[joints[root]], gd.invert4(binds[root]))
-        binds = [gd.multiply4(skin_to_world, b) for b in binds]
     in_skin = {node: i for i, node in enumerate(joints)}
 
     def skin_parent(node: int) -> int:
@@ -136,6 +119,14 @@ def read_gltf_target(path) -> Target:
         # Loose helper bones (IK targets, props) beside the armature: the body is the largest tree.
         LOG.warning("%s: the skin's joints form %d separate trees; the largest (%d joints, from %s) is the character",
                     source, len(trees), len(order), gltf["nodes"][joints[order[0]]].get("name", "?"))
+    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+    if binds is None:
+        binds = [world[n] for n in joints]
+    else:
+        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
+        # scale or an axis change above it); the character's root joint's node places that space in the scene.
+        skin_to_world = gd.multiply4(world[joints[order[0]]], gd.invert4(binds[order[0]]))
+        binds = [gd.multiply4(skin_to_world, b) for b in binds]
     new_index = {old: new for new, old in enumerate(order)}
     positions: List[Vec3] = []
     rotations: List[Quat] = []

@@ -459,3 +459,23 @@ def test_a_character_facing_minus_z_runs_its_own_way(tmp_path):
     pelvis = positions[:, names["pelvis"]]
     assert source["Hips"][-1, 2] - source["Hips"][0, 2] > 3.0 and pelvis[-1, 2] - pelvis[0, 2] < -2.5
     assert 0.7 < pelvis[:, 1].mean() < 1.0
+
+
+def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
+    """A skin whose joints form two trees (the robot's IK pole target moved out of the armature): the
+    largest tree is the character, with a warning."""
+    gltf = pygltflib.GLTF2().load(str(ROBOT))
+    pole = next(i for i, n in enumerate(gltf.nodes) if n.name == "PoleTargetL")
+    parent = next(i for i, n in enumerate(gltf.nodes) if pole in (n.children or []))
+    gltf.nodes[parent].children = [c for c in gltf.nodes[parent].children if c != pole]
+    gltf.scenes[0].nodes.append(pole)
+    loose = tmp_path / "loose.glb"
+    gltf.save_binary(str(loose))
+    output = tmp_path / "loose_run.glb"
+    result = run_cli("retarget", CLIPS / "soma_02_multi_text_prompt", "--target", loose, "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("warning: {}: the skin's joints form 2 separate trees; the largest (42 joints, from Bone) "
+                             "is the character\n").format(loose)
+    assert validate_gltf(output)[output.name]["numErrors"] == 0
+    arms, limbs, floor, _, _ = judge("soma_02_multi_text_prompt", "robot", output)
+    assert arms >= 0.98 and limbs >= 0.99 and abs(floor[0]) <= 0.02

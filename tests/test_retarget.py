@@ -479,3 +479,19 @@ def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
     assert validate_gltf(output)[output.name]["numErrors"] == 0
     arms, limbs, floor, _, _ = judge("soma_02_multi_text_prompt", "robot", output)
     assert arms >= 0.98 and limbs >= 0.99 and abs(floor[0]) <= 0.02
+
+
+def test_bones_nothing_drives_are_written_at_their_bind_pose(tmp_path):
+    """The file may be saved in any frame: turn the robot's IK pole target away from its bind pose in the
+    file; in the output it is back at its bind pose (from the inverse bind matrices)."""
+    gltf = pygltflib.GLTF2().load(str(ROBOT))
+    pole = next(i for i, n in enumerate(gltf.nodes) if n.name == "PoleTargetL")
+    gltf.nodes[pole].translation = [0.5, 0.5, 0.5]
+    gltf.nodes[pole].rotation = [0.0, 0.7071068, 0.0, 0.7071068]
+    posed = tmp_path / "posed.glb"
+    gltf.save_binary(str(posed))
+    output = tmp_path / "posed_run.glb"
+    assert cli.main(["retarget", str(CLIPS / "g1_01_single_text_prompt"), "--target", str(posed), "-o", str(output)]) == 0
+    _, worlds, names = gltf_worlds(output)
+    bind = bind_worlds(ROBOT)["PoleTargetL"]
+    assert np.abs(worlds[:, names["PoleTargetL"]] - bind).max() < 1e-4

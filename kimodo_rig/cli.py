@@ -127,7 +127,7 @@ def run_retarget(args: argparse.Namespace) -> int:
     motion = formats.read_file(args.input, fps=args.fps)
     target = targets.load_target(args.target)
     retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
-                                target_name=args.target)
+                                target_name=args.target, source_name=args.input)
     retarget_output.write(retargeted, info, target, args.output)
     report = retarget_output.report_from_output(args.output, motion, retargeted, info)
     if args.report:

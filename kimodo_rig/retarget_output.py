@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 from . import formats
 from .errors import KimodoError
@@ -12,7 +12,7 @@ from .files import write_bytes_atomic
 from .formats import character_glb, glb
 from .formats import gltf_document as gd
 from .model import Motion, rest_motion
-from .ops.fk import world_positions
+from .ops.fk import pose_globals, world_positions
 from .ops.retarget import RetargetInfo
 from .ops.retarget_report import Report, measure_report
 from .targets import Target
@@ -42,12 +42,16 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
         data = glb.encode(rest_motion(rig), names="native")
         document = gd.parse_glb(data, target.source)
         joint_nodes = {name: i for i, name in enumerate(rig.joint_names)}
-        scales = {}
+        scales: Dict[str, Sequence[float]] = {}
         skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
         # The box rig's mesh node carries the clip name; keep the document's own generator fields.
+    rig = info.target
+    rotations, positions = pose_globals(rig, rig.rest_rotations, rig.rest_offsets[0])
+    bind_worlds = {name: gd.trs_matrix(positions[j], rotations[j], scales.get(name, (1.0, 1.0, 1.0)))
+                   for j, name in enumerate(rig.joint_names)}
     return character_glb.encode(
         document, motion, joint_nodes, scales, root_track=info.root_track, root_node_name=info.root_bone,
-        new_root=info.root_is_new, skin_to_world=skin_to_world,
+        new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds,
     )
 
 

@@ -7,6 +7,7 @@ removed.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -17,6 +18,7 @@ from .model import Skeleton
 from .ops.fk import rest_positions
 from .rotations import Quat, Vec3, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, subtract
 
+LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent / "rigs"
 BUILTIN_TARGETS = {"mannequin": RIGS / "mpfb2_game_engine.glb", "mixamo": RIGS / "mpfb2_mixamo.glb"}
 
@@ -63,14 +65,6 @@ def load_target(spec: str) -> Target:
     raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
 
 
-def _node_depth(parents: Sequence[int], node: int) -> int:
-    depth = 0
-    while parents[node] >= 0:
-        node = parents[node]
-        depth += 1
-    return depth
-
-
 def read_gltf_target(path) -> Target:
     source = str(path)
     document = gd.read_file(path)
@@ -98,15 +92,6 @@ def read_gltf_target(path) -> Target:
         binds = None
     world = gd.world_matrices(gltf, {})
     node_parents = gd.node_parents(gltf)
-    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
-    if binds is None:
-        binds = [world[n] for n in joints]
-    else:
-        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
-        # scale or an axis change above it); the root joint's node transform places that space in the scene.
-        root = min(range(len(joints)), key=lambda i: _node_depth(node_parents, joints[i]))
-        skin_to_world = gd.multiply4(world[joints[root]], gd.invert4(binds[root]))
-        binds = [gd.multiply4(skin_to_world, b) for b in binds]
     in_skin = {node: i for i, node in enumerate(joints)}
 
     def skin_parent(node: int) -> int:
@@ -116,18 +101,32 @@ def read_gltf_target(path) -> Target:
         return in_skin[parent] if parent >= 0 else -1
 
     parents = [skin_parent(n) for n in joints]
-    roots = [i for i, p in enumerate(parents) if p < 0]
-    if len(roots) != 1:
-        raise KimodoError("{}: the skin's joints form {} separate trees; one armature root is needed".format(source, len(roots)))
-    order: List[int] = []
+    children: Dict[int, List[int]] = {}
+    for i, p in enumerate(parents):
+        children.setdefault(p, []).append(i)
 
-    def visit(i: int) -> None:
-        order.append(i)
-        for child in range(len(joints)):
-            if parents[child] == i:
-                visit(child)
+    def tree(root: int) -> List[int]:
+        order, stack = [], [root]
+        while stack:
+            joint = stack.pop()
+            order.append(joint)
+            stack.extend(reversed(children.get(joint, [])))
+        return order
 
-    visit(roots[0])
+    trees = sorted((tree(root) for root in children.get(-1, [])), key=len, reverse=True)
+    order = trees[0]
+    if len(trees) > 1:
+        # Loose helper bones (IK targets, props) beside the armature: the body is the largest tree.
+        LOG.warning("%s: the skin's joints form %d separate trees; the largest (%d joints, from %s) is the character",
+                    source, len(trees), len(order), gltf["nodes"][joints[order[0]]].get("name", "?"))
+    skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+    if binds is None:
+        binds = [world[n] for n in joints]
+    else:
+        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
+        # scale or an axis change above it); the character's root joint's node places that space in the scene.
+        skin_to_world = gd.multiply4(world[joints[order[0]]], gd.invert4(binds[order[0]]))
+        binds = [gd.multiply4(skin_to_world, b) for b in binds]
     new_index = {old: new for new, old in enumerate(order)}
     positions: List[Vec3] = []
     rotations: List[Quat] = []

@@ -106,9 +106,12 @@ def judge(clip, rig, output):
     binds = bind_worlds(ROBOT if rig == "robot" else ROOT / "kimodo_rig" / "rigs" /
                         ("mpfb2_game_engine.glb" if rig == "mannequin" else "mpfb2_mixamo.glb"))
     bind_toe = min(binds[n][1, 3] for n in TOES[rig])
-    target_low = min(positions[:, names[n], 1].min() for n in TOES[rig])
-    source_low = min(source[n][:, 1].min() for n in TOES[kind])
-    return arms, limbs, (target_low - bind_toe) - source_low, positions, names
+    target_low = np.min([positions[:, names[n], 1] for n in TOES[rig]], axis=0)
+    source_low = np.min([source[n][:, 1] for n in TOES[kind]], axis=0)[: len(target_low)]
+    # Over the clip (the issue's definition), and frame by frame (no floating or sinking in between).
+    floor = (target_low.min() - bind_toe) - source_low.min()
+    per_frame = np.abs((target_low - bind_toe) - source_low).max()
+    return arms, limbs, (floor, per_frame), positions, names
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +137,7 @@ def test_every_clip_lands_on_the_rig_with_matching_limbs_and_feet_on_the_floor(r
         arms, limbs, floor, _, _ = judge(clip, rig, output)
         assert arms >= 0.98, (clip, arms)
         assert limbs >= 0.99, (clip, limbs)
-        assert abs(floor) <= 0.02, (clip, floor)
+        assert abs(floor[0]) <= 0.02 and floor[1] <= 0.02, (clip, floor)
         # Our report, measured from the file, agrees with the independent judge.
         assert report["arms_match"] == pytest.approx(arms, abs=0.01)
         issues = validation[output.name]
@@ -384,3 +387,111 @@ def test_bvh_in_and_out_and_a_bvh_rig_as_target(tmp_path):
     assert record["chains_mapped"] == 19 and record["left_at_rest"] == ["Root"]
     assert record["arms_match"] >= 0.98 and record["limb_cosine_mean"] >= 0.99
     assert validate_gltf(cmu_out, tmp_path / "ref.glb")["ref.glb"]["numErrors"] == 0
+
+
+def test_a_source_bvh_that_is_no_humanoid_is_refused_naming_the_file(tmp_path):
+    tail = tmp_path / "tail.bvh"
+    tail.write_text("HIERARCHY\nROOT base\n{\n  OFFSET 0 100 0\n  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n"
+                    "  JOINT mid\n  {\n    OFFSET 0 0 -50\n    CHANNELS 3 Zrotation Xrotation Yrotation\n"
+                    "    End Site\n    {\n      OFFSET 0 0 -50\n    }\n  }\n}\nMOTION\nFrames: 2\nFrame Time: 0.0333333\n"
+                    "0 100 0 0 0 0 0 0 0\n0 100 0 0 10 0 0 0 0\n")
+    result = run_cli("retarget", tail, "--target", "mannequin", "-o", tmp_path / "out.glb")
+    assert result.returncode == 1
+    assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, thigh_r, "
+                             "calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
+                             "Quaternius, Left/Right words\n").format(tail)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tail.bvh"]
+
+
+def test_smplx_motion_onto_the_mannequin(tmp_path):
+    """No SMPL-X clip exists publicly: a built one, the left elbow bending 0..90 degrees and the right
+    shoulder raising the arm, judged with numpy FK from smplx22.json against the output file."""
+    from gltf_judge import write_raw_clip
+
+    record = skeleton_record("smplx22")
+    names = record["joint_names"]
+    frames = 40
+    quats = np.zeros((frames, len(names), 4))
+    quats[..., 3] = 1.0
+    angle = np.linspace(0.0, np.pi / 2, frames)
+    quats[:, names.index("left_elbow")] = np.stack([0 * angle, np.sin(angle / 2), 0 * angle, np.cos(angle / 2)], -1)
+    quats[:, names.index("right_shoulder")] = np.stack([0 * angle, 0 * angle, -np.sin(angle / 4), np.cos(angle / 4)], -1)
+    roots = np.tile([0.0, 0.95, 0.0], (frames, 1))
+    roots[:, 2] = np.linspace(0, 1, frames)
+    clip = write_raw_clip(tmp_path / "smplx_clip", quats, roots)
+    output = tmp_path / "smplx_ue.glb"
+    report = tmp_path / "smplx.json"
+    assert cli.main(["retarget", str(clip), "--target", "mannequin", "-o", str(output), "--report", str(report)]) == 0
+    record_out = json.loads(report.read_text())
+    assert record_out["skeleton"] == "SMPL-X" and record_out["chains_mapped"] == 9
+    source = forward_kinematics(record["parents"], record["rest_local_offsets_m"], quats, roots)
+    _, worlds, node = gltf_worlds(output)
+    positions = worlds[:, :, :3, 3]
+    for (sa, sb), (ta, tb) in ((("left_elbow", "left_wrist"), ("lowerarm_l", "hand_l")),
+                               (("right_shoulder", "right_elbow"), ("upperarm_r", "lowerarm_r")),
+                               (("left_hip", "left_knee"), ("thigh_l", "calf_l"))):
+        s = source[:, names.index(sb)] - source[:, names.index(sa)]
+        t = positions[:, node[tb]] - positions[:, node[ta]]
+        cosine = np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)
+        assert cosine.min() > 0.995, (sa, cosine.min())
+
+
+def test_a_character_facing_minus_z_runs_its_own_way(tmp_path):
+    """The mannequin turned 180 degrees by a node above its armature: the motion turns with it."""
+    gltf = pygltflib.GLTF2().load(str(ROOT / "kimodo_rig" / "rigs" / "mpfb2_game_engine.glb"))
+    scene_root = gltf.scenes[0].nodes[0]
+    gltf.nodes[scene_root].rotation = [0.0, 1.0, 0.0, 0.0]
+    turned = tmp_path / "turned.glb"
+    gltf.save_binary(str(turned))
+    output = tmp_path / "turned_run.glb"
+    clip = "soma_01_single_text_prompt"
+    assert cli.main(["retarget", str(CLIPS / clip), "--target", str(turned), "-o", str(output)]) == 0
+    _, worlds, names = gltf_worlds(output)
+    positions = worlds[:, :, :3, 3]
+    source = source_positions(clip)
+    half_turn = np.diag([-1.0, 1.0, -1.0])
+    for segment in ("upperarm_l", "lowerarm_r", "thigh_l", "calf_r"):
+        sa, sb = SEGMENTS[segment]["soma"]
+        ta, tb = SEGMENTS[segment]["mannequin"]
+        s = (source[sb] - source[sa]) @ half_turn.T
+        t = positions[:, names[tb]] - positions[:, names[ta]]
+        assert np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)) > 0.99, segment
+    pelvis = positions[:, names["pelvis"]]
+    assert source["Hips"][-1, 2] - source["Hips"][0, 2] > 3.0 and pelvis[-1, 2] - pelvis[0, 2] < -2.5
+    assert 0.7 < pelvis[:, 1].mean() < 1.0
+
+
+def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
+    """A skin whose joints form two trees (the robot's IK pole target moved out of the armature): the
+    largest tree is the character, with a warning."""
+    gltf = pygltflib.GLTF2().load(str(ROBOT))
+    pole = next(i for i, n in enumerate(gltf.nodes) if n.name == "PoleTargetL")
+    parent = next(i for i, n in enumerate(gltf.nodes) if pole in (n.children or []))
+    gltf.nodes[parent].children = [c for c in gltf.nodes[parent].children if c != pole]
+    gltf.scenes[0].nodes.append(pole)
+    loose = tmp_path / "loose.glb"
+    gltf.save_binary(str(loose))
+    output = tmp_path / "loose_run.glb"
+    result = run_cli("retarget", CLIPS / "soma_02_multi_text_prompt", "--target", loose, "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("warning: {}: the skin's joints form 2 separate trees; the largest (42 joints, from Bone) "
+                             "is the character\n").format(loose)
+    assert validate_gltf(output)[output.name]["numErrors"] == 0
+    arms, limbs, floor, _, _ = judge("soma_02_multi_text_prompt", "robot", output)
+    assert arms >= 0.98 and limbs >= 0.99 and abs(floor[0]) <= 0.02
+
+
+def test_bones_nothing_drives_are_written_at_their_bind_pose(tmp_path):
+    """The file may be saved in any frame: turn the robot's IK pole target away from its bind pose in the
+    file; in the output it is back at its bind pose (from the inverse bind matrices)."""
+    gltf = pygltflib.GLTF2().load(str(ROBOT))
+    pole = next(i for i, n in enumerate(gltf.nodes) if n.name == "PoleTargetL")
+    gltf.nodes[pole].translation = [0.5, 0.5, 0.5]
+    gltf.nodes[pole].rotation = [0.0, 0.7071068, 0.0, 0.7071068]
+    posed = tmp_path / "posed.glb"
+    gltf.save_binary(str(posed))
+    output = tmp_path / "posed_run.glb"
+    assert cli.main(["retarget", str(CLIPS / "g1_01_single_text_prompt"), "--target", str(posed), "-o", str(output)]) == 0
+    _, worlds, names = gltf_worlds(output)
+    bind = bind_worlds(ROBOT)["PoleTargetL"]
+    assert np.abs(worlds[:, names["PoleTargetL"]] - bind).max() < 1e-4

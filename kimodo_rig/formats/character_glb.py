@@ -138,6 +138,28 @@ def _insert_root(gltf: Dict[str, Any], builder: gd.DocumentBuilder, document: gd
     return root
 
 
+def _pose_at_bind(gltf: Dict[str, Any], nodes_to_pose: Dict[int, Matrix4], bind: Dict[int, Matrix4]) -> None:
+    """Give joints the motion does not drive their bind pose (a file may be saved in any frame): each
+    node's TRS becomes its bind world relative to its parent's bind world (or the parent's node world)."""
+    nodes = gltf["nodes"]
+    parents = gd.node_parents(gltf)
+
+    def depth(node: int) -> int:
+        return 0 if parents[node] < 0 else 1 + depth(parents[node])
+
+    for node in sorted(nodes_to_pose, key=depth):
+        parent = parents[node]
+        if parent < 0:
+            local = nodes_to_pose[node]
+        else:
+            parent_world = bind[parent] if parent in bind else gd.world_matrices(gltf, {}, [parent], parents)[0]
+            local = gd.multiply4(gd.invert4(parent_world), nodes_to_pose[node])
+        translation, rotation, scale = gd.decompose4(local)
+        record = nodes[node]
+        record.pop("matrix", None)
+        record.update({"translation": list(translation), "rotation": list(rotation), "scale": list(scale)})
+
+
 def document_accessor(builder: gd.DocumentBuilder, document: gd.Document, index: int) -> List[Tuple[float, ...]]:
     """Read an accessor of the compacted document being built."""
     return gd.Document(builder.gltf, bytes(builder.binary), document.source).accessor(index)
@@ -153,6 +175,7 @@ def encode(
     root_node_name: Optional[str] = None,
     new_root: bool = False,
     skin_to_world: Optional[Sequence[float]] = None,
+    bind_worlds: Optional[Dict[str, Matrix4]] = None,
 ) -> bytes:
     """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
     `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
@@ -164,6 +187,10 @@ def encode(
     gltf.setdefault("asset", {"version": "2.0"})
     skeleton = motion.skeleton
     nodes = gltf["nodes"]
+    if bind_worlds:
+        _pose_at_bind(gltf, {joint_nodes[name]: world for name, world in bind_worlds.items()
+                             if name not in skeleton.joint_names and not (root_track is not None and name == root_node_name)},
+                      {joint_nodes[name]: world for name, world in bind_worlds.items()})
     static_world = gd.world_matrices(gltf, {})
     hips_node = joint_nodes[skeleton.joint_names[0]]
 

@@ -26,6 +26,7 @@ from ..rotations import (
     quat_angle,
     quat_between,
     quat_conjugate,
+    quat_from_axis_angle,
     quat_multiply,
     quat_normalize,
     quat_rotate,
@@ -589,7 +590,9 @@ def facing_between(source: HumanoidMap, target: HumanoidMap) -> Quat:
     pt = rest_positions_and_rotations(target.skeleton)[1]
     vs = subtract(ps[source.bones["thigh_l"]], ps[source.bones["thigh_r"]])
     vt = subtract(pt[target.bones["thigh_l"]], pt[target.bones["thigh_r"]])
-    return quat_between((vs[0], 0.0, vs[2]), (vt[0], 0.0, vt[2]))
+    # Always about +Y (quat_between would pick any axis for opposite lines: a rig facing -Z).
+    turn = math.atan2(vt[0], vt[2]) - math.atan2(vs[0], vs[2])
+    return quat_from_axis_angle((0.0, 1.0, 0.0), turn)
 
 
 def rest_corrections(source: Union[HumanoidMap, Skeleton], target: Union[HumanoidMap, Skeleton],

@@ -7,8 +7,8 @@ Order of work, parent before child on the target:
    and hips: that change only, on the target's own rest); unmapped bones keep their rest;
 3. bone lengths stay the target's; the hips travel by the source's path scaled by the ratio of the two
    rest leg reaches (never the first frame: a clip that starts crouched stays crouched);
-4. floor: the target's lowest toe over the clip sits as far from its bind-pose toe height as the source's
-   lowest toe sits from Kimodo's floor (y = 0).
+4. floor, every frame: the target's lowest toe sits as far from its bind-pose toe height as the source's
+   lowest toe sits from Kimodo's floor (y = 0), so legs of other proportions neither dip nor float.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class RetargetInfo:
     corrections: RestCorrections
     reach_source: float  # metres
     reach_target: float
-    floor_shift: float  # metres added to the hips height so the feet meet the floor (point 4)
+    floor_shift: float  # metres: the largest per-frame change of the hips height that grounds the feet
     chains_mapped: int
     left_at_rest: Tuple[str, ...]  # target bones no source bone drives
     root_bone: Optional[str] = None  # --root-motion root: the target's root bone, or NEW_ROOT_NAME
@@ -143,12 +143,13 @@ def find_root_bone(target: Skeleton, hips: int) -> Optional[int]:
 
 
 def _smooth(values: Sequence[float], window: int) -> List[float]:
-    """Centred moving average, the window shrinking at the ends."""
+    """Centred moving average whose window shrinks symmetrically at the ends (so the first and last
+    values are kept: the path's travel is removed whole, the sway around it stays)."""
     out = []
     count = len(values)
     for i in range(count):
-        low, high = max(0, i - window), min(count, i + window + 1)
-        out.append(sum(values[low:high]) / (high - low))
+        half = min(window, i, count - 1 - i)
+        out.append(sum(values[i - half: i + half + 1]) / (2 * half + 1))
     return out
 
 
@@ -166,12 +167,13 @@ def retarget(
     source_map: Optional[HumanoidMap] = None,
     target_map: Optional[HumanoidMap] = None,
     target_name: str = "",
+    source_name: str = "",
 ) -> Tuple[Motion, RetargetInfo]:
     """`motion` on the humanoid `target`. The returned motion's skeleton is the target's subtree from its
     hips (joint 0, the bone that travels); `info.root_track` carries root motion for --root-motion root."""
     if root_motion not in ROOT_MOTION_MODES:
         raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
-    smap = source_map or map_humanoid(motion.skeleton, motion.name or motion.skeleton.name)
+    smap = source_map or map_humanoid(motion.skeleton, source_name or motion.name or motion.skeleton.name)
     tmap_full = target_map or map_humanoid(target, target_name or target.name)
     tmap, order = working_skeleton(target, tmap_full)
     skeleton = tmap.skeleton
@@ -180,7 +182,7 @@ def retarget(
     reach_target = rest_leg_reach(tmap)
     if not reach_source > 0 or not reach_target > 0:
         raise KimodoError("{}: the rest pose has no legs standing below the hips".format(
-            target_name or target.name if not reach_target > 0 else motion.name or motion.skeleton.name))
+            target_name or target.name if not reach_target > 0 else source_name or motion.name or motion.skeleton.name))
     ratio = reach_target / reach_source
     facing = corrections.facing
 
@@ -232,11 +234,17 @@ def retarget(
     roots = array("d", (c for p in path for c in p))
     draft = Motion(skeleton, local_rotations, roots, motion.fps)
     target_positions = global_rotations_and_positions(draft)[1]
-    source_floor = min(source_positions[f][j][1] for f in range(frames) for j in floor_parts(smap))
-    target_low = min(target_positions[f][j][1] for f in range(frames) for j in target_floor_joints)
-    floor_shift = (bind_floor + source_floor) - target_low
+    # Ground every frame: legs of other proportions bent by the same angles (a robot's long shins in a
+    # landing crouch) would dip through the floor or float; the hips move so the target's lowest foot sits
+    # as far from its bind height as the source's lowest foot sits from Kimodo's floor.
+    source_floor_joints = floor_parts(smap)
+    floor_shift = 0.0
     for frame in range(frames):
-        roots[frame * 3 + 1] += floor_shift
+        source_low = min(source_positions[frame][j][1] for j in source_floor_joints)
+        target_low = min(target_positions[frame][j][1] for j in target_floor_joints)
+        shift = (bind_floor + source_low) - target_low
+        roots[frame * 3 + 1] += shift
+        floor_shift = max(floor_shift, abs(shift))
     result = Motion(skeleton, local_rotations, roots, motion.fps, name=motion.name, prompt=motion.prompt)
 
     root_bone: Optional[str] = None

@@ -117,6 +117,12 @@ def measure_report(
     )
 
 
+def _whole(value: float) -> str:
+    """Rounded to a whole number, never "-0"."""
+    text = "{:.0f}".format(value)
+    return "0" if text == "-0" else text
+
+
 def format_report(name: str, report: Report) -> str:
     """The four report lines, as the seed's Unreal step prints them."""
     shown = report.left_at_rest[:LEFT_AT_REST_SHOWN]
@@ -126,9 +132,9 @@ def format_report(name: str, report: Report) -> str:
     return "\n".join((
         "{}: {}, {} joints".format(name, report.skeleton, report.joints),
         "  {} chains mapped, {} left at rest{}".format(report.chains_mapped, len(report.left_at_rest), left),
-        "  reach {:.0f} cm to {:.0f} cm, arms corrected by up to {:.0f} deg".format(
-            report.reach_source_cm, report.reach_target_cm, report.arm_correction_max_deg),
-        "  arms match {:.3f} (worst {}), pelvis {:.0f} cm, lowest toe {:.0f} cm, travelled {:.0f} cm over {:.1f} s".format(
-            report.arms_match, report.arms_match_worst_bone, report.pelvis_cm, report.lowest_toe_cm,
-            report.travelled_cm, report.duration_s),
+        "  reach {} cm to {} cm, arms corrected by up to {} deg".format(
+            _whole(report.reach_source_cm), _whole(report.reach_target_cm), _whole(report.arm_correction_max_deg)),
+        "  arms match {:.3f} (worst {}), pelvis {} cm, lowest toe {} cm, travelled {} cm over {:.1f} s".format(
+            report.arms_match, report.arms_match_worst_bone, _whole(report.pelvis_cm), _whole(report.lowest_toe_cm),
+            _whole(report.travelled_cm), report.duration_s),
     ))

@@ -470,11 +470,15 @@ class Chain:
 
 
 def retarget_chains(humanoid: Union[HumanoidMap, Skeleton]) -> Tuple[List[Chain], str]:
-    """The IK-Rig chain table (Spine, Neck, Head, Left/RightClavicle, Left/RightArm, Left/RightLeg, fingers
-    where present) and the retarget root bone (the hips)."""
+    """The IK-Rig chain table (Root where a bone sits above the hips, Spine, Neck, Head,
+    Left/RightClavicle, Left/RightArm, Left/RightLeg, fingers where present) and the retarget root bone
+    (the hips)."""
     hmap = humanoid if isinstance(humanoid, HumanoidMap) else map_humanoid(humanoid)
     name = hmap.joint_name
     chains: List[Chain] = []
+    root = find_root_bone(hmap.skeleton, hmap.bones["hips"])
+    if root is not None:  # Unreal's IK_Mannequin has a Root chain too; it carries root motion when asked
+        chains.append(Chain("Root", hmap.skeleton.joint_names[root], hmap.skeleton.joint_names[root]))
     for chain_name, parts in (("Spine", hmap.chain("spine")), ("Neck", hmap.chain("neck")),
                               ("Head", ["head"] if hmap.has("head") else [])):
         if parts:
@@ -491,6 +495,19 @@ def retarget_chains(humanoid: Union[HumanoidMap, Skeleton]) -> Tuple[List[Chain]
             if parts:
                 chains.append(Chain(word + finger.capitalize(), name(parts[0]), name(parts[-1])))
     return chains, name("hips")
+
+
+def find_root_bone(skeleton: Skeleton, hips: int) -> Optional[int]:
+    """A bone above the hips to carry root motion: one called root, else the armature's top bone."""
+    above = []
+    joint = skeleton.parents[hips]
+    while joint >= 0:
+        above.append(joint)
+        joint = skeleton.parents[joint]
+    for joint in above:
+        if split_side(skeleton.joint_names[joint])[1] == "root":
+            return joint
+    return above[-1] if above else None
 
 
 # --- rest measurements --------------------------------------------------------------------------------

@@ -36,12 +36,12 @@ from .humanoid import (
     FINGERS,
     HumanoidMap,
     RestCorrections,
+    find_root_bone,
     floor_parts,
     map_humanoid,
     rest_corrections,
     rest_leg_reach,
     retarget_chains,
-    split_side,
 )
 
 ROOT_MOTION_MODES = ("hips", "root")
@@ -60,7 +60,7 @@ class RetargetInfo:
     reach_target: float
     floor_shift: float  # metres: the largest per-frame change of the hips height that grounds the feet
     chains_mapped: int
-    left_at_rest: Tuple[str, ...]  # target bones no source bone drives
+    left_at_rest: Tuple[str, ...]  # target IK chains the clip does not drive
     root_bone: Optional[str] = None  # --root-motion root: the target's root bone, or NEW_ROOT_NAME
     root_is_new: bool = False
     root_track: Optional[Tuple[Tuple[Vec3, Quat], ...]] = None  # world position and rotation per frame
@@ -127,19 +127,6 @@ def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[Humanoi
             moves[foot] = calf
     skeleton, order = restructure(target, target_map.bones["hips"], moves)
     return _remap(target_map, skeleton, order), order
-
-
-def find_root_bone(target: Skeleton, hips: int) -> Optional[int]:
-    """A bone above the hips to carry root motion: one called root, else the armature's top bone."""
-    above = []
-    joint = target.parents[hips]
-    while joint >= 0:
-        above.append(joint)
-        joint = target.parents[joint]
-    for joint in above:
-        if split_side(target.joint_names[joint])[1] == "root":
-            return joint
-    return above[-1] if above else None
 
 
 def _smooth(values: Sequence[float], window: int) -> List[float]:
@@ -271,16 +258,18 @@ def retarget(
 
     chains, _ = retarget_chains(tmap_full)
     linked_names = {skeleton.joint_names[j] for j in links}
+    if root_bone is not None:
+        linked_names.add(root_bone)
+    # Counted by IK chains, as the Unreal step's IK Retargeter counts them: a chain follows the clip when
+    # its first bone does. Body chains the source lacks first (G1: clavicles, neck, head), then fingers.
+    finger_chains = {side + finger.capitalize() for side in ("Left", "Right") for finger in FINGERS}
     chains_mapped = sum(1 for chain in chains if chain.start in linked_names)
-    # Body parts the source lacks first (G1: clavicles, neck, head), then fingers, then everything else.
-    body = {j for part, j in tmap_full.bones.items() if part.split("_")[0] not in FINGERS}
-    fingers = set(tmap_full.bones.values()) - body
-    left = [j for j in range(target.joint_count) if target.joint_names[j] not in linked_names and target.joint_names[j] != root_bone]
-    left.sort(key=lambda j: (0 if j in body else 1 if j in fingers else 2, j))
+    left = [chain.name for chain in chains if chain.start not in linked_names]
+    left.sort(key=lambda chain_name: chain_name in finger_chains)
     info = RetargetInfo(
         target=target, source_map=smap, target_map=tmap, corrections=corrections,
         reach_source=reach_source, reach_target=reach_target, floor_shift=floor_shift,
-        chains_mapped=chains_mapped, left_at_rest=tuple(target.joint_names[j] for j in left),
+        chains_mapped=chains_mapped, left_at_rest=tuple(left),
         root_bone=root_bone, root_is_new=root_is_new, root_track=root_track,
     )
     return result, info

@@ -237,6 +237,8 @@ def _open_zip(path) -> zipfile.ZipFile:
         raise KimodoError("{}: no such file".format(path)) from None
     except (zipfile.BadZipFile, OSError) as error:
         raise KimodoError("{}: not an .npz file (not a zip archive)".format(path)) from error
+    except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version or name field
+        raise KimodoError("{}: unreadable .npz (zip) archive ({})".format(path, error)) from error
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -643,3 +643,14 @@ def test_npz_with_a_damaged_zip_version_field_gets_one_line(seeds, tmp_path):
     with pytest.raises(KimodoError) as caught:
         read_file(path)
     assert str(caught.value) == "{}: unreadable .npz (zip) archive (zip file version 25.5)".format(path)
+
+
+def test_unreadable_clip_file_gets_one_line(seeds, monkeypatch):
+    """Permissions cannot stop root (the test runner here), so the operating system's refusal is simulated."""
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(raw, "_read_float32", refuse)
+    with pytest.raises(KimodoError) as caught:
+        read_file(seeds["clip_soma"])
+    assert str(caught.value) == "{}: cannot read {} (Permission denied)".format(seeds["clip_soma"], raw.ROTATIONS_FILE)

@@ -335,10 +335,15 @@ def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
     buffers = gltf.get("buffers") or []
     if not buffers:
         return b""
-    uri = buffers[0].get("uri", "")
+    uri = buffers[0].get("uri", "") if isinstance(buffers, list) and isinstance(buffers[0], dict) else None
+    if not isinstance(uri, str):
+        raise KimodoError("{}: buffers[0] has no uri text".format(source))
     if not uri.startswith("data:") or "," not in uri:
         raise KimodoError("{}: .gltf with an external buffer file is not supported; use .glb".format(source))
-    return base64.b64decode(uri.split(",", 1)[1])
+    try:
+        return base64.b64decode(uri.split(",", 1)[1])
+    except ValueError as error:  # binascii.Error
+        raise KimodoError("{}: the embedded buffer is not valid base64 ({})".format(source, error)) from error
 
 
 # --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------

@@ -21,7 +21,7 @@ FRAMES = (0, 37, 74, 111, 149)  # the clips' first to last key
 FPS = 30.0
 SCRIPT = ROOT / "tests" / "node" / "three_pose.mjs"
 ROBOT = RIGS / "quaternius" / "RobotExpressive.glb"
-MANNEQUIN = ROOT / "kimodo_rig" / "rigs" / "mpfb2_game_engine.glb"  # what `--target mannequin` loads
+BUILTIN_RIGS = ROOT / "kimodo_rig" / "rigs"  # what `--target mannequin` and `--target mixamo` load
 THREE_PROPERTY = {"translation": "position", "rotation": "quaternion", "scale": "scale"}
 
 
@@ -58,6 +58,17 @@ def mesh_counts(glb: Glb) -> dict:
     }
 
 
+def assert_one_track_per_channel(glb: Glb, pose: dict) -> None:
+    """One track per animated node and path, each bound by three to the node the channel names, every key kept."""
+    channels = [(c.target.node, THREE_PROPERTY[c.target.path]) for c in glb.gltf.animations[0].channels]
+    tracks = [(t["node"], t["property"]) for t in pose["tracks"]]
+    assert len(tracks) == len(set(tracks)) == pose["track_count"]
+    assert sorted(tracks) == sorted(channels)
+    frames_in_file = len(glb.key_times())
+    assert {t["keys"] for t in pose["tracks"]} == {frames_in_file}
+    assert frames_in_file - 1 == FRAMES[-1]
+
+
 @pytest.fixture(scope="module")
 def step1_glbs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("three_step1")
@@ -78,6 +89,7 @@ def test_three_poses_step1_files_where_kimodo_put_the_joints(step1_glbs, clip, s
     pose = three_pose(step1_glbs[clip])
     assert pose["messages"] == []
     assert (pose["meshes"], pose["skinned_meshes"], pose["skins"], pose["animations"]) == (1, 1, 1, 1)
+    assert_one_track_per_channel(Glb(step1_glbs[clip]), pose)
     reference = np.load(str(NPZ / clip / "motion.npz"))["posed_joints"].astype(np.float64)
     names = skeleton_record(skeleton)["joint_names"]
     positions = {joint["name"]: [] for joint in pose["poses"][0]["joints"].values()}
@@ -95,7 +107,9 @@ def retargeted(tmp_path_factory):
     folder = tmp_path_factory.mktemp("three_retarget")
     jobs = {
         "robot": (CLIPS / "soma_01_single_text_prompt", str(ROBOT), ROBOT),
-        "mannequin": (CLIPS / "g1_01_single_text_prompt", "mannequin", MANNEQUIN),
+        "mannequin": (CLIPS / "g1_01_single_text_prompt", "mannequin", BUILTIN_RIGS / "mpfb2_game_engine.glb"),
+        # three drops the colon of `mixamorig:Hips` from node and track names; every track must still bind
+        "mixamo": (CLIPS / "soma_03_full_body_keyframes", "mixamo", BUILTIN_RIGS / "mpfb2_mixamo.glb"),
     }
     outputs = {}
     for name, (clip, target, rig) in jobs.items():
@@ -106,7 +120,7 @@ def retargeted(tmp_path_factory):
     return outputs
 
 
-@pytest.mark.parametrize("target", ["robot", "mannequin"])
+@pytest.mark.parametrize("target", ["robot", "mannequin", "mixamo"])
 def test_three_loads_the_retargeted_character_intact_and_poses_it_as_numpy_does(retargeted, target):
     output, rig = retargeted[target]
     glb = Glb(output)
@@ -119,14 +133,7 @@ def test_three_loads_the_retargeted_character_intact_and_poses_it_as_numpy_does(
     assert {key: original[key] for key in counts} == counts
     assert counts["skinned_meshes"] >= 1 and pose["animations"] == 1
 
-    # One track per animated node and path, each bound by three to the node the channel names.
-    channels = [(c.target.node, THREE_PROPERTY[c.target.path]) for c in glb.gltf.animations[0].channels]
-    tracks = [(t["node"], t["property"]) for t in pose["tracks"]]
-    assert len(tracks) == len(set(tracks)) == pose["track_count"]
-    assert sorted(tracks) == sorted(channels)
-    frames_in_file = len(glb.key_times())
-    assert {t["keys"] for t in pose["tracks"]} == {frames_in_file}
-    assert frames_in_file - 1 == FRAMES[-1]
+    assert_one_track_per_channel(glb, pose)
 
     three = three_positions(pose)
     joints = {node for skin in glb.gltf.skins for node in skin.joints}

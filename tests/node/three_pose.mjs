@@ -19,8 +19,8 @@ for (const level of ["warn", "error"]) {
   console[level] = (...parts) => messages.push(level + ": " + parts.map(String).join(" "));
 }
 
-// Node has no image decoder: textures become empty Texture objects (counted), which leaves bones and
-// geometry exactly as three loads them in a browser.
+// GLTFLoader's image path needs a browser (self.URL, an image decoder): in Node it throws "self is not defined"
+// on the first image. Textures become empty Texture objects (counted); bones and geometry load as in a browser.
 let texturesStubbed = 0;
 const stubTextures = () => ({
   name: "kimodo_stub_textures",
@@ -52,7 +52,7 @@ async function main() {
   let meshes = 0;
   let skinnedMeshes = 0;
   let skinnedVertices = 0;
-  const skeletons = new Set();
+  const skeletons = new Set(); // distinct bone lists: glTF skins over the same joints count once
   const bones = new Map(); // bone object -> glTF node index, every bone of every skinned mesh
   scene.traverse((object) => {
     if (object.isMesh) meshes += 1;

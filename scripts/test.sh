@@ -4,7 +4,7 @@
 # Installs (each only when its requirements file changed since the last run):
 #   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
 #   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
-#   tests/node      gltf-validator, pyright from npm                         (tests/node/package-lock.json)
+#   tests/node      gltf-validator, pyright, three from npm                  (tests/node/package-lock.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -82,6 +82,8 @@ def read_gltf_target(path) -> Target:
         inverse_binds = document.accessor(skin["inverseBindMatrices"])
         if len(inverse_binds) != len(joints):
             raise KimodoError("{}: the skin has {} joints but {} inverse bind matrices".format(source, len(joints), len(inverse_binds)))
+        if any(len(matrix) != 16 or not gd.is_finite(matrix) for matrix in inverse_binds):
+            raise KimodoError("{}: the skin's inverse bind matrices are not 4x4 matrices of finite numbers".format(source))
         binds = []
         for matrix in inverse_binds:
             try:
@@ -125,7 +127,10 @@ def read_gltf_target(path) -> Target:
     else:
         # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
         # scale or an axis change above it); the character's root joint's node places that space in the scene.
-        skin_to_world = gd.multiply4(world[joints[order[0]]], gd.invert4(binds[order[0]]))
+        try:
+            skin_to_world = gd.multiply4(world[joints[order[0]]], gd.invert4(binds[order[0]]))
+        except ValueError:
+            raise KimodoError("{}: the skin's root joint has a singular bind matrix".format(source)) from None
         binds = [gd.multiply4(skin_to_world, b) for b in binds]
     new_index = {old: new for new, old in enumerate(order)}
     positions: List[Vec3] = []
@@ -155,5 +160,7 @@ def read_gltf_target(path) -> Target:
             inverse_parent = quat_conjugate(rotations[parent])
             offsets.append(quat_rotate(inverse_parent, subtract(positions[j], positions[parent])))
             local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
+    if not all(gd.is_finite(value) for value in offsets + local_rotations + scales):
+        raise KimodoError("{}: the skin's bind pose is not finite numbers (scales or matrices too large?)".format(source))
     skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world))

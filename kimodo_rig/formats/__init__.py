@@ -15,6 +15,7 @@ from .options import DEFAULT, WriteOptions
 # A folder is always `raw`.
 _MODULES = (raw, glb, bvh, kimodo_npz, amass, g1_csv)
 FORMATS = {module.NAME: module for module in _MODULES}
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def available_formats() -> Dict[str, str]:
@@ -48,7 +49,19 @@ def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
 
 
 def read_file(path, *, format: Optional[str] = None, fps: Optional[float] = None) -> Motion:
-    return format_for(path, format).read(path, fps=fps)
+    motion = format_for(path, format).read(path, fps=fps)
+    _require_float32_range(motion, path)
+    return motion
+
+
+def _require_float32_range(motion: Motion, path) -> None:
+    """Every format but the text ones stores float32: a value beyond its range (1e308 in a BVH or a
+    float64 NPZ) would become inf in the output, or stop a float32 writer mid-way."""
+    offsets = (abs(c) for offset in motion.skeleton.rest_offsets for c in offset)
+    largest = max(max(map(abs, motion.root_positions), default=0.0), max(map(abs, motion.local_rotations), default=0.0),
+                  max(offsets, default=0.0))
+    if largest > FLOAT32_MAX:
+        raise KimodoError("{}: holds a value too large for float32 ({:g}): not a motion".format(path, largest))
 
 
 def write_file(motion: Motion, path, *, format: Optional[str] = None, options: WriteOptions = DEFAULT):

@@ -59,6 +59,7 @@ TRANSLATION_TOLERANCE_M = 1e-3  # position channels this close to the OFFSET are
 Z_UP_TO_Y_UP = (-math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5))  # -90 deg about X: (x, y, z) -> (x, z, -y)
 KIMODO_HIPS_OFFSET_CM = (0.0, 100.0, 0.0)  # Kimodo writes this when the pelvis rests at the origin
 ROTATION_ORDER = "ZYX"  # what Kimodo writes; every order is read
+MAX_NESTING = 256  # joint nesting depth refused beyond (a human rig is about 30 deep)
 
 _CHANNELS = {
     "xposition": ("position", 0), "yposition": ("position", 1), "zposition": ("position", 2),
@@ -154,6 +155,7 @@ def parse(text: str, source: str) -> BvhDocument:
 def _parse_hierarchy(tokens: List[Tuple[str, int]], source: str, line_count: int) -> List[BvhJoint]:
     position = 0
     joints: List[BvhJoint] = []
+    depths = [0]  # nesting depth of each joint, root first
 
     def take(what: str) -> Tuple[str, int]:
         nonlocal position
@@ -214,6 +216,10 @@ def _parse_hierarchy(tokens: List[Tuple[str, int]], source: str, line_count: int
                     channels.append(channel)
                 joint.channels = tuple(channels)
             elif keyword == "JOINT":
+                depth = depths[index] + 1
+                if depth > MAX_NESTING:  # each level is a Python call: refuse before the stack runs out
+                    raise KimodoError("{}: line {}: joints nested more than {} deep".format(source, line, MAX_NESTING))
+                depths.append(depth)
                 block(index, line)
             elif keyword == "END":
                 expect("Site")

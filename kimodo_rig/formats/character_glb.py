@@ -39,7 +39,7 @@ def _used_accessors(gltf: Dict[str, Any]) -> Set[int]:
     return used
 
 
-def _compact(gltf: Dict[str, Any], binary: bytes) -> Tuple[Dict[str, Any], bytearray]:
+def _compact(gltf: Dict[str, Any], binary: bytes, source: str) -> Tuple[Dict[str, Any], bytearray]:
     """Drop the animations and every accessor and buffer view only they used; rebuild the binary."""
     gltf = copy.deepcopy(gltf)
     gltf.pop("animations", None)
@@ -67,11 +67,13 @@ def _compact(gltf: Dict[str, Any], binary: bytes) -> Tuple[Dict[str, Any], bytea
     for old in sorted(views_used):
         view = dict(views[old])
         if view.get("buffer", 0) != 0:
-            raise KimodoError("only the GLB's own binary buffer is supported")
+            raise KimodoError("{}: only the GLB's own binary buffer is supported".format(source))
         while len(new_binary) % 8:
             new_binary.append(0)
         start = view.get("byteOffset", 0)
         chunk = binary[start: start + view["byteLength"]]
+        if len(chunk) != view["byteLength"]:
+            raise KimodoError("{}: buffer view {} ends past the {}-byte binary chunk".format(source, old, len(binary)))
         view["byteOffset"] = len(new_binary)
         view["buffer"] = 0
         new_binary += chunk
@@ -180,7 +182,7 @@ def encode(
     """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
     `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
     With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it."""
-    gltf, binary = _compact(document.gltf, document.binary)
+    gltf, binary = _compact(document.gltf, document.binary, document.source)
     builder = gd.DocumentBuilder()
     builder.gltf = gltf
     builder.binary = binary

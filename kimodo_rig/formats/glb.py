@@ -230,7 +230,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     gltf = document.gltf
     if not gltf.get("skins"):
         raise KimodoError("{}: no skin (skeleton) in this glTF".format(source))
-    skin_joints = gltf["skins"][0]["joints"]
+    skin_joints = gltf["skins"][0].get("joints", [])
     node_names = [gltf["nodes"][n].get("name", "joint{}".format(i)) for i, n in enumerate(skin_joints)]
     builtin = _builtin_for_names(node_names)
     if builtin is None:
@@ -244,17 +244,32 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     frames = len(times)
     if frames == 0:
         raise KimodoError("{}: the animation has no keyframes".format(source))
-    rate = fps or (round((frames - 1) / (times[-1] - times[0]), 3) if frames > 1 and times[-1] > times[0] else 30.0)
+    if not gd.is_finite(times) or any(later <= earlier for earlier, later in zip(times, times[1:])):
+        raise KimodoError("{}: the animation's key times are not increasing finite numbers".format(source))
+    rate = fps or (round((frames - 1) / (times[-1] - times[0]), 3) if frames > 1 else 30.0)
+    if not math.isfinite(rate):
+        raise KimodoError("{}: the animation's key times give no frame rate".format(source))
+
+    def keys(node: int, path: str, width: int):
+        values = channels.get(node, {}).get(path)
+        if values is not None and (len(values) != frames or any(len(value) != width for value in values)):
+            raise KimodoError("{}: the {} keys of node {} do not match the animation's {} key times".format(
+                source, path, node, frames))
+        return values
+
     rotations = array("d")
     roots = array("d")
     root_node = skin_joints[order[0]]
+    joint_rotations = [keys(skin_joints[order[joint]], "rotation", 4) for joint in range(builtin.joint_count)]
+    translation = keys(root_node, "translation", 3)
     for frame in range(frames):
         for joint in range(builtin.joint_count):
             node = skin_joints[order[joint]]
-            value = channels.get(node, {}).get("rotation")
+            value = joint_rotations[joint]
             rotations.extend(value[frame] if value else gltf["nodes"][node].get("rotation", (0.0, 0.0, 0.0, 1.0)))
-        translation = channels.get(root_node, {}).get("translation")
         roots.extend(translation[frame] if translation else gltf["nodes"][root_node].get("translation", (0.0, 0.0, 0.0)))
+    if not (gd.is_finite(rotations) and gd.is_finite(roots)):
+        raise KimodoError("{}: the animation holds values that are not finite numbers".format(source))
     return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
 
 

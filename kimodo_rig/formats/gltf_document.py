@@ -24,6 +24,9 @@ ELEMENT_ARRAY_BUFFER = 34963
 
 _COMPONENT_FORMATS = {5120: "b", 5121: "B", 5122: "h", 5123: "H", 5125: "I", 5126: "f"}
 _TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+# An accessor without a buffer view is all zeros: no bytes back its count, so cap it (animation keys and
+# bind matrices never come this way in practice).
+MAX_ZERO_ITEMS = 1 << 16
 
 
 class DocumentBuilder:
@@ -97,27 +100,35 @@ class Document:
         self.source = source
 
     def accessor(self, index: int) -> List[Tuple[float, ...]]:
-        try:
-            accessor = self.gltf["accessors"][index]
-            width = _TYPE_SIZES[accessor["type"]]
-            fmt = _COMPONENT_FORMATS[accessor["componentType"]]
-            count = accessor["count"]
-            if "bufferView" not in accessor:
-                return [tuple(0.0 for _ in range(width))] * count
-            view = self.gltf["bufferViews"][accessor["bufferView"]]
-            if view.get("buffer", 0) != 0:
-                raise KimodoError("{}: only the GLB's own binary buffer is supported".format(self.source))
-            size = struct.calcsize("<" + fmt)
-            stride = view.get("byteStride") or size * width
-            if accessor["type"].startswith("MAT") and size < 4:
-                raise KimodoError("{}: padded matrix accessors are not supported".format(self.source))
-            start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
-            items = []
-            for i in range(count):
-                at = start + i * stride
-                items.append(struct.unpack_from("<{}{}".format(width, fmt), self.binary, at))
-        except (KeyError, IndexError, TypeError, struct.error) as error:
-            raise KimodoError("{}: broken accessor {} ({})".format(self.source, index, error)) from error
+        """The items of accessor `index` (indices and types already checked by check_structure); the bytes
+        it reads must lie inside its buffer view and the view inside the binary chunk."""
+        accessor = self.gltf["accessors"][index]
+        width = _TYPE_SIZES[accessor["type"]]
+        fmt = _COMPONENT_FORMATS[accessor["componentType"]]
+        count = accessor["count"]
+        size = struct.calcsize("<" + fmt)
+        if "bufferView" not in accessor:
+            if count > MAX_ZERO_ITEMS:
+                raise KimodoError("{}: accessor {} declares {} items without data".format(self.source, index, count))
+            return [tuple(0.0 for _ in range(width))] * count
+        view = self.gltf["bufferViews"][accessor["bufferView"]]
+        if view.get("buffer", 0) != 0:
+            raise KimodoError("{}: only the GLB's own binary buffer is supported".format(self.source))
+        if accessor["type"].startswith("MAT") and size < 4:
+            raise KimodoError("{}: padded matrix accessors are not supported".format(self.source))
+        view_start = view.get("byteOffset", 0)
+        view_length = view["byteLength"]
+        if view_start + view_length > len(self.binary):
+            raise KimodoError("{}: buffer view {} ends at byte {}, past the {}-byte binary chunk".format(
+                self.source, accessor["bufferView"], view_start + view_length, len(self.binary)))
+        stride = view.get("byteStride") or size * width
+        start = accessor.get("byteOffset", 0)
+        end = start + stride * (count - 1) + size * width if count else start
+        if stride < size * width or end > view_length:
+            raise KimodoError("{}: accessor {} reads {} items past the end of buffer view {} ({} of {} bytes)".format(
+                self.source, index, count, accessor["bufferView"], end, view_length))
+        items = [struct.unpack_from("<{}{}".format(width, fmt), self.binary, view_start + start + i * stride)
+                 for i in range(count)]
         if accessor.get("normalized"):
             scale = float((1 << (8 * size - (1 if fmt.islower() else 0))) - 1)
             items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
@@ -131,6 +142,9 @@ def parse_glb(data: bytes, source: str) -> Document:
             gltf = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as error:
             raise KimodoError("{}: not a glTF file".format(source)) from error
+        if not isinstance(gltf, dict):
+            raise KimodoError("{}: not a glTF file".format(source))
+        check_structure(gltf, source)
         return Document(gltf, _embedded_buffer(gltf, source), source)
     try:
         magic, version, total = struct.unpack_from("<III", data, 0)
@@ -153,7 +167,156 @@ def parse_glb(data: bytes, source: str) -> Document:
         raise KimodoError("{}: broken GLB ({})".format(source, error)) from error
     if not isinstance(gltf, dict):
         raise KimodoError("{}: GLB has no JSON chunk".format(source))
+    check_structure(gltf, source)
     return Document(gltf, binary, source)
+
+
+def check_structure(gltf: Dict[str, Any], source: str) -> None:
+    """Refuse glTF JSON whose parts this package reads (nodes, skins, accessors, buffer views, animations,
+    scenes, meshes, images) have the wrong types, indices out of range, non-finite transforms or a node
+    hierarchy that is not a forest, so that later code can index it freely."""
+
+    def fail(where: str, what: str) -> KimodoError:
+        return KimodoError("{}: {} {}".format(source, where, what))
+
+    def records(key: str) -> List[Dict[str, Any]]:
+        value = gltf.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise fail(key, "is not a list of objects")
+        return value
+
+    def index(value: Any, limit: int, where: str) -> int:
+        if not _is_int(value) or not 0 <= value < limit:
+            raise fail(where, "is not a valid index ({!r}; {} available)".format(value, limit))
+        return value
+
+    def count(value: Any, where: str) -> int:
+        if not _is_int(value) or value < 0:
+            raise fail(where, "is not a count ({!r})".format(value))
+        return value
+
+    def numbers(record: Dict[str, Any], key: str, length: int, where: str) -> None:
+        if key in record:
+            value = record[key]
+            if (not isinstance(value, list) or len(value) != length
+                    or not all(_is_number(c) and math.isfinite(c) for c in value)):
+                raise fail("{}.{}".format(where, key), "is not {} finite numbers".format(length))
+
+    if not isinstance(gltf.get("asset", {}), dict):
+        raise fail("asset", "is not an object")
+    extensions = gltf.get("extensionsUsed", [])
+    if not isinstance(extensions, list) or not all(isinstance(name, str) for name in extensions):
+        raise fail("extensionsUsed", "is not a list of names")
+    accessors, views, nodes = records("accessors"), records("bufferViews"), records("nodes")
+    for i, view in enumerate(views):
+        where = "bufferViews[{}]".format(i)
+        count(view.get("byteLength"), where + ".byteLength")
+        count(view.get("byteOffset", 0), where + ".byteOffset")
+        count(view.get("byteStride", 0), where + ".byteStride")
+        count(view.get("buffer", 0), where + ".buffer")
+    for i, accessor in enumerate(accessors):
+        where = "accessors[{}]".format(i)
+        if "bufferView" in accessor:
+            index(accessor["bufferView"], len(views), where + ".bufferView")
+        component, kind = accessor.get("componentType"), accessor.get("type")
+        if not (_is_int(component) and component in _COMPONENT_FORMATS and isinstance(kind, str) and kind in _TYPE_SIZES):
+            raise fail(where, "has an unknown componentType or type")
+        count(accessor.get("count"), where + ".count")
+        count(accessor.get("byteOffset", 0), where + ".byteOffset")
+        if "sparse" in accessor:
+            sparse = accessor["sparse"]
+            parts = [sparse.get(part) for part in ("indices", "values")] if isinstance(sparse, dict) else [None]
+            if not all(isinstance(part, dict) for part in parts):
+                raise fail(where + ".sparse", "lacks its indices and values")
+            for part in parts:
+                index(part.get("bufferView"), len(views), where + ".sparse")
+    parents = [-1] * len(nodes)
+    for i, node in enumerate(nodes):
+        where = "nodes[{}]".format(i)
+        if not isinstance(node.get("name", ""), str):
+            raise fail(where + ".name", "is not text")
+        children = node.get("children", [])
+        if not isinstance(children, list):
+            raise fail(where + ".children", "is not a list")
+        for child in children:
+            index(child, len(nodes), where + ".children")
+            if parents[child] >= 0 or child == i:
+                raise fail("nodes[{}]".format(child), "has more than one parent")
+            parents[child] = i
+        numbers(node, "translation", 3, where)
+        numbers(node, "rotation", 4, where)
+        numbers(node, "scale", 3, where)
+        numbers(node, "matrix", 16, where)
+    for i in range(len(nodes)):  # each node has one parent at most, so a walk up ends or loops
+        seen, node = set(), i
+        while node >= 0:
+            if node in seen:
+                raise fail("nodes[{}]".format(i), "is its own ancestor (the node hierarchy has a cycle)")
+            seen.add(node)
+            node = parents[node]
+    for i, skin in enumerate(records("skins")):
+        where = "skins[{}]".format(i)
+        joints = skin.get("joints", [])
+        if not isinstance(joints, list):
+            raise fail(where + ".joints", "is not a list")
+        for joint in joints:
+            index(joint, len(nodes), where + ".joints")
+        if "inverseBindMatrices" in skin:
+            index(skin["inverseBindMatrices"], len(accessors), where + ".inverseBindMatrices")
+        if "skeleton" in skin:
+            index(skin["skeleton"], len(nodes), where + ".skeleton")
+    for i, animation in enumerate(records("animations")):
+        where = "animations[{}]".format(i)
+        samplers, channels = animation.get("samplers"), animation.get("channels")
+        if not isinstance(samplers, list) or not all(isinstance(s, dict) for s in samplers):
+            raise fail(where + ".samplers", "is not a list of objects")
+        if not isinstance(channels, list) or not all(isinstance(c, dict) for c in channels):
+            raise fail(where + ".channels", "is not a list of objects")
+        for j, sampler in enumerate(samplers):
+            index(sampler.get("input"), len(accessors), "{}.samplers[{}].input".format(where, j))
+            index(sampler.get("output"), len(accessors), "{}.samplers[{}].output".format(where, j))
+            if not isinstance(sampler.get("interpolation", "LINEAR"), str):
+                raise fail("{}.samplers[{}].interpolation".format(where, j), "is not text")
+        for j, channel in enumerate(channels):
+            index(channel.get("sampler"), len(samplers), "{}.channels[{}].sampler".format(where, j))
+            target = channel.get("target")
+            if not isinstance(target, dict) or not isinstance(target.get("path"), str):
+                raise fail("{}.channels[{}].target".format(where, j), "is not an object with a path")
+            if "node" in target:
+                index(target["node"], len(nodes), "{}.channels[{}].target.node".format(where, j))
+    for i, scene in enumerate(records("scenes")):
+        scene_nodes = scene.get("nodes", [])
+        if not isinstance(scene_nodes, list):
+            raise fail("scenes[{}].nodes".format(i), "is not a list")
+        for node in scene_nodes:
+            index(node, len(nodes), "scenes[{}].nodes".format(i))
+    for i, mesh in enumerate(records("meshes")):
+        primitives = mesh.get("primitives", [])
+        if not isinstance(primitives, list) or not all(isinstance(p, dict) for p in primitives):
+            raise fail("meshes[{}].primitives".format(i), "is not a list of objects")
+        for j, primitive in enumerate(primitives):
+            where = "meshes[{}].primitives[{}]".format(i, j)
+            targets = primitive.get("targets", [])
+            if not isinstance(targets, list):
+                raise fail(where + ".targets", "is not a list")
+            for table in [primitive.get("attributes", {})] + targets:
+                if not isinstance(table, dict):
+                    raise fail(where, "has attributes that are not an object")
+                for value in table.values():
+                    index(value, len(accessors), where + ".attributes")
+            if "indices" in primitive:
+                index(primitive["indices"], len(accessors), where + ".indices")
+    for i, image in enumerate(records("images")):
+        if "bufferView" in image:
+            index(image["bufferView"], len(views), "images[{}].bufferView".format(i))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def read_file(path) -> Document:
@@ -172,10 +335,15 @@ def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
     buffers = gltf.get("buffers") or []
     if not buffers:
         return b""
-    uri = buffers[0].get("uri", "")
+    uri = buffers[0].get("uri", "") if isinstance(buffers, list) and isinstance(buffers[0], dict) else None
+    if not isinstance(uri, str):
+        raise KimodoError("{}: buffers[0] has no uri text".format(source))
     if not uri.startswith("data:") or "," not in uri:
         raise KimodoError("{}: .gltf with an external buffer file is not supported; use .glb".format(source))
-    return base64.b64decode(uri.split(",", 1)[1])
+    try:
+        return base64.b64decode(uri.split(",", 1)[1])
+    except ValueError as error:  # binascii.Error
+        raise KimodoError("{}: the embedded buffer is not valid base64 ({})".format(source, error)) from error
 
 
 # --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------
@@ -236,14 +404,15 @@ def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence
     result: List[Optional[Matrix4]] = [None] * len(nodes)
 
     def solve(index: int) -> Matrix4:
-        cached = result[index]
-        if cached is not None:
-            return cached
-        local = node_local_matrix(nodes[index], overrides.get(index))
-        parent = parents[index]
-        world = local if parent < 0 else multiply4(solve(parent), local)
-        result[index] = world
-        return world
+        chain = []  # the node and its ancestors not solved yet, walked up without recursion (deep rigs)
+        while index >= 0 and result[index] is None:
+            chain.append(index)
+            index = parents[index]
+        for node in reversed(chain):
+            local = node_local_matrix(nodes[node], overrides.get(node))
+            parent = parents[node]
+            result[node] = local if parent < 0 else multiply4(result[parent], local)  # type: ignore[arg-type]
+        return result[chain[0]] if chain else result[index]  # type: ignore[return-value]
 
     return [solve(i) for i in (range(len(nodes)) if wanted is None else wanted)]
 

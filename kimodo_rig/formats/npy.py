@@ -13,6 +13,7 @@ import math
 import struct
 import sys
 import zipfile
+import zlib
 from array import array
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Sequence, Tuple, Union
@@ -21,6 +22,7 @@ from ..errors import KimodoError
 from ..files import write_bytes_atomic
 
 MAGIC = b"\x93NUMPY"
+_DEFLATE_MAX_RATIO = 1100  # deflate expands at most about 1032-fold; a zip declaring more is lying
 _HEADER_ALIGNMENT = 64  # numpy pads headers so the data starts 64-byte aligned
 _FLOAT_CODES = {2: "e", 4: "f", 8: "d"}
 _INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
@@ -55,20 +57,23 @@ def _fail(path, member: str, message: str) -> KimodoError:
     return KimodoError("{}: {}: {}".format(path, member, message))
 
 
-def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
+def _header_span(data: bytes, path, member: str) -> Tuple[int, int]:
+    """Where the header text starts and how long it is, from the first 12 bytes of a .npy file."""
     if not data.startswith(MAGIC) or len(data) < 10:
         raise _fail(path, member, "not a .npy array (bad magic)")
     major = data[6]
     if major == 1:
-        (length,) = struct.unpack_from("<H", data, 8)
-        start = 10
-    elif major in (2, 3):
+        return 10, struct.unpack_from("<H", data, 8)[0]
+    if major in (2, 3):
         if len(data) < 12:
             raise _fail(path, member, "truncated .npy header")
-        (length,) = struct.unpack_from("<I", data, 8)
-        start = 12
-    else:
-        raise _fail(path, member, ".npy format version {}.{} is not supported".format(major, data[7]))
+        return 12, struct.unpack_from("<I", data, 8)[0]
+    raise _fail(path, member, ".npy format version {}.{} is not supported".format(major, data[7]))
+
+
+def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
+    start, length = _header_span(data, path, member)
+    major = data[6]
     raw = data[start:start + length]
     if len(raw) != length:
         raise _fail(path, member, "truncated .npy header")
@@ -148,8 +153,8 @@ def _fortran_to_c(values, shape: Tuple[int, ...]):
     return array("d", ordered) if isinstance(values, array) else tuple(ordered)
 
 
-def parse_npy(data: bytes, path="", member: str = "array") -> NpyArray:
-    """One .npy file's bytes -> NpyArray. `path` and `member` only name the source in errors."""
+def _layout(data: bytes, path, member: str):
+    """(header, offset, dtype parts, shape, body byte count) from the start of a .npy file."""
     header, offset = _parse_header(data, path, member)
     order, kind, size = _check_dtype(header["descr"], path, member)
     shape = header["shape"]
@@ -159,15 +164,43 @@ def parse_npy(data: bytes, path="", member: str = "array") -> NpyArray:
     for extent in shape:
         count *= extent
     itemsize = size * 4 if kind == "U" else size
-    body = data[offset:offset + count * itemsize]
-    if len(body) != count * itemsize:
-        raise _fail(path, member, "data is shorter than its header declares ({} of {} bytes)".format(
-            len(body), count * itemsize))
+    return header, offset, (order, kind, size), shape, count * itemsize
+
+
+def _shorter(path, member: str, present: int, declared: int) -> KimodoError:
+    return _fail(path, member, "data is shorter than its header declares ({} of {} bytes)".format(present, declared))
+
+
+def parse_npy(data: bytes, path="", member: str = "array") -> NpyArray:
+    """One .npy file's bytes -> NpyArray. `path` and `member` only name the source in errors."""
+    header, offset, (order, kind, size), shape, body_bytes = _layout(data, path, member)
+    body = data[offset:offset + body_bytes]
+    if len(body) != body_bytes:
+        raise _shorter(path, member, len(body), body_bytes)
+    count = body_bytes // (size * 4 if kind == "U" else size)
     values = _decode_values(body, order, kind, size, count)
     if header["fortran_order"]:
         values = _fortran_to_c(values, shape)
     canonical = "|b1" if kind == "b" else ("<" if size > 1 or kind == "U" else "|") + kind + str(size)
     return NpyArray(canonical, shape, values)
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path) -> NpyArray:
+    """One archive member, its sizes checked before anything large is read: the zip's declared size
+    against the bytes stored, and the .npy header's declared data against the zip's size."""
+    member = info.filename
+    stored_limit = info.compress_size * (1 if info.compress_type == zipfile.ZIP_STORED else _DEFLATE_MAX_RATIO)
+    if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) and info.file_size > stored_limit:
+        raise _fail(path, member, "the archive declares {} bytes but stores {}".format(info.file_size, info.compress_size))
+    with archive.open(info) as stream:
+        data = stream.read(12)
+        start, length = _header_span(data, path, member)
+        data += stream.read(max(0, min(start + length, info.file_size) - len(data)))
+        _, offset, _, _, body_bytes = _layout(data, path, member)
+        if offset + body_bytes > info.file_size:
+            raise _shorter(path, member, info.file_size - offset, body_bytes)
+        data += stream.read(offset + body_bytes - len(data))
+    return parse_npy(data, path, member)
 
 
 def npz_names(path) -> List[str]:
@@ -186,10 +219,10 @@ def read_npz(path, names: Iterable[str] = ()) -> Dict[str, NpyArray]:
             if not member.endswith(".npy") or (wanted and name not in wanted):
                 continue
             try:
-                data = archive.read(member)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError) as error:
+                arrays[name] = _read_member(archive, archive.getinfo(member), path)
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError,
+                    RuntimeError, zlib.error) as error:  # RuntimeError: an encrypted member
                 raise _fail(path, member, "cannot be read from the archive ({})".format(error)) from error
-            arrays[name] = parse_npy(data, path, member)
     return arrays
 
 
@@ -204,6 +237,8 @@ def _open_zip(path) -> zipfile.ZipFile:
         raise KimodoError("{}: no such file".format(path)) from None
     except (zipfile.BadZipFile, OSError) as error:
         raise KimodoError("{}: not an .npz file (not a zip archive)".format(path)) from error
+    except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version or name field
+        raise KimodoError("{}: unreadable .npz (zip) archive ({})".format(path, error)) from error
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

@@ -59,6 +59,14 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     files = clip_files(folder)
     if files is None:
         raise KimodoError("{}: not a kimodo clip directory".format(path))
+    try:
+        return _read_clip(path, folder, files, fps)
+    except OSError as error:  # unreadable file (permissions, a vanished file, an I/O error)
+        raise KimodoError("{}: cannot read {} ({})".format(path, Path(error.filename or "").name or "the clip",
+                                                         error.strerror or error)) from error
+
+
+def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float]) -> Motion:
     rotation_file, root_file = files
     rotation_bytes = rotation_file.stat().st_size
     root_bytes = root_file.stat().st_size

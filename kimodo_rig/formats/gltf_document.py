@@ -52,7 +52,8 @@ class DocumentBuilder:
         while len(self.binary) % 4:
             self.binary.append(0)
         offset = len(self.binary)
-        self.binary += struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        packed = struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        self.binary += packed
         view: Dict[str, Any] = {"buffer": 0, "byteOffset": offset, "byteLength": len(self.binary) - offset}
         if target is not None:
             view["target"] = target
@@ -66,7 +67,7 @@ class DocumentBuilder:
         }
         if with_bounds:
             # Bounds of the values as stored (float32), which is what validators compare against.
-            stored = struct.unpack("<{}{}".format(len(flat), fmt), struct.pack("<{}{}".format(len(flat), fmt), *flat))
+            stored = struct.unpack("<{}{}".format(len(flat), fmt), packed)
             accessor["min"] = [min(stored[i::width]) for i in range(width)]
             accessor["max"] = [max(stored[i::width]) for i in range(width)]
         accessors = self.gltf.setdefault("accessors", [])

@@ -28,7 +28,7 @@ from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import (
     Quat, Vec3, cross, dot, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
-    quat_from_axis_angle, quat_multiply, quat_rotate, quat_to_matrix, subtract,
+    quat_from_axis_angle, quat_multiply, quat_norm, quat_rotate, quat_to_matrix, subtract,
 )
 from .options import DEFAULT, WriteOptions
 
@@ -109,7 +109,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     for number, row in enumerate(rows, 1):
         roots.extend(_apply(g1.to_kimodo, row[0:3]))
         w, x, y, z = row[3:7]
-        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        norm = quat_norm((x, y, z, w))
         if abs(norm - 1.0) > 1e-3:
             raise KimodoError("{}: line {}: root quaternion is not unit length ({:.4f})".format(path, number, norm))
         root_mujoco = quat_to_matrix((x / norm, y / norm, z / norm, w / norm))

@@ -21,7 +21,7 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..model import Motion
 from ..rotations import (
-    Quat, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_from_axis_angle, quat_to_matrix,
+    Quat, length, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_from_axis_angle, quat_to_matrix,
 )
 from . import npy
 from .kimodo_npz import require_finite
@@ -44,7 +44,7 @@ def recognises(path) -> bool:
 
 
 def rotation_vector_to_quat(v: Sequence[float]) -> Quat:
-    angle = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    angle = length(v)
     return quat_from_axis_angle(v, angle) if angle > 0.0 else (0.0, 0.0, 0.0, 1.0)
 
 
@@ -58,8 +58,7 @@ def quat_to_rotation_vector(q: Sequence[float]) -> Sequence[float]:
 
 
 def read(path, *, fps: Optional[float] = None) -> Motion:
-    names = set(npy.npz_names(path))
-    if "trans" not in names or not ({"root_orient", "pose_body"} <= names or "poses" in names):
+    if not recognises(path):
         raise KimodoError("{}: not an AMASS NPZ (needs trans, and root_orient with pose_body or poses)".format(path))
     arrays = npy.read_npz(path, ("trans", "root_orient", "pose_body", "poses", "mocap_frame_rate", "mocap_framerate"))
     trans = arrays["trans"]

@@ -277,7 +277,7 @@ def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str =
     parents = gd.node_parents(gltf)
     result = []
     for frame in range(len(times)):
-        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        overrides = gd.keyframe_overrides(channels, frame)
         matrices = gd.world_matrices(gltf, overrides, wanted, parents)
         result.append([(m[12], m[13], m[14]) for m in matrices])
     return result

@@ -184,7 +184,7 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     expected = world_positions(motion)
     worst = 0.0
     for frame in range(motion.frame_count):
-        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        overrides = gd.keyframe_overrides(channels, frame)
         matrices = gd.world_matrices(document.gltf, overrides)
         for joint, node in enumerate(joint_nodes):
             m = matrices[node]

@@ -438,6 +438,11 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
     return times or [], channels
 
 
+def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frame: int) -> Dict[int, Dict[str, Sequence[float]]]:
+    """The TRS overrides of one keyframe of `animation_keyframes`' channels, as `world_matrices` takes them."""
+    return {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+
+
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)
 

@@ -14,7 +14,7 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
-from ..ops.fk import rest_global_rotations, rest_positions, world_positions
+from ..ops.fk import rest_pose, rest_positions, world_positions
 from ..rotations import cross, length, normalize, quat_normalize, quat_rotate, subtract
 from . import gltf_document as gd
 from .options import DEFAULT, WriteOptions
@@ -109,7 +109,7 @@ def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
 def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
     """Inverse of each joint's rest world transform (rotation R, translation p): [R^T | -R^T p]."""
     matrices = []
-    for rotation, position in zip(rest_global_rotations(skeleton), rest_positions(skeleton)):
+    for rotation, position in zip(*rest_pose(skeleton)):
         m = gd.trs_matrix((0.0, 0.0, 0.0), quat_normalize(rotation), (1.0, 1.0, 1.0))
         # Transpose the 3x3 block (column-major storage), then the translation column is -R^T p.
         rt = [m[0], m[4], m[8], 0.0, m[1], m[5], m[9], 0.0, m[2], m[6], m[10], 0.0]

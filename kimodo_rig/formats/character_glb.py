@@ -10,7 +10,6 @@ parts use, so no orphaned animation data is left for validators to flag.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import KimodoError

@@ -15,7 +15,7 @@ from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
 from ..ops.fk import rest_pose, rest_positions, world_positions
-from ..rotations import cross, length, normalize, quat_normalize, quat_rotate, subtract
+from ..rotations import cross, length, normalize, quat_normalize, subtract
 from . import gltf_document as gd
 from .options import DEFAULT, WriteOptions
 

@@ -39,10 +39,6 @@ def clip_files(path: Path) -> Optional[Tuple[Path, Path]]:
     return found[0], found[1]
 
 
-def is_clip_folder(path: Path) -> bool:
-    return clip_files(path) is not None
-
-
 def _read_float32(path: Path) -> array:
     values = array("f")
     with open(path, "rb") as stream:

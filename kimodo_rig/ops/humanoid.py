@@ -36,7 +36,6 @@ from .fk import rest_pose, rest_positions
 
 SIDES = ("l", "r")
 ARM_PARTS = ("clavicle", "upperarm", "lowerarm", "hand")
-LEG_PARTS = ("thigh", "calf", "foot", "toe")
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 FINGER_JOINTS = 3
 # Parts that keep the target's own rest relation to the floor and the body: only the source's change

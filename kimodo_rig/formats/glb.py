@@ -235,9 +235,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     builtin = _builtin_for_names(node_names)
     if builtin is None:
         raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(source))
-    order = [node_names.index(n) for n in skeletons.display_names(builtin, "mannequin")] if set(
-        skeletons.display_names(builtin, "mannequin")) == set(node_names) else [
-        node_names.index(n) for n in builtin.joint_names]
+    order = [node_names.index(n) for n in stored_joint_names(builtin, node_names)]
     if not gltf.get("animations"):
         raise KimodoError("{}: no animation in this glTF".format(source))
     times, channels = gd.animation_keyframes(document)
@@ -271,6 +269,13 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     if not (gd.is_finite(rotations) and gd.is_finite(roots)):
         raise KimodoError("{}: the animation holds values that are not finite numbers".format(source))
     return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
+
+
+def stored_joint_names(skeleton: Skeleton, node_names: Sequence[str]) -> Tuple[str, ...]:
+    """The skeleton's joints as a file with these node names stores them: mannequin names (what `encode`
+    writes by default for SMPL-X) where they are the file's names, else Kimodo's own."""
+    mannequin = tuple(skeletons.display_names(skeleton, "mannequin"))
+    return mannequin if set(mannequin) == set(node_names) else skeleton.joint_names
 
 
 def _builtin_for_names(names: Sequence[str]) -> Optional[Skeleton]:

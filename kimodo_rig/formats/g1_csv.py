@@ -27,7 +27,7 @@ from ..files import write_bytes_atomic
 from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import (
-    Quat, Vec3, cross, dot, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
+    Quat, Vec3, add, cross, dot, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
     quat_from_axis_angle, quat_multiply, quat_norm, quat_rotate, quat_to_matrix, subtract,
 )
 from .options import DEFAULT, WriteOptions
@@ -159,7 +159,7 @@ def project(motion: Motion) -> Tuple[List[List[float]], Dict[str, float], List[s
         angles = [0.0] * len(g1.hinges)
         for joint in range(1, skeleton.joint_count):
             parent = parents[joint]
-            position = tuple(a + b for a, b in zip(solved_positions[parent], quat_rotate(solved_rotations[parent], skeleton.rest_offsets[joint])))
+            position = add(solved_positions[parent], quat_rotate(solved_rotations[parent], skeleton.rest_offsets[joint]))
             solved_positions[joint] = position  # type: ignore[assignment]
             hinge = g1.hinge_of_joint.get(joint)
             if hinge is None:  # an end joint: no MuJoCo DoF, it takes the rest

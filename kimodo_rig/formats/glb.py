@@ -189,7 +189,7 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
         for joint, node in enumerate(joint_nodes):
             m = matrices[node]
             e = expected[frame][joint]
-            distance = math.sqrt((m[12] - e[0]) ** 2 + (m[13] - e[1]) ** 2 + (m[14] - e[2]) ** 2)
+            distance = length(subtract(m[12:15], e))
             if not distance <= worst:  # NaN counts as worst
                 worst = distance if math.isfinite(distance) else math.inf
     return worst

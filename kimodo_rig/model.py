@@ -15,7 +15,7 @@ Conventions, stated once:
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from .rotations import IDENTITY, Quat, Vec3

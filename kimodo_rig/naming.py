@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Set
+from typing import Set
 
 # Words that say nothing about the motion; the first few that remain name the clip.
 _FILLER = frozenset(
@@ -44,4 +44,4 @@ def sanitise_asset_name(text: str, fallback: str = "clip") -> str:
     return name[:64] or fallback
 
 
-__all__: Iterable[str] = ("slug", "clip_stem", "unique", "sanitise_asset_name")
+__all__ = ["slug", "clip_stem", "unique", "sanitise_asset_name"]

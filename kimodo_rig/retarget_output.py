@@ -12,7 +12,7 @@ from .files import write_bytes_atomic
 from .formats import character_glb, glb
 from .formats import gltf_document as gd
 from .model import Motion, rest_motion
-from .ops.fk import pose_globals, world_positions
+from .ops.fk import rest_pose, world_positions
 from .ops.retarget import RetargetInfo
 from .ops.retarget_report import Report, measure_report
 from .targets import Target
@@ -46,7 +46,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
         skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
         # The box rig's mesh node carries the clip name; keep the document's own generator fields.
     rig = info.target
-    rotations, positions = pose_globals(rig, rig.rest_rotations, rig.rest_offsets[0])
+    rotations, positions = rest_pose(rig)
     bind_worlds = {name: gd.trs_matrix(positions[j], rotations[j], scales.get(name, (1.0, 1.0, 1.0)))
                    for j, name in enumerate(rig.joint_names)}
     return character_glb.encode(

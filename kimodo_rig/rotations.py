@@ -204,5 +204,12 @@ def matrix_multiply(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) 
     )  # type: ignore[return-value]
 
 
+def matrix_apply(m: Sequence[Sequence[float]], v: Sequence[float]) -> Vec3:
+    """The 3x3 matrix m (rows) times the column vector v."""
+    return (m[0][0] * v[0] + m[0][1] * v[1] + m[0][2] * v[2],
+            m[1][0] * v[0] + m[1][1] * v[1] + m[1][2] * v[2],
+            m[2][0] * v[0] + m[2][1] * v[1] + m[2][2] * v[2])
+
+
 def matrix_transpose(m: Sequence[Sequence[float]]) -> Mat3:
     return tuple(tuple(m[c][r] for c in range(3)) for r in range(3))  # type: ignore[return-value]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .errors import KimodoError
 from .formats import gltf_document as gd
 from .model import Skeleton
 from .ops.fk import rest_positions
-from .rotations import Quat, Vec3, matrix_to_quat, quat_conjugate, quat_multiply, quat_rotate, subtract
+from .rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_rotate, subtract
 
 LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent / "rigs"

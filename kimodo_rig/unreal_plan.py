@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import skeletons
 from .errors import KimodoError
 from .formats import glb
 from .formats import gltf_document as gd
@@ -222,9 +221,7 @@ def glb_joint_names(clip: Path, skeleton: Skeleton) -> Tuple[str, ...]:
     """The skeleton's joints as the .glb names them (Unreal names for SMPL-X by default, else native)."""
     document = gd.parse_glb(Path(clip).read_bytes(), str(clip))
     nodes = document.gltf.get("nodes", [])
-    names = {nodes[n].get("name", "") for n in document.gltf["skins"][0]["joints"]}
-    display = tuple(skeletons.display_names(skeleton, "mannequin"))
-    return display if set(display) == names else skeleton.joint_names
+    return glb.stored_joint_names(skeleton, [nodes[n].get("name", "") for n in document.gltf["skins"][0]["joints"]])
 
 
 IMPORT_TOLERANCE_M = 0.005

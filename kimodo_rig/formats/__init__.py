@@ -1,5 +1,6 @@
-"""The format registry: each module declares NAME, DESCRIPTION, EXTENSIONS, read(path, fps=...) and
-write(motion, path, options); this file merges them explicitly and picks one by extension or name."""
+"""The format registry: each module declares NAME, DESCRIPTION, EXTENSIONS, read(path, *, fps=None) and
+write(motion, path, options), and `recognises(path)` where it shares an extension with another (.npz);
+this file merges them explicitly and picks one by name, by extension, or by `recognises`."""
 from __future__ import annotations
 
 from pathlib import Path

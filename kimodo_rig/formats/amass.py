@@ -20,7 +20,9 @@ from typing import List, Optional, Sequence
 from .. import skeletons
 from ..errors import KimodoError
 from ..model import Motion
-from ..rotations import Quat, matrix_multiply, matrix_to_quat, matrix_transpose, quat_from_axis_angle, quat_to_matrix
+from ..rotations import (
+    Quat, length, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_from_axis_angle, quat_to_matrix,
+)
 from . import npy
 from .kimodo_npz import require_finite
 from .options import DEFAULT, WriteOptions
@@ -42,7 +44,7 @@ def recognises(path) -> bool:
 
 
 def rotation_vector_to_quat(v: Sequence[float]) -> Quat:
-    angle = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    angle = length(v)
     return quat_from_axis_angle(v, angle) if angle > 0.0 else (0.0, 0.0, 0.0, 1.0)
 
 
@@ -55,13 +57,8 @@ def quat_to_rotation_vector(q: Sequence[float]) -> Sequence[float]:
     return (x / s * angle, y / s * angle, z / s * angle)
 
 
-def _apply(m, v) -> Sequence[float]:
-    return tuple(m[r][0] * v[0] + m[r][1] * v[1] + m[r][2] * v[2] for r in range(3))
-
-
 def read(path, *, fps: Optional[float] = None) -> Motion:
-    names = set(npy.npz_names(path))
-    if "trans" not in names or not ({"root_orient", "pose_body"} <= names or "poses" in names):
+    if not recognises(path):
         raise KimodoError("{}: not an AMASS NPZ (needs trans, and root_orient with pose_body or poses)".format(path))
     arrays = npy.read_npz(path, ("trans", "root_orient", "pose_body", "poses", "mocap_frame_rate", "mocap_framerate"))
     trans = arrays["trans"]
@@ -95,7 +92,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     roots = array("d")
     for frame in range(frames):
         t = trans.values[frame * 3:frame * 3 + 3]
-        roots.extend(_apply(to_kimodo, [t[k] + pelvis_rest[k] for k in range(3)]))
+        roots.extend(matrix_apply(to_kimodo, [t[k] + pelvis_rest[k] for k in range(3)]))
         root_start = frame * (stride or 3)
         root_amass = quat_to_matrix(rotation_vector_to_quat(root_values[root_start:root_start + 3]))
         rotations.extend(matrix_to_quat(matrix_multiply(to_kimodo, root_amass)))
@@ -116,7 +113,7 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
     root_orient: List[float] = []
     pose_body: List[float] = []
     for frame in range(frames):
-        root = _apply(KIMODO_TO_AMASS, motion.root_position(frame))
+        root = matrix_apply(KIMODO_TO_AMASS, motion.root_position(frame))
         trans.extend(root[k] - pelvis_rest[k] for k in range(3))
         rotations = motion.frame_rotations(frame)
         root_amass = matrix_multiply(KIMODO_TO_AMASS, quat_to_matrix(rotations[0]))

@@ -41,7 +41,7 @@ from ..ops.expand import soma30_to_soma77
 from ..ops.fk import rest_global_rotations
 from ..rotations import (
     IDENTITY, Quat, Vec3, add, euler_to_quat, length, quat_conjugate, quat_multiply, quat_rotate, quat_to_euler,
-    scale,
+    scale, subtract,
 )
 from .options import DEFAULT, WriteOptions
 
@@ -444,7 +444,7 @@ def _moving_wrapper(document: BvhDocument, unit: float) -> Optional[int]:
 def _largest_translation(document: BvhDocument, joint: int) -> float:
     """How far (file units) a joint's position channels take it from its OFFSET over the clip."""
     bvh_joint = document.joints[joint]
-    return max(length([a - b for a, b in zip(bvh_joint.local_transform(values)[0], bvh_joint.offset)])
+    return max(length(subtract(bvh_joint.local_transform(values)[0], bvh_joint.offset))
                for values in document.frames)
 
 

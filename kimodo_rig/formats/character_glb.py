@@ -10,7 +10,6 @@ parts use, so no orphaned animation data is left for validators to flag.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import KimodoError
@@ -277,7 +276,7 @@ def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str =
     parents = gd.node_parents(gltf)
     result = []
     for frame in range(len(times)):
-        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        overrides = gd.keyframe_overrides(channels, frame)
         matrices = gd.world_matrices(gltf, overrides, wanted, parents)
         result.append([(m[12], m[13], m[14]) for m in matrices])
     return result

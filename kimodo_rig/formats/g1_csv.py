@@ -27,8 +27,8 @@ from ..files import write_bytes_atomic
 from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import (
-    Quat, Vec3, cross, dot, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
-    quat_from_axis_angle, quat_multiply, quat_rotate, quat_to_matrix, subtract,
+    Quat, Vec3, add, cross, dot, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
+    quat_from_axis_angle, quat_multiply, quat_norm, quat_rotate, quat_to_matrix, subtract,
 )
 from .options import DEFAULT, WriteOptions
 
@@ -67,12 +67,6 @@ def _g1() -> _G1:
     return _DATA[0]
 
 
-def _apply(m, v) -> Vec3:
-    return (m[0][0] * v[0] + m[0][1] * v[1] + m[0][2] * v[2],
-            m[1][0] * v[0] + m[1][1] * v[1] + m[1][2] * v[2],
-            m[2][0] * v[0] + m[2][1] * v[1] + m[2][2] * v[2])
-
-
 def _parse_rows(path) -> List[List[float]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -107,9 +101,9 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     rotations = array("d")
     roots = array("d")
     for number, row in enumerate(rows, 1):
-        roots.extend(_apply(g1.to_kimodo, row[0:3]))
+        roots.extend(matrix_apply(g1.to_kimodo, row[0:3]))
         w, x, y, z = row[3:7]
-        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        norm = quat_norm((x, y, z, w))
         if abs(norm - 1.0) > 1e-3:
             raise KimodoError("{}: line {}: root quaternion is not unit length ({:.4f})".format(path, number, norm))
         root_mujoco = quat_to_matrix((x / norm, y / norm, z / norm, w / norm))
@@ -165,7 +159,7 @@ def project(motion: Motion) -> Tuple[List[List[float]], Dict[str, float], List[s
         angles = [0.0] * len(g1.hinges)
         for joint in range(1, skeleton.joint_count):
             parent = parents[joint]
-            position = tuple(a + b for a, b in zip(solved_positions[parent], quat_rotate(solved_rotations[parent], skeleton.rest_offsets[joint])))
+            position = add(solved_positions[parent], quat_rotate(solved_rotations[parent], skeleton.rest_offsets[joint]))
             solved_positions[joint] = position  # type: ignore[assignment]
             hinge = g1.hinge_of_joint.get(joint)
             if hinge is None:  # an end joint: no MuJoCo DoF, it takes the rest
@@ -190,7 +184,7 @@ def project(motion: Motion) -> Tuple[List[List[float]], Dict[str, float], List[s
             low, high = g1.ranges[hinge]
             if not low <= angle <= high:
                 out_of_range.add(g1.names[hinge])
-        root = _apply(g1.to_mujoco, motion.root_position(frame))
+        root = matrix_apply(g1.to_mujoco, motion.root_position(frame))
         root_matrix = matrix_multiply(matrix_multiply(g1.to_mujoco, quat_to_matrix(target_rotations[0])), g1.to_kimodo)
         x, y, z, w = matrix_to_quat(root_matrix)
         rows.append(list(root) + [w, x, y, z] + angles)

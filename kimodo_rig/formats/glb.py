@@ -14,8 +14,8 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
-from ..ops.fk import rest_global_rotations, rest_positions, world_positions
-from ..rotations import cross, length, normalize, quat_normalize, quat_rotate, subtract
+from ..ops.fk import rest_pose, rest_positions, world_positions
+from ..rotations import cross, length, normalize, quat_normalize, subtract
 from . import gltf_document as gd
 from .options import DEFAULT, WriteOptions
 
@@ -109,7 +109,7 @@ def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
 def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
     """Inverse of each joint's rest world transform (rotation R, translation p): [R^T | -R^T p]."""
     matrices = []
-    for rotation, position in zip(rest_global_rotations(skeleton), rest_positions(skeleton)):
+    for rotation, position in zip(*rest_pose(skeleton)):
         m = gd.trs_matrix((0.0, 0.0, 0.0), quat_normalize(rotation), (1.0, 1.0, 1.0))
         # Transpose the 3x3 block (column-major storage), then the translation column is -R^T p.
         rt = [m[0], m[4], m[8], 0.0, m[1], m[5], m[9], 0.0, m[2], m[6], m[10], 0.0]
@@ -184,12 +184,12 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     expected = world_positions(motion)
     worst = 0.0
     for frame in range(motion.frame_count):
-        overrides = {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
+        overrides = gd.keyframe_overrides(channels, frame)
         matrices = gd.world_matrices(document.gltf, overrides)
         for joint, node in enumerate(joint_nodes):
             m = matrices[node]
             e = expected[frame][joint]
-            distance = math.sqrt((m[12] - e[0]) ** 2 + (m[13] - e[1]) ** 2 + (m[14] - e[2]) ** 2)
+            distance = length(subtract(m[12:15], e))
             if not distance <= worst:  # NaN counts as worst
                 worst = distance if math.isfinite(distance) else math.inf
     return worst
@@ -235,9 +235,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     builtin = _builtin_for_names(node_names)
     if builtin is None:
         raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(source))
-    order = [node_names.index(n) for n in skeletons.display_names(builtin, "mannequin")] if set(
-        skeletons.display_names(builtin, "mannequin")) == set(node_names) else [
-        node_names.index(n) for n in builtin.joint_names]
+    order = [node_names.index(n) for n in stored_joint_names(builtin, node_names)]
     if not gltf.get("animations"):
         raise KimodoError("{}: no animation in this glTF".format(source))
     times, channels = gd.animation_keyframes(document)
@@ -271,6 +269,13 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     if not (gd.is_finite(rotations) and gd.is_finite(roots)):
         raise KimodoError("{}: the animation holds values that are not finite numbers".format(source))
     return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
+
+
+def stored_joint_names(skeleton: Skeleton, node_names: Sequence[str]) -> Tuple[str, ...]:
+    """The skeleton's joints as a file with these node names stores them: mannequin names (what `encode`
+    writes by default for SMPL-X) where they are the file's names, else Kimodo's own."""
+    mannequin = tuple(skeletons.display_names(skeleton, "mannequin"))
+    return mannequin if set(mannequin) == set(node_names) else skeleton.joint_names
 
 
 def _builtin_for_names(names: Sequence[str]) -> Optional[Skeleton]:

@@ -52,7 +52,8 @@ class DocumentBuilder:
         while len(self.binary) % 4:
             self.binary.append(0)
         offset = len(self.binary)
-        self.binary += struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        packed = struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        self.binary += packed
         view: Dict[str, Any] = {"buffer": 0, "byteOffset": offset, "byteLength": len(self.binary) - offset}
         if target is not None:
             view["target"] = target
@@ -66,7 +67,7 @@ class DocumentBuilder:
         }
         if with_bounds:
             # Bounds of the values as stored (float32), which is what validators compare against.
-            stored = struct.unpack("<{}{}".format(len(flat), fmt), struct.pack("<{}{}".format(len(flat), fmt), *flat))
+            stored = struct.unpack("<{}{}".format(len(flat), fmt), packed)
             accessor["min"] = [min(stored[i::width]) for i in range(width)]
             accessor["max"] = [max(stored[i::width]) for i in range(width)]
         accessors = self.gltf.setdefault("accessors", [])
@@ -435,6 +436,11 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
             values = values[1::3]
         channels.setdefault(target["node"], {})[target["path"]] = values
     return times or [], channels
+
+
+def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frame: int) -> Dict[int, Dict[str, Sequence[float]]]:
+    """The TRS overrides of one keyframe of `animation_keyframes`' channels, as `world_matrices` takes them."""
+    return {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
 
 
 def is_finite(values: Sequence[float]) -> bool:

@@ -12,6 +12,7 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_folder_atomic
 from ..model import Motion
+from ..rotations import quat_norm
 from .options import DEFAULT, WriteOptions
 
 NAME = "raw"
@@ -36,10 +37,6 @@ def clip_files(path: Path) -> Optional[Tuple[Path, Path]]:
             return None
         found.append(candidates[0])
     return found[0], found[1]
-
-
-def is_clip_folder(path: Path) -> bool:
-    return clip_files(path) is not None
 
 
 def _read_float32(path: Path) -> array:
@@ -80,8 +77,7 @@ def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float
     rotations = array("d", _read_float32(rotation_file))
     roots = array("d", _read_float32(root_file))
     for i in range(0, len(rotations), 4):
-        n = math.sqrt(rotations[i] ** 2 + rotations[i + 1] ** 2 + rotations[i + 2] ** 2 + rotations[i + 3] ** 2)
-        if not abs(n - 1.0) <= UNIT_TOLERANCE:  # also catches NaN
+        if not abs(quat_norm(rotations[i:i + 4]) - 1.0) <= UNIT_TOLERANCE:  # also catches NaN
             raise KimodoError("{}: rotations are not unit quaternions".format(path))
     if not all(math.isfinite(v) for v in roots):
         raise KimodoError("{}: root positions are not finite numbers".format(path))

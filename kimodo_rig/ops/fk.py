@@ -46,10 +46,15 @@ def world_positions(motion: Motion) -> List[List[Vec3]]:
     return global_rotations_and_positions(motion)[1]
 
 
+def rest_pose(skeleton: Skeleton) -> Tuple[List[Quat], List[Vec3]]:
+    """Global rotations and world positions of the rest pose with the root at its rest offset."""
+    return pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
+
+
 def rest_positions(skeleton: Skeleton) -> List[Vec3]:
     """World positions of the rest pose with the root at its rest offset."""
-    return pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[1]
+    return rest_pose(skeleton)[1]
 
 
 def rest_global_rotations(skeleton: Skeleton) -> List[Quat]:
-    return pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[0]
+    return rest_pose(skeleton)[0]

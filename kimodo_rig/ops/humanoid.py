@@ -32,11 +32,10 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .fk import pose_globals
+from .fk import rest_pose, rest_positions
 
 SIDES = ("l", "r")
 ARM_PARTS = ("clavicle", "upperarm", "lowerarm", "hand")
-LEG_PARTS = ("thigh", "calf", "foot", "toe")
 FINGERS = ("thumb", "index", "middle", "ring", "pinky")
 FINGER_JOINTS = 3
 # Parts that keep the target's own rest relation to the floor and the body: only the source's change
@@ -247,7 +246,7 @@ def _common_ancestor(skeleton: Skeleton, a: int, b: int) -> int:
 
 def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
     """Canonical part -> joint from names; also finger end joints. Missing parts are simply absent."""
-    positions = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[1]
+    positions = rest_positions(skeleton)
     words: Dict[Tuple[str, str], List[int]] = {}
     centre: Dict[str, List[int]] = {}
     fingers: Dict[Tuple[str, str], List[Tuple[int, str]]] = {}
@@ -415,7 +414,7 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
                 elif finger + "_" + side in finger_ends:
                     ends[part] = (finger_ends[finger + "_" + side],)
                 k += 1
-    positions = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[1]
+    positions = rest_positions(skeleton)
     for side in SIDES:
         for part in (p + "_" + side for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf")):
             if part in bones and part not in ends:
@@ -512,10 +511,6 @@ def find_root_bone(skeleton: Skeleton, hips: int) -> Optional[int]:
 
 # --- rest measurements --------------------------------------------------------------------------------
 
-def rest_positions_and_rotations(skeleton: Skeleton) -> Tuple[List[Quat], List[Vec3]]:
-    return pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
-
-
 def floor_parts(hmap: HumanoidMap) -> List[int]:
     """The joints that touch the floor: toes, or feet where a side has no toe."""
     joints = []
@@ -530,7 +525,7 @@ def floor_parts(hmap: HumanoidMap) -> List[int]:
 def rest_leg_reach(humanoid: Union[HumanoidMap, Skeleton]) -> float:
     """Metres from the hips down to the lowest foot or toe joint, in the rest pose."""
     hmap = humanoid if isinstance(humanoid, HumanoidMap) else map_humanoid(humanoid)
-    positions = rest_positions_and_rotations(hmap.skeleton)[1]
+    positions = rest_positions(hmap.skeleton)
     feet = [hmap.bones[p + "_" + s] for s in SIDES for p in ("foot", "toe") if hmap.has(p + "_" + s)]
     if not feet:
         feet = [hmap.bones["calf_" + s] for s in SIDES]
@@ -603,8 +598,8 @@ class RestCorrections:
 
 def facing_between(source: HumanoidMap, target: HumanoidMap) -> Quat:
     """The yaw taking the source's left-to-right hip line onto the target's (identity when both face +Z)."""
-    ps = rest_positions_and_rotations(source.skeleton)[1]
-    pt = rest_positions_and_rotations(target.skeleton)[1]
+    ps = rest_positions(source.skeleton)
+    pt = rest_positions(target.skeleton)
     vs = subtract(ps[source.bones["thigh_l"]], ps[source.bones["thigh_r"]])
     vt = subtract(pt[target.bones["thigh_l"]], pt[target.bones["thigh_r"]])
     # Always about +Y (quat_between would pick any axis for opposite lines: a rig facing -Z).
@@ -622,9 +617,9 @@ def rest_corrections(source: Union[HumanoidMap, Skeleton], target: Union[Humanoi
     tmap = target if isinstance(target, HumanoidMap) else map_humanoid(target)
     links = list(links) if links is not None else link_parts(smap, tmap)
     facing = facing_between(smap, tmap)
-    source_positions = rest_positions_and_rotations(smap.skeleton)[1]
+    source_positions = rest_positions(smap.skeleton)
     skeleton = tmap.skeleton
-    rest_globals, target_positions = rest_positions_and_rotations(skeleton)
+    rest_globals, target_positions = rest_pose(skeleton)
     by_joint = {link.target_joint: link for link in links}
     offsets: List[Quat] = []
     corrected: List[Quat] = []

@@ -31,7 +31,7 @@ from ..rotations import (
     quat_slerp,
     subtract,
 )
-from .fk import global_rotations_and_positions, pose_globals
+from .fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
 from .humanoid import (
     FINGERS,
     HumanoidMap,
@@ -77,7 +77,7 @@ def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
 def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> Tuple[Skeleton, List[int]]:
     """The subtree under `root` (now joint 0), with some joints moved under other parents (keeping their
     rest world pose), ordered parent before child. Returns the skeleton and old index of each new joint."""
-    rest_rotations, rest_world = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
+    rest_rotations, rest_world = rest_pose(skeleton)
     parents = [new_parents.get(j, p) for j, p in enumerate(skeleton.parents)]
     children: Dict[int, List[int]] = {}
     for j, p in enumerate(parents):
@@ -174,13 +174,13 @@ def retarget(
     facing = corrections.facing
 
     source_globals, source_positions = global_rotations_and_positions(motion)
-    source_rest = pose_globals(motion.skeleton, motion.skeleton.rest_rotations, motion.skeleton.rest_offsets[0])[0]
+    source_rest = rest_global_rotations(motion.skeleton)
     inverse_source_rest = [quat_conjugate(q) for q in source_rest]
     inverse_facing = quat_conjugate(facing)
     links = {link.target_joint: link for link in corrections.links}
     frames = motion.frame_count
     count = skeleton.joint_count
-    target_rest_world = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])[1]
+    target_rest_world = rest_positions(skeleton)
 
     local_rotations = array("d")
     for frame in range(frames):
@@ -239,7 +239,7 @@ def retarget(
     root_track = None
     if root_motion == "root":
         root_joint = find_root_bone(target, tmap_full.bones["hips"])
-        target_rest_rotations, target_full_world = pose_globals(target, target.rest_rotations, target.rest_offsets[0])
+        target_rest_rotations, target_full_world = rest_pose(target)
         if root_joint is None:
             root_bone, root_is_new = NEW_ROOT_NAME, True
             root_rest: Tuple[Vec3, Quat] = ((hips_bind[0], 0.0, hips_bind[2]), IDENTITY)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 from ..rotations import IDENTITY, Quat, Vec3, dot, normalize, quat_rotate
 from .humanoid import ARM_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts

@@ -8,6 +8,7 @@ from typing import Dict, Optional, Tuple
 
 from .. import skeletons
 from ..model import Motion, Skeleton
+from ..rotations import quat_norm
 from .fk import world_positions
 
 # Foot joints of a rig that is not Kimodo's, by name: LeftFoot, l_ankle, RightToeBase, heel.L, ball_r ...
@@ -66,8 +67,7 @@ def summarize(motion: Motion) -> Summary:
     )
     rotations = motion.local_rotations
     norm_error = max(
-        (abs(math.sqrt(rotations[i] ** 2 + rotations[i + 1] ** 2 + rotations[i + 2] ** 2 + rotations[i + 3] ** 2) - 1.0)
-         for i in range(0, len(rotations), 4)),
+        (abs(quat_norm(rotations[i:i + 4]) - 1.0) for i in range(0, len(rotations), 4)),
         default=0.0,
     )
     feet = foot_joints(motion.skeleton)

@@ -22,7 +22,7 @@ from .formats import gltf_document as gd
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
 from .ops.fk import pose_globals, rest_positions, world_positions
-from .ops.humanoid import (
+from .retarget.mapping import (
     ARM_PARTS,
     SIDES,
     Chain,
@@ -34,7 +34,7 @@ from .ops.humanoid import (
     rest_leg_reach,
     retarget_chains,
 )
-from .ops.retarget_report import format_report, measure_report
+from .retarget.report import format_report, measure_report
 from .rotations import Quat, Vec3, length, subtract
 
 CM_PER_METRE = 100.0

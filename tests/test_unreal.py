@@ -23,10 +23,10 @@ from kimodo_rig import skeletons, unreal_plan as plan
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import glb, raw
 from kimodo_rig.ops.fk import world_positions
-from kimodo_rig.ops.humanoid import map_humanoid, rest_leg_reach, retarget_chains
-from kimodo_rig.ops.retarget import retarget
-from kimodo_rig.ops.retarget_report import format_report, measure_report
-from kimodo_rig.targets import load_target
+from kimodo_rig.retarget.mapping import map_humanoid, rest_leg_reach, retarget_chains
+from kimodo_rig.retarget.solve import retarget
+from kimodo_rig.retarget.report import format_report, measure_report
+from kimodo_rig.retarget.character import load_target
 
 SCRIPT = ROOT / "unreal_retarget.py"
 PATCHED_SIGNATURE = "    def __init__(self, *args: Any, **kwargs: Any) -> None:"

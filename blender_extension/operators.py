@@ -1,0 +1,199 @@
+"""File > Import > Kimodo motion (`bpy.ops.kimodo.import_motion`) and the bone map's re-detect button.
+
+The work is kimodo_rig's: reading the clip, the retarget (kimodo_rig.retarget.api, the same solve as
+`kimodo-rig retarget`), the pose channels. Blender data is made only once all of that has succeeded, and
+Blender's evaluated bones are then read back and compared with the retarget (the self-check, as
+`kimodo-rig retarget` checks the file it writes); any failure removes what was made and reports one line.
+"""
+from pathlib import Path
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, StringProperty
+from bpy_extras.io_utils import ImportHelper
+
+from . import blender_data
+from .kimodo_rig import formats, naming
+from .kimodo_rig.errors import KimodoError
+from .kimodo_rig.formats import raw
+from .kimodo_rig.retarget import api
+from .kimodo_rig.retarget.armature import pose_channels, skeleton_of, world_poses
+from .kimodo_rig.retarget.report import format_report
+from .kimodo_rig.retarget.solve import NEW_ROOT_NAME
+from .kimodo_rig.rotations import length, subtract
+
+SELF_CHECK_TOLERANCE_M = 1e-4  # Blender evaluates in float32
+REPORT_PROPERTY = "kimodo_report"
+
+
+def clip_path(filepath: str) -> Path:
+    """The clip the user picked: a file inside a kimodo.cpp clip folder means the folder."""
+    path = Path(filepath)
+    if path.is_file() and path.suffix.lower() in (".f32", ".txt") and raw.clip_files(path.parent) is not None:
+        return path.parent
+    return path
+
+
+def target_armature(context):
+    """The selected character's armature: the active object, or the armature deforming the active mesh,
+    or a selected armature; None when there is none (the box rig is made)."""
+    active = context.view_layer.objects.active
+    if active is not None and active.select_get():
+        if active.type == "ARMATURE":
+            return active
+        for modifier in getattr(active, "modifiers", ()):
+            if modifier.type == "ARMATURE" and modifier.object is not None:
+                return modifier.object
+        if active.parent is not None and active.parent.type == "ARMATURE":
+            return active.parent
+    return next((o for o in context.selected_objects if o.type == "ARMATURE"), None)
+
+
+def stored_bone_map(obj):
+    return {item.part: item.bone for item in obj.data.kimodo_bone_map}
+
+
+def store_bone_map(obj, detected) -> None:
+    """Every listed part with the bone it maps to ("" where none), detected ones first in body order."""
+    items = obj.data.kimodo_bone_map
+    items.clear()
+    parts = list(api.BODY_PARTS) + [p for p in detected if p not in api.BODY_PARTS]
+    for part in parts:
+        item = items.add()
+        item.part = part
+        item.bone = detected.get(part, "")
+
+
+def import_motion(context, filepath: str, options: api.RetargetOptions, set_scene: bool):
+    """Returns (armature object, action, report text). Raises KimodoError with nothing left behind."""
+    path = clip_path(filepath)
+    motion = formats.read_file(path)
+    name = naming.clip_stem(motion.prompt, motion.name, motion.frame_count)
+    made = []  # objects and datablocks to remove on failure
+    obj = target_armature(context)
+    scene = context.scene
+    saved_scene = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
+    action = None
+    try:
+        if obj is None:
+            retargeted, info = api.own_skeleton_motion(motion, options)
+            extra_root = None
+            if info.root_is_new:
+                hips = motion.skeleton.rest_offsets[0]
+                extra_root = (NEW_ROOT_NAME, (hips[0], 0.0, hips[2]))
+            obj, mesh = blender_data.make_box_rig(context, motion.skeleton, "kimodo_" + name, extra_root)
+            made += [mesh, obj, mesh.data, obj.data]
+            armature = blender_data.armature_of(obj)
+        else:
+            armature = blender_data.armature_of(obj)
+            target = skeleton_of(armature)
+            stored = stored_bone_map(obj)
+            detected = {}
+            try:
+                detected = api.detect_bone_map(target, obj.name)
+            except KimodoError:
+                if not any(stored.values()):
+                    raise
+            edited = any(stored.values()) and {p: b for p, b in stored.items() if b} != detected
+            options = api.RetargetOptions(options.in_place, options.root_motion, options.foot_lock,
+                                          tuple(sorted(stored.items())) if edited else ())
+            retargeted, info = api.retarget_motion(motion, target, options, target_name=obj.name, source_name=str(path))
+            if info.root_is_new:
+                raise KimodoError("{}: no bone above the hips to carry root motion; choose root motion in the hips".format(obj.name))
+            if not stored:
+                store_bone_map(obj, detected)
+        full = skeleton_of(armature)
+        poses = world_poses(full, retargeted, info.root_track, info.root_bone)
+        channels = pose_channels(armature, full, poses)
+
+        if set_scene:
+            fps = int(round(motion.fps)) or 1
+            scene.render.fps, scene.render.fps_base = fps, fps / motion.fps
+            scene.frame_start, scene.frame_end = 1, motion.frame_count
+        first = scene.frame_start
+        action = blender_data.key_action(obj, name, channels, first)
+        names = retargeted.skeleton.joint_names
+        samples = blender_data.sample_heads(context, obj, [first + f for f in range(motion.frame_count)], full.joint_names)
+        worst = 0.0
+        for frame, sample in enumerate(samples):
+            for joint, joint_name in enumerate(full.joint_names):
+                worst = max(worst, length(subtract(sample[joint_name], poses[frame][joint][1])))
+        if not worst <= SELF_CHECK_TOLERANCE_M:
+            raise KimodoError("{}: self-check failed: Blender puts a bone {:.3g} m from where the retarget has it".format(
+                obj.name, worst))
+        if made:
+            text = "{}: {}, {} joints, {} frames on a new Kimodo box rig, worst joint disagreement {:.1e} m".format(
+                name, motion.skeleton.label, motion.joint_count, motion.frame_count, worst)
+        else:
+            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples])
+            text = format_report(name, report)
+        obj.data[REPORT_PROPERTY] = text
+    except Exception:
+        if action is not None and obj.animation_data is not None:
+            obj.animation_data.action = None
+        blender_data.remove(objects=[o for o in made if isinstance(o, bpy.types.Object)], actions=[action],
+                            datablocks=[d for d in made if not isinstance(d, bpy.types.Object)])
+        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = saved_scene
+        raise
+    return obj, action, text
+
+
+class KIMODO_OT_import_motion(bpy.types.Operator, ImportHelper):
+    """Put a Kimodo clip on the selected character (or on a new Kimodo box rig)"""
+
+    bl_idname = "kimodo.import_motion"
+    bl_label = "Import Kimodo motion"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filter_glob: StringProperty(default="*.npz;*.bvh;*.csv;*.glb;*.f32;*.txt", options={"HIDDEN"})
+    in_place: BoolProperty(name="In place", description="Remove the horizontal travel", default=False)
+    root_motion: EnumProperty(
+        name="Root motion",
+        items=(("HIPS", "In the hips", "The hips travel, as Kimodo makes it"),
+               ("ROOT", "On the root bone", "Travel and turning on the bone above the hips")),
+        default="HIPS",
+    )
+    foot_lock: BoolProperty(name="Foot lock", description="Feet stay put while in contact (as the core's retarget offers)",
+                            default=True)
+    set_scene: BoolProperty(name="Set scene frame rate and range", default=True)
+
+    def execute(self, context):
+        options = api.RetargetOptions(in_place=self.in_place, root_motion=self.root_motion.lower(), foot_lock=self.foot_lock)
+        try:
+            obj, action, text = import_motion(context, self.filepath, options, self.set_scene)
+        except KimodoError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        for line in text.splitlines():
+            self.report({"INFO"}, line)
+        return {"FINISHED"}
+
+
+class KIMODO_OT_detect_bone_map(bpy.types.Operator):
+    """Find again which bone plays each part of the body (replaces the stored map)"""
+
+    bl_idname = "kimodo.detect_bone_map"
+    bl_label = "Re-detect bone map"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+    def execute(self, context):
+        obj = context.active_object
+        try:
+            detected = api.detect_bone_map(skeleton_of(blender_data.armature_of(obj)), obj.name)
+        except KimodoError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        store_bone_map(obj, detected)
+        self.report({"INFO"}, "{}: {} parts mapped".format(obj.name, len(detected)))
+        return {"FINISHED"}
+
+
+def menu_import(self, context):
+    self.layout.operator(KIMODO_OT_import_motion.bl_idname, text="Kimodo motion")
+
+
+CLASSES = (KIMODO_OT_import_motion, KIMODO_OT_detect_bone_map)

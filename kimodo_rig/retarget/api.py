@@ -1,0 +1,126 @@
+"""The retarget as front ends other than the command line call it: one options object in, the retargeted
+Motion and what the retarget decided out, a bone map a user can edit, and the report measured from poses
+the front end samples itself (the Blender add-on reads them back from Blender's evaluated bones).
+
+`retarget_motion` is the only door the Blender add-on uses into the solve, so the add-on follows the core
+as it learns: options the core does not offer yet are passed on once it does (`foot_lock`: the solve grounds
+every frame by its lowest toe; when it takes a `foot_lock` keyword, the option reaches it).
+
+A user's bone map (canonical part -> bone name) overrides the detected one part by part here; an empty
+name leaves that part unmapped.
+"""
+from __future__ import annotations
+
+import inspect
+from array import array
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..errors import KimodoError
+from ..model import Motion, Skeleton
+from ..ops.fk import world_positions
+from ..rotations import Vec3
+from . import mapping
+from .mapping import SIDES, HumanoidMap, map_humanoid
+from .report import Report, measure_report
+from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
+
+# The parts the Blender panel always lists (fingers and extra spine or neck bones where the rig has them).
+BODY_PARTS = ("hips", "spine_0", "spine_1", "spine_2", "neck_0", "head") + tuple(
+    part + "_" + side for side in SIDES
+    for part in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe"))
+REQUIRED_PARTS = ("hips",) + tuple(p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm"))
+
+
+@dataclass(frozen=True)
+class RetargetOptions:
+    in_place: bool = False
+    root_motion: str = "hips"  # or "root": travel and turning on the bone above the hips
+    foot_lock: bool = True
+    bone_map: Tuple[Tuple[str, str], ...] = ()  # (part, bone name) overrides; "" unmaps a part
+
+    def __post_init__(self) -> None:
+        if self.root_motion not in ROOT_MOTION_MODES:
+            raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
+
+
+def detect_bone_map(skeleton: Skeleton, source: str = "") -> Dict[str, str]:
+    """Canonical part -> bone name as the retarget finds it (KimodoError when no humanoid is found)."""
+    hmap = map_humanoid(skeleton, source)
+    return {part: skeleton.joint_names[joint] for part, joint in hmap.bones.items()}
+
+
+def humanoid_map(skeleton: Skeleton, bone_map: Mapping[str, str], source: str = "") -> HumanoidMap:
+    """The detected map with `bone_map`'s parts put in (bone names of `skeleton`; "" unmaps a part)."""
+    name = source or skeleton.name
+    index = {bone: j for j, bone in enumerate(skeleton.joint_names)}
+    for part, bone in bone_map.items():
+        if bone and bone not in index:
+            raise KimodoError("{}: bone map: {} is mapped to {!r}, which is not a bone of this armature".format(name, part, bone))
+    if not bone_map:
+        return map_humanoid(skeleton, name)
+    bones, finger_ends = mapping._map_by_names(skeleton)
+    for part, bone in bone_map.items():
+        if bone:
+            bones[part] = index[bone]
+        else:
+            bones.pop(part, None)
+    missing = [part for part in REQUIRED_PARTS if part not in bones]
+    if missing:
+        raise KimodoError("{}: bone map: no bone for {}".format(name, ", ".join(missing)))
+    return mapping._complete(skeleton, bones, {}, {}, finger_ends)
+
+
+def retarget_motion(motion: Motion, target: Skeleton, options: RetargetOptions = RetargetOptions(), *,
+                    target_name: str = "", source_name: str = "") -> Tuple[Motion, RetargetInfo]:
+    """`motion` on the humanoid `target` as `kimodo-rig retarget` does it, with `options`."""
+    keywords = {}
+    if "foot_lock" in inspect.signature(retarget).parameters:
+        keywords["foot_lock"] = options.foot_lock
+    target_map: Optional[HumanoidMap] = None
+    if options.bone_map:
+        target_map = humanoid_map(target, dict(options.bone_map), target_name or target.name)
+    return retarget(motion, target, in_place=options.in_place, root_motion=options.root_motion,
+                    target_map=target_map, target_name=target_name, source_name=source_name, **keywords)
+
+
+def own_skeleton_motion(motion: Motion, options: RetargetOptions = RetargetOptions()) -> Tuple[Motion, RetargetInfo]:
+    """`motion` unchanged on its own skeleton (a box rig of it, as step 1's .glb) but for the options:
+    in place, the root's horizontal path minus what the retarget's in-place removes; root motion on a
+    root bone, the retarget's root track (`info.root_track`, `info.root_bone`). Only the travel is taken
+    from the retarget, as a difference, so the pose is Kimodo's own to the last bit (retargeting a G1
+    clip onto G1 would drop its hinges that no humanoid part names)."""
+    own = RetargetOptions(options.in_place, options.root_motion, options.foot_lock)
+    moved, info = retarget_motion(motion, motion.skeleton, own)
+    roots = array("d", motion.root_positions)
+    if options.in_place:
+        travelling, _ = retarget_motion(motion, motion.skeleton, RetargetOptions(foot_lock=options.foot_lock))
+        for frame in range(motion.frame_count):
+            for axis in (0, 2):
+                at = frame * 3 + axis
+                roots[at] += moved.root_positions[at] - travelling.root_positions[at]
+    result = Motion(motion.skeleton, motion.local_rotations, roots, motion.fps, motion.foot_contacts, motion.name, motion.prompt)
+    return result, info
+
+
+def report_from_positions(source: Motion, info: RetargetInfo,
+                          positions: Sequence[Mapping[str, Vec3]]) -> Report:
+    """The report measured from per-frame world positions (glTF frame, metres) by joint name of the
+    retargeted skeleton, as the front end sampled them."""
+    names = info.target_map.skeleton.joint_names
+    target_positions: List[List[Optional[Vec3]]] = [[frame.get(name) for name in names] for frame in positions]
+    return measure_report(
+        skeleton_label=source.skeleton.label,
+        joint_count=source.joint_count,
+        source_map=info.source_map,
+        target_map=info.target_map,
+        source_positions=world_positions(source),
+        target_positions=target_positions,
+        duration_s=source.duration,
+        chains_mapped=info.chains_mapped,
+        left_at_rest=info.left_at_rest,
+        reach_source=info.reach_source,
+        reach_target=info.reach_target,
+        arm_correction_max_deg=info.corrections.arm_max_deg,
+        facing=info.corrections.facing,
+    )

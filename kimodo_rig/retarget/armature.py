@@ -1,0 +1,256 @@
+"""A Blender-style armature as a retarget target, and a motion as that armature's pose channels, without
+bpy (the Blender add-on hands plain numbers in and keys what comes out).
+
+Blender's conventions, stated once:
+- Frame: +Z up, -Y forward; a glTF (Y up) point (x, y, z) is Blender's (x, -z, y). The core works in the
+  glTF frame: Blender (x, y, z) is (x, z, -y) there (`to_y_up`).
+- Matrices are 4x4 rows (`[list(row) for row in matrix]` of a mathutils.Matrix), acting on column vectors.
+- `bone.matrix_local`: the bone's rest in armature space, rotation and head, no scale (the bone's Y axis
+  runs head to tail). The armature object's `matrix_world` places armature space in the scene.
+- Posing: pose_bone.matrix = parent.matrix @ parent.bone.matrix_local^-1 @ bone.matrix_local @ basis
+  (the root: bone.matrix_local @ basis), basis = T(location) R(rotation_quaternion, w x y z).
+
+The Skeleton given to the core is the armature's rest in scene metres and the glTF frame, joints parent
+before child; each joint's rest rotation is its bone's rest, so the core's global rotations are the bones'
+(in the glTF frame) and `pose_channels` turns them back into bases with no per-bone correction.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..errors import KimodoError
+from ..model import Motion, Skeleton
+from ..ops.fk import global_rotations_and_positions, rest_global_rotations
+from ..rotations import (
+    Mat3,
+    Quat,
+    Vec3,
+    add,
+    matrix_apply,
+    matrix_multiply,
+    matrix_to_quat,
+    matrix_transpose,
+    quat_conjugate,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_to_matrix,
+    subtract,
+)
+
+Matrix4 = Sequence[Sequence[float]]
+# Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
+TO_Y_UP: Mat3 = ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0), (0.0, -1.0, 0.0))
+FROM_Y_UP: Mat3 = matrix_transpose(TO_Y_UP)
+UNEVEN_SCALE_TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class ArmatureBone:
+    name: str
+    parent: str  # "" for a bone without a parent
+    matrix_local: Matrix4
+
+
+@dataclass(frozen=True)
+class Armature:
+    """An armature object's rest: its bones and its object's world matrix."""
+
+    name: str
+    bones: Tuple[ArmatureBone, ...]
+    matrix_world: Matrix4 = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+
+    def ordered(self) -> List[ArmatureBone]:
+        """Bones parent before child, siblings in the order given."""
+        by_parent: Dict[str, List[ArmatureBone]] = {}
+        names = {bone.name for bone in self.bones}
+        for bone in self.bones:
+            by_parent.setdefault(bone.parent if bone.parent in names else "", []).append(bone)
+        order: List[ArmatureBone] = []
+        stack = list(reversed(by_parent.get("", [])))
+        while stack:
+            bone = stack.pop()
+            order.append(bone)
+            stack.extend(reversed(by_parent.get(bone.name, [])))
+        return order
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The armature object's world matrix split into a uniform scale, a rotation and a translation."""
+
+    scale: float
+    rotation: Mat3
+    translation: Vec3
+
+    @staticmethod
+    def of(armature: Armature) -> "Placement":
+        m = armature.matrix_world
+        columns = [(m[0][c], m[1][c], m[2][c]) for c in range(3)]
+        scales = [math.sqrt(sum(v * v for v in column)) for column in columns]
+        if not all(math.isfinite(s) and s > 1e-9 for s in scales):
+            raise KimodoError("{}: the armature object's scale is zero or not a number".format(armature.name))
+        if max(scales) - min(scales) > UNEVEN_SCALE_TOLERANCE * max(scales):
+            raise KimodoError("{}: the armature object is scaled unevenly ({}); apply its scale first (Ctrl+A)".format(
+                armature.name, ", ".join("{:.4g}".format(s) for s in scales)))
+        rotation = tuple(tuple(m[r][c] / scales[c] for c in range(3)) for r in range(3))
+        return Placement(sum(scales) / 3.0, rotation, (m[0][3], m[1][3], m[2][3]))  # type: ignore[arg-type]
+
+    def to_world(self, point: Sequence[float]) -> Vec3:
+        p = matrix_apply(self.rotation, point)
+        return (p[0] * self.scale + self.translation[0], p[1] * self.scale + self.translation[1],
+                p[2] * self.scale + self.translation[2])
+
+    def to_armature(self, point: Sequence[float]) -> Vec3:
+        local = subtract(point, self.translation)
+        p = matrix_apply(matrix_transpose(self.rotation), local)
+        return (p[0] / self.scale, p[1] / self.scale, p[2] / self.scale)
+
+
+def _rotation(m: Matrix4) -> Mat3:
+    return tuple(tuple(float(m[r][c]) for c in range(3)) for r in range(3))  # type: ignore[return-value]
+
+
+def _head(m: Matrix4) -> Vec3:
+    return (float(m[0][3]), float(m[1][3]), float(m[2][3]))
+
+
+def skeleton_of(armature: Armature) -> Skeleton:
+    """The armature's rest as a Skeleton in the glTF frame, scene metres, joints parent before child."""
+    if not armature.bones:
+        raise KimodoError("{}: the armature has no bones".format(armature.name))
+    placement = Placement.of(armature)
+    order = armature.ordered()
+    index = {bone.name: i for i, bone in enumerate(order)}
+    world_rotations: List[Quat] = []
+    world_positions: List[Vec3] = []
+    for bone in order:
+        values = [c for row in bone.matrix_local for c in row]
+        if len(values) != 16 or not all(math.isfinite(float(c)) for c in values):
+            raise KimodoError("{}: bone {} has no finite rest matrix".format(armature.name, bone.name))
+        blender_world = matrix_multiply(placement.rotation, _rotation(bone.matrix_local))
+        world_rotations.append(matrix_to_quat(matrix_multiply(TO_Y_UP, blender_world)))
+        world_positions.append(matrix_apply(TO_Y_UP, placement.to_world(_head(bone.matrix_local))))
+    parents = tuple(index.get(bone.parent, -1) for bone in order)
+    if sum(1 for p in parents if p < 0) > 1:
+        # Several top bones (a root plus loose IK helpers): the first top bone is joint 0, the others
+        # hang from it at their own rest so the Skeleton keeps a single root.
+        roots = [i for i, p in enumerate(parents) if p < 0]
+        parents = tuple(roots[0] if (p < 0 and i != roots[0]) else p for i, p in enumerate(parents))
+    offsets: List[Vec3] = []
+    locals_: List[Quat] = []
+    for joint, parent in enumerate(parents):
+        if parent < 0:
+            offsets.append(world_positions[joint])
+            locals_.append(world_rotations[joint])
+            continue
+        inverse = quat_conjugate(world_rotations[parent])
+        offsets.append(quat_rotate(inverse, subtract(world_positions[joint], world_positions[parent])))
+        locals_.append(quat_normalize(quat_multiply(inverse, world_rotations[joint])))
+    return _ordered_skeleton(armature.name, [bone.name for bone in order], parents, offsets, locals_)
+
+
+def _ordered_skeleton(name: str, names: Sequence[str], parents: Sequence[int], offsets, rotations) -> Skeleton:
+    """A Skeleton whose joints are re-sorted parent before child (re-parenting loose top bones can put a
+    child before its new parent)."""
+    children: Dict[int, List[int]] = {}
+    for joint, parent in enumerate(parents):
+        children.setdefault(parent, []).append(joint)
+    order: List[int] = []
+    stack = [0]
+    while stack:
+        joint = stack.pop()
+        order.append(joint)
+        stack.extend(reversed(children.get(joint, [])))
+    new = {old: i for i, old in enumerate(order)}
+    return Skeleton(name, tuple(names[j] for j in order), tuple(new[parents[j]] if parents[j] >= 0 else -1 for j in order),
+                    tuple(offsets[j] for j in order), tuple(rotations[j] for j in order))
+
+
+Pose = Tuple[Quat, Vec3]  # world rotation (xyzw) and position, glTF frame
+
+
+def world_poses(skeleton: Skeleton, motion: Motion, root_track: Optional[Sequence[Pose]] = None,
+                root_bone: Optional[str] = None) -> List[List[Pose]]:
+    """Per frame, the world pose of every joint of `skeleton` (the armature's): joints the motion drives
+    (matched by name) from its FK, `root_bone` from `root_track` (position, rotation) per frame, the rest
+    following their parents at rest. A driven bone turns from its own rest as the motion's joint turns
+    from the motion skeleton's rest (the same thing when the motion was retargeted onto `skeleton`; a
+    Kimodo motion on a box rig whose bones point at their children rests at identity instead)."""
+    driven = {name: j for j, name in enumerate(motion.skeleton.joint_names)}
+    globals_, positions = global_rotations_and_positions(motion)
+    motion_rest = rest_global_rotations(motion.skeleton)
+    bone_rest = rest_global_rotations(skeleton)
+    rest_change = {name: quat_multiply(quat_conjugate(motion_rest[driven[name]]), bone_rest[j])
+                   for j, name in enumerate(skeleton.joint_names) if name in driven}
+    frames: List[List[Pose]] = []
+    for frame in range(motion.frame_count):
+        poses: List[Pose] = []
+        for joint, parent in enumerate(skeleton.parents):
+            name = skeleton.joint_names[joint]
+            if name in driven:
+                source = driven[name]
+                rotation = quat_normalize(quat_multiply(globals_[frame][source], rest_change[name]))
+                poses.append((rotation, positions[frame][source]))
+            elif root_track is not None and name == root_bone:
+                position, rotation = root_track[frame]
+                poses.append((rotation, position))
+            elif parent < 0:
+                poses.append((skeleton.rest_rotations[joint], skeleton.rest_offsets[joint]))
+            else:
+                rotation, position = poses[parent]
+                offset = quat_rotate(rotation, skeleton.rest_offsets[joint])
+                poses.append((quat_normalize(quat_multiply(rotation, skeleton.rest_rotations[joint])),
+                              (position[0] + offset[0], position[1] + offset[1], position[2] + offset[2])))
+        frames.append(poses)
+    return frames
+
+
+Channel = Tuple[Vec3, Tuple[float, float, float, float]]  # location, rotation_quaternion (w, x, y, z)
+
+
+def pose_channels(armature: Armature, skeleton: Skeleton, poses: Sequence[Sequence[Pose]]) -> Dict[str, List[Channel]]:
+    """Bone name -> per frame (location, rotation_quaternion w x y z) that put each bone at `poses`
+    (world poses of `skeleton`'s joints, glTF frame, as `world_poses` gives). Quaternion signs are kept
+    continuous from frame to frame so Blender's per-channel interpolation takes the short way."""
+    placement = Placement.of(armature)
+    rests = {bone.name: bone for bone in armature.bones}
+    unrotate = matrix_transpose(placement.rotation)
+    channels: Dict[str, List[Channel]] = {name: [] for name in skeleton.joint_names}
+    previous: Dict[str, Quat] = {}
+    for frame_poses in poses:
+        pose_rotations: List[Mat3] = []
+        pose_heads: List[Vec3] = []
+        for joint, (rotation, position) in enumerate(frame_poses):
+            name = skeleton.joint_names[joint]
+            # The pose matrix in armature space: rotation R^-1 C^-1 G, head A^-1 C^-1 p.
+            pose_rotation = matrix_multiply(unrotate, matrix_multiply(FROM_Y_UP, quat_to_matrix(rotation)))
+            head = placement.to_armature(matrix_apply(FROM_Y_UP, position))
+            pose_rotations.append(pose_rotation)
+            pose_heads.append(head)
+            rest = rests[name]
+            rest_rotation, rest_head = _rotation(rest.matrix_local), _head(rest.matrix_local)
+            parent = skeleton.parents[joint]
+            parent_name = rest.parent if rest.parent in rests else ""
+            if parent_name:
+                p = parent  # Blender's parent (only loose top bones were hung from joint 0, and they have none)
+                parent_rest = rests[parent_name].matrix_local
+                # frame = parent pose @ parent rest^-1 @ rest (rotation and head of the unposed bone).
+                to_parent = matrix_transpose(_rotation(parent_rest))
+                frame_rotation = matrix_multiply(pose_rotations[p], matrix_multiply(to_parent, rest_rotation))
+                local_head = matrix_apply(to_parent, subtract(rest_head, _head(parent_rest)))
+                frame_head = add(matrix_apply(pose_rotations[p], local_head), pose_heads[p])
+            else:
+                frame_rotation, frame_head = rest_rotation, rest_head
+            inverse = matrix_transpose(frame_rotation)
+            basis_rotation = matrix_to_quat(matrix_multiply(inverse, pose_rotation))
+            location = matrix_apply(inverse, subtract(head, frame_head))
+            last = previous.get(name)
+            if last is not None and sum(a * b for a, b in zip(last, basis_rotation)) < 0.0:
+                basis_rotation = (-basis_rotation[0], -basis_rotation[1], -basis_rotation[2], -basis_rotation[3])
+            previous[name] = basis_rotation
+            x, y, z, w = basis_rotation
+            channels[name].append((location, (w, x, y, z)))
+    return channels

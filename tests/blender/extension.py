@@ -1,0 +1,232 @@
+"""One Blender process for the extension's tests: install the built zip the way Blender does (into a
+temporary user folder), then run File > Import > Kimodo motion as a user would and record what Blender
+evaluates. Judging happens in tests/test_blender_extension.py.
+
+Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
+{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "clip", "options" {...}, "reference" (box:
+step 1's .glb), "select": "armature" | "mesh" | "none"}, and "bad": [paths]. Prints one JSON object last.
+"""
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+USER = tempfile.mkdtemp(prefix="kimodo_blender_user_")
+for variable in ("BLENDER_USER_RESOURCES", "BLENDER_USER_CONFIG", "BLENDER_USER_SCRIPTS", "BLENDER_USER_EXTENSIONS"):
+    os.environ[variable] = os.path.join(USER, variable.lower())
+
+import bpy  # noqa: E402
+import addon_utils  # noqa: E402  (importable once bpy is)
+import numpy as np  # noqa: E402
+
+MODULE = "bl_ext.user_default.kimodo_motion"
+
+
+def to_gltf(vector):
+    return [vector.x, vector.z, -vector.y]
+
+
+def clear_scene():
+    bpy.ops.wm.read_homefile(use_empty=True)
+    for collection in (bpy.data.objects, bpy.data.armatures, bpy.data.meshes, bpy.data.actions, bpy.data.materials):
+        for block in list(collection):
+            collection.remove(block)
+
+
+def datablock_counts():
+    scene = bpy.context.scene
+    return {"objects": len(bpy.data.objects), "armatures": len(bpy.data.armatures), "meshes": len(bpy.data.meshes),
+            "actions": len(bpy.data.actions), "fps": scene.render.fps, "frame_end": scene.frame_end,
+            "actions_on_armatures": sorted(o.animation_data.action.name for o in bpy.data.objects
+                                           if o.animation_data and o.animation_data.action)}
+
+
+def capture(call):
+    """Run call() with the process's stdout and stderr captured (Blender prints reports from C)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            result = call()
+        except RuntimeError as error:  # bpy.ops raises on an ERROR report
+            result = "RuntimeError: " + str(error)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        sink.seek(0)
+        text = sink.read().decode("utf-8", "replace")
+    return result, text
+
+
+def make_rigify(work):
+    bpy.ops.preferences.addon_enable(module="rigify")
+    bpy.ops.object.armature_human_metarig_add()
+    metarig = bpy.context.active_object
+    path = Path(work) / "rigify_metarig.glb"
+    bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", use_selection=True)
+    return metarig, str(path)
+
+
+def armatures():
+    return [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
+
+
+def select_only(obj):
+    for other in bpy.context.scene.objects:
+        other.select_set(False)
+    if obj is not None:
+        obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+
+
+def sample(armature, frames):
+    heads = []
+    scene = bpy.context.scene
+    for frame in frames:
+        scene.frame_set(frame)
+        heads.append({bone.name: to_gltf(armature.matrix_world @ bone.head) for bone in armature.pose.bones})
+    return heads
+
+
+def deformed_vertices(armature, frame):
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    points = []
+    for obj in scene.objects:
+        if obj.type == "MESH" and any(m.type == "ARMATURE" and m.object == armature for m in obj.modifiers):
+            evaluated = obj.evaluated_get(depsgraph)
+            mesh = evaluated.to_mesh()
+            points += [to_gltf(obj.matrix_world @ v.co) for v in mesh.vertices]
+            evaluated.to_mesh_clear()
+    return np.array(points)
+
+
+def nearest_distance(a, b):
+    """Largest distance from a point of either set to the other set."""
+    if not len(a) or not len(b):
+        return float("inf")
+    d = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
+    return float(max(d.min(axis=1).max(), d.min(axis=0).max()))
+
+
+def run_case(case, work):
+    clear_scene()
+    scene = bpy.context.scene
+    record = {"name": case["name"]}
+    target = None
+    if case["rig"] == "glb":
+        bpy.ops.import_scene.gltf(filepath=case["path"])
+        target = armatures()[0]
+    elif case["rig"] == "rigify":
+        target, record["exported"] = make_rigify(work)
+    if case.get("select") == "mesh":
+        mesh = next(o for o in scene.objects if o.type == "MESH" and any(m.type == "ARMATURE" for m in o.modifiers))
+        select_only(mesh)
+    else:
+        select_only(target)
+    before = {o.name for o in bpy.data.objects}
+    options = case.get("options", {})
+    result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=case["clip"], **options))
+    record["result"] = sorted(result) if isinstance(result, set) else result
+    record["output"] = output
+    if target is None:
+        made = [o for o in bpy.data.objects if o.name not in before]
+        record["made"] = sorted((o.name, o.type) for o in made)
+        target = next(o for o in made if o.type == "ARMATURE")
+    action = target.animation_data.action
+    record["action"] = action.name
+    record["fps"], record["frame_start"], record["frame_end"] = scene.render.fps, scene.frame_start, scene.frame_end
+    record["armature"] = target.name
+    record["report"] = target.data.get("kimodo_report", "")
+    record["bone_map"] = {item.part: item.bone for item in target.data.kimodo_bone_map}
+    record["heads"] = sample(target, range(scene.frame_start, scene.frame_end + 1))
+    record["quaternion_modes"] = sorted({b.rotation_mode for b in target.pose.bones})
+    if case["rig"] == "box":
+        frames = case["compare_frames"]
+        ours = [deformed_vertices(target, scene.frame_start + f) for f in frames]
+        record["box_vertices"] = int(len(ours[0]))
+        clear_scene()
+        scene = bpy.context.scene
+        scene.render.fps = record["fps"]
+        bpy.ops.import_scene.gltf(filepath=case["reference"])
+        reference = armatures()[0]
+        start = int(round(reference.animation_data.action.frame_range[0]))
+        record["reference_heads"] = sample(reference, range(start, start + len(record["heads"])))
+        theirs = [deformed_vertices(reference, start + f) for f in frames]
+        record["mesh_distance"] = max(nearest_distance(a, b) for a, b in zip(ours, theirs))
+        record["reference_vertices"] = int(len(theirs[0]))
+    if case.get("edit_map"):
+        # Unmap a part in the stored map, import again: the map on the armature is what the import uses.
+        for item in target.data.kimodo_bone_map:
+            if item.part == case["edit_map"]:
+                item.bone = ""
+        select_only(target)
+        capture(lambda: bpy.ops.kimodo.import_motion(filepath=case["clip"], **options))
+        record["report_after_edit"] = target.data.get("kimodo_report", "")
+        capture(lambda: bpy.ops.kimodo.detect_bone_map())
+        record["bone_map_redetected"] = {item.part: item.bone for item in target.data.kimodo_bone_map}
+    if case.get("undo"):
+        bpy.ops.ed.undo_push(message="before import")
+        select_only(target)
+        count = len(bpy.data.actions)
+        # As the menu runs it: an operator called from Python pushes an undo step only when asked to.
+        capture(lambda: bpy.ops.kimodo.import_motion("EXEC_DEFAULT", True, filepath=case["clip"], **options))
+        record["actions_after_import"] = len(bpy.data.actions) - count
+        window = bpy.context.window_manager.windows[0]
+        with bpy.context.temp_override(window=window, screen=window.screen):
+            result, text = capture(lambda: bpy.ops.ed.undo())
+        record["undo_result"] = sorted(result) if isinstance(result, set) else result
+        record["actions_after_undo"] = len(bpy.data.actions) - count
+    return record
+
+
+def run_bad(paths, rig):
+    """Each bad file with a character selected and with nothing selected: the scene must not change."""
+    results = []
+    for selection in ("armature", "none"):
+        clear_scene()
+        bpy.ops.import_scene.gltf(filepath=rig)
+        target = armatures()[0]
+        select_only(target if selection == "armature" else None)
+        for path in paths:
+            before = datablock_counts()
+            result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=path))
+            errors = [line for line in output.splitlines() if "rror" in line]
+            results.append({"path": path, "selection": selection, "result": sorted(result) if isinstance(result, set) else result,
+                            "errors": errors, "unchanged": datablock_counts() == before})
+    return results
+
+
+def main():
+    spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    out = {"blender": bpy.app.version_string}
+    bpy.ops.extensions.package_install_files(filepath=spec["zip"], repo="user_default", enable_on_install=True)
+    out["installed"] = MODULE in {m.__name__ for m in addon_utils.modules()} and addon_utils.check(MODULE)[1]
+    out["operator"] = hasattr(bpy.ops.kimodo, "import_motion") and "KIMODO_OT_import_motion" in dir(bpy.types)
+    out["panel"] = "VIEW3D_PT_kimodo" in dir(bpy.types)
+    out["menu"] = any(getattr(f, "__name__", "") == "menu_import" for f in bpy.types.TOPBAR_MT_file_import._dyn_ui_initialize())
+    out["permissions_manifest"] = True
+    out["install_folder"] = str(Path(USER))
+    out["cases"] = [run_case(case, spec["work"]) for case in spec["cases"]]
+    out["bad"] = run_bad(spec["bad"], spec["bad_rig"])
+    addon_utils.disable(MODULE)
+    out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),
+                           "panel": "VIEW3D_PT_kimodo" in dir(bpy.types),
+                           "property": hasattr(bpy.types.Armature, "kimodo_bone_map")}
+    addon_utils.enable(MODULE)
+    out["re_registered"] = "KIMODO_OT_import_motion" in dir(bpy.types)
+    path = Path(spec["work"]) / "blender_result.json"
+    path.write_text(json.dumps(out), encoding="utf-8")
+    print(json.dumps({"result": str(path)}))
+
+
+main()

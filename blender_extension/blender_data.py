@@ -104,18 +104,18 @@ def _fcurve_maker(obj, action):
 
 
 def key_action(obj, name: str, channels, first_frame: int):
-    """A new Action on `obj` with, per bone, location (where it moves) and rotation_quaternion keys at
-    first_frame, first_frame + 1, ... (linear, as glTF samples are)."""
+    """A new Action on `obj` with, per bone, location, rotation_quaternion and scale keys at first_frame,
+    first_frame + 1, ... (linear, as glTF samples are). Every channel is keyed, so the Action holds the
+    whole pose: NLA strips below it (a character's own clips) cannot move a bone it leaves unkeyed."""
     action = bpy.data.actions.new(name)
     new_fcurve = _fcurve_maker(obj, action)
     for bone_name, frames in channels.items():
         pose_bone = obj.pose.bones[bone_name]
         pose_bone.rotation_mode = "QUATERNION"
         path = 'pose.bones["{}"]'.format(bpy.utils.escape_identifier(bone_name))
-        moves = any(abs(c) > 1e-7 for location, _ in frames for c in location)
-        curves = [(path + ".rotation_quaternion", i, [q[i] for _, q in frames]) for i in range(4)]
-        if moves:
-            curves += [(path + ".location", i, [p[i] for p, _ in frames]) for i in range(3)]
+        curves = [(path + ".location", i, [p[i] for p, _ in frames]) for i in range(3)]
+        curves += [(path + ".rotation_quaternion", i, [q[i] for _, q in frames]) for i in range(4)]
+        curves += [(path + ".scale", i, [1.0] * len(frames)) for i in range(3)]
         for data_path, index, values in curves:
             fcurve = new_fcurve(data_path, index, bone_name)
             points = fcurve.keyframe_points

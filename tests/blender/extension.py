@@ -110,6 +110,55 @@ def deformed_vertices(armature, frame):
     return np.array(points)
 
 
+def sole_heights(armature, frames, feet):
+    """Per frame and side, the lowest world height (glTF y) of the deformed mesh parts that belong to
+    that side's foot bones (vertices whose strongest weight is one of them, or whole meshes parented to
+    one), and the same at the armature's rest. feet: {"l": [bone names], "r": [...]}."""
+    scene = bpy.context.scene
+    parts = []  # (object, {side: vertex mask})
+    for obj in scene.objects:
+        if obj.type != "MESH":
+            continue
+        if any(m.type == "ARMATURE" and m.object == armature for m in obj.modifiers):
+            names = {g.index: g.name for g in obj.vertex_groups}
+            dominant = []
+            for vertex in obj.data.vertices:
+                best = max(vertex.groups, key=lambda e: e.weight, default=None)
+                dominant.append(names.get(best.group, "") if best is not None else "")
+            parts.append((obj, {side: np.array([d in bones for d in dominant]) for side, bones in feet.items()}))
+        elif obj.parent == armature and obj.parent_type == "BONE":
+            count = len(obj.data.vertices)
+            parts.append((obj, {side: np.full(count, obj.parent_bone in bones) for side, bones in feet.items()}))
+
+    def lowest():
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        result = {side: float("inf") for side in feet}
+        for obj, masks in parts:
+            evaluated = obj.evaluated_get(depsgraph)
+            mesh = evaluated.to_mesh()
+            co = np.empty(len(mesh.vertices) * 3)
+            mesh.vertices.foreach_get("co", co)
+            evaluated.to_mesh_clear()
+            world = np.array(evaluated.matrix_world)
+            points = co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
+            for side, mask in masks.items():
+                if len(mask) == len(points) and mask.any():
+                    result[side] = min(result[side], float(points[mask, 2].min()))  # Blender z = glTF y
+        return result
+
+    heights = {side: [] for side in feet}
+    for frame in frames:
+        scene.frame_set(frame)
+        for side, value in lowest().items():
+            heights[side].append(value)
+    armature.data.pose_position = "REST"
+    bpy.context.view_layer.update()
+    rest = lowest()
+    armature.data.pose_position = "POSE"
+    bpy.context.view_layer.update()
+    return heights, rest
+
+
 def nearest_distance(a, b):
     """Largest distance from a point of either set to the other set."""
     if not len(a) or not len(b):
@@ -138,6 +187,8 @@ def run_case(case, work):
     result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=case["clip"], **options))
     record["result"] = sorted(result) if isinstance(result, set) else result
     record["output"] = output
+    if record["result"] != ["FINISHED"]:
+        return record
     if target is None:
         made = [o for o in bpy.data.objects if o.name not in before]
         record["made"] = sorted((o.name, o.type) for o in made)
@@ -149,7 +200,11 @@ def run_case(case, work):
     record["report"] = target.data.get("kimodo_report", "")
     record["bone_map"] = {item.part: item.bone for item in target.data.kimodo_bone_map}
     record["heads"] = sample(target, range(scene.frame_start, scene.frame_end + 1))
+    record["rest_heads"] = {bone.name: to_gltf(target.matrix_world @ bone.head_local) for bone in target.data.bones}
     record["quaternion_modes"] = sorted({b.rotation_mode for b in target.pose.bones})
+    if case.get("soles"):
+        feet = {side: [record["bone_map"].get(p + "_" + side) for p in ("foot", "toe")] for side in ("l", "r")}
+        record["soles"], record["rest_soles"] = sole_heights(target, range(scene.frame_start, scene.frame_end + 1), feet)
     if case["rig"] == "box":
         frames = case["compare_frames"]
         ours = [deformed_vertices(target, scene.frame_start + f) for f in frames]
@@ -189,15 +244,34 @@ def run_case(case, work):
     return record
 
 
-def run_bad(paths, rig):
-    """Each bad file with a character selected and with nothing selected: the scene must not change."""
+def make_stick_armature():
+    """Two bones and no humanoid in them: a good clip must be refused for it."""
+    data = bpy.data.armatures.new("stick")
+    obj = bpy.data.objects.new("stick", data)
+    bpy.context.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    first = data.edit_bones.new("a")
+    first.head, first.tail = (0, 0, 0), (0, 0, 1)
+    second = data.edit_bones.new("b")
+    second.head, second.tail = (0, 0, 1), (0, 0, 2)
+    second.parent = first
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return obj
+
+
+def run_bad(paths, rig, good_clip):
+    """Each bad file with a character selected and with nothing selected, and a good clip onto an
+    armature that is no humanoid: the scene must not change."""
     results = []
-    for selection in ("armature", "none"):
+    for selection in ("armature", "none", "stick"):
         clear_scene()
         bpy.ops.import_scene.gltf(filepath=rig)
         target = armatures()[0]
-        select_only(target if selection == "armature" else None)
-        for path in paths:
+        if selection == "stick":
+            target = make_stick_armature()
+        select_only(target if selection != "none" else None)
+        for path in (paths if selection != "stick" else [good_clip]):
             before = datablock_counts()
             result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=path))
             errors = [line for line in output.splitlines() if "rror" in line]
@@ -217,7 +291,7 @@ def main():
     out["permissions_manifest"] = True
     out["install_folder"] = str(Path(USER))
     out["cases"] = [run_case(case, spec["work"]) for case in spec["cases"]]
-    out["bad"] = run_bad(spec["bad"], spec["bad_rig"])
+    out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"])
     addon_utils.disable(MODULE)
     out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),
                            "panel": "VIEW3D_PT_kimodo" in dir(bpy.types),

@@ -36,7 +36,6 @@ from ..rotations import (
     quat_multiply,
     quat_normalize,
     quat_rotate,
-    quat_to_matrix,
     subtract,
 )
 
@@ -217,40 +216,50 @@ def pose_channels(armature: Armature, skeleton: Skeleton, poses: Sequence[Sequen
     continuous from frame to frame so Blender's per-channel interpolation takes the short way."""
     placement = Placement.of(armature)
     rests = {bone.name: bone for bone in armature.bones}
-    unrotate = matrix_transpose(placement.rotation)
+    # Armature space from the glTF frame: rotation R^-1 C^-1, then (p - t) / s for points.
+    to_armature = quat_multiply(quat_conjugate(matrix_to_quat(placement.rotation)), matrix_to_quat(FROM_Y_UP))
+    origin = quat_rotate(to_armature, matrix_apply(TO_Y_UP, placement.translation))
+    inverse_scale = 1.0 / placement.scale
+    # Per bone, its rest in armature space and relative to its Blender parent (the unposed bone's frame
+    # is parent pose @ parent rest^-1 @ rest). Only loose top bones were hung from joint 0 in `skeleton`,
+    # and those have no Blender parent.
+    rest_rotations, rest_heads, parent_rests = [], [], []
+    for name in skeleton.joint_names:
+        rest = rests[name]
+        rotation, head = matrix_to_quat(_rotation(rest.matrix_local)), _head(rest.matrix_local)
+        rest_rotations.append(rotation)
+        rest_heads.append(head)
+        parent = rests.get(rest.parent)
+        if parent is None:
+            parent_rests.append(None)
+            continue
+        inverse_parent = quat_conjugate(matrix_to_quat(_rotation(parent.matrix_local)))
+        parent_rests.append((quat_multiply(inverse_parent, rotation),
+                             quat_rotate(inverse_parent, subtract(head, _head(parent.matrix_local)))))
     channels: Dict[str, List[Channel]] = {name: [] for name in skeleton.joint_names}
-    previous: Dict[str, Quat] = {}
+    previous: List[Optional[Quat]] = [None] * skeleton.joint_count
     for frame_poses in poses:
-        pose_rotations: List[Mat3] = []
+        pose_rotations: List[Quat] = []
         pose_heads: List[Vec3] = []
         for joint, (rotation, position) in enumerate(frame_poses):
-            name = skeleton.joint_names[joint]
-            # The pose matrix in armature space: rotation R^-1 C^-1 G, head A^-1 C^-1 p.
-            pose_rotation = matrix_multiply(unrotate, matrix_multiply(FROM_Y_UP, quat_to_matrix(rotation)))
-            head = placement.to_armature(matrix_apply(FROM_Y_UP, position))
+            pose_rotation = quat_multiply(to_armature, rotation)
+            moved = quat_rotate(to_armature, position)
+            head = ((moved[0] - origin[0]) * inverse_scale, (moved[1] - origin[1]) * inverse_scale,
+                    (moved[2] - origin[2]) * inverse_scale)
             pose_rotations.append(pose_rotation)
             pose_heads.append(head)
-            rest = rests[name]
-            rest_rotation, rest_head = _rotation(rest.matrix_local), _head(rest.matrix_local)
-            parent = skeleton.parents[joint]
-            parent_name = rest.parent if rest.parent in rests else ""
-            if parent_name:
-                p = parent  # Blender's parent (only loose top bones were hung from joint 0, and they have none)
-                parent_rest = rests[parent_name].matrix_local
-                # frame = parent pose @ parent rest^-1 @ rest (rotation and head of the unposed bone).
-                to_parent = matrix_transpose(_rotation(parent_rest))
-                frame_rotation = matrix_multiply(pose_rotations[p], matrix_multiply(to_parent, rest_rotation))
-                local_head = matrix_apply(to_parent, subtract(rest_head, _head(parent_rest)))
-                frame_head = add(matrix_apply(pose_rotations[p], local_head), pose_heads[p])
+            relative = parent_rests[joint]
+            if relative is None:
+                frame_rotation, frame_head = rest_rotations[joint], rest_heads[joint]
             else:
-                frame_rotation, frame_head = rest_rotation, rest_head
-            inverse = matrix_transpose(frame_rotation)
-            basis_rotation = matrix_to_quat(matrix_multiply(inverse, pose_rotation))
-            location = matrix_apply(inverse, subtract(head, frame_head))
-            last = previous.get(name)
-            if last is not None and sum(a * b for a, b in zip(last, basis_rotation)) < 0.0:
-                basis_rotation = (-basis_rotation[0], -basis_rotation[1], -basis_rotation[2], -basis_rotation[3])
-            previous[name] = basis_rotation
-            x, y, z, w = basis_rotation
-            channels[name].append((location, (w, x, y, z)))
+                parent = skeleton.parents[joint]
+                frame_rotation = quat_multiply(pose_rotations[parent], relative[0])
+                frame_head = add(quat_rotate(pose_rotations[parent], relative[1]), pose_heads[parent])
+            inverse = quat_conjugate(frame_rotation)
+            x, y, z, w = quat_normalize(quat_multiply(inverse, pose_rotation))
+            last = previous[joint]
+            if last is not None and last[0] * x + last[1] * y + last[2] * z + last[3] * w < 0.0:
+                x, y, z, w = -x, -y, -z, -w
+            previous[joint] = (x, y, z, w)
+            channels[skeleton.joint_names[joint]].append((quat_rotate(inverse, subtract(head, frame_head)), (w, x, y, z)))
     return channels

@@ -4,6 +4,7 @@
 # Installs (each only when its requirements file changed since the last run):
 #   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
 #   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
+#   .venvs/blender42-*  bpy 4.2 LTS, the oldest Blender the extension supports  (tests/requirements-blender42.txt)
 #   tests/node      gltf-validator, pyright, three from npm                  (tests/node/package-lock.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,9 +53,12 @@ ensure_venv test python3 tests/requirements.txt
 TEST_VENV=$VENV
 ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
 BLENDER_VENV=$VENV
+ensure_venv blender42 "$(python_for_blender)" tests/requirements-blender42.txt
+BLENDER42_VENV=$VENV
 ensure_node
 
 export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
+export KIMODO_BLENDER42_PYTHON="$BLENDER42_VENV/bin/python"
 export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
 
 echo "vermin: the runtime must run on Python 3.8+"

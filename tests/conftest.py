@@ -29,11 +29,13 @@ def node_modules() -> Path:
     return folder
 
 
-def blender_python() -> str:
-    python = os.environ.get("KIMODO_BLENDER_PYTHON", "")
+def blender_python(lts: bool = False) -> str:
+    """The bpy venv's Python; lts: the one with bpy 4.2 LTS (the oldest Blender the extension supports)."""
+    variable, name = ("KIMODO_BLENDER42_PYTHON", "blender42") if lts else ("KIMODO_BLENDER_PYTHON", "blender")
+    python = os.environ.get(variable, "")
     if not python:  # pytest run by hand after scripts/test.sh built the venvs here
-        built = sorted((ROOT / ".venvs").glob("blender-*/bin/python"))
-        python = str(built[-1]) if built else str(ROOT / ".venvs" / "blender-*" / "bin" / "python")
+        built = sorted((ROOT / ".venvs").glob(name + "-*/bin/python"))
+        python = str(built[-1]) if built else str(ROOT / ".venvs" / (name + "-*") / "bin" / "python")
     if not Path(python).exists():
         pytest.fail("judge missing: Blender's Python (bpy venv) not at {} (run bash scripts/test.sh)".format(python))
     return python
@@ -56,10 +58,11 @@ def validate_gltf(*paths: Path) -> dict:
     return reports
 
 
-def run_blender(script: str, *args: str, timeout: int = 600) -> dict:
-    """Run tests/blender/<script> in Blender's Python; the script prints one JSON object as its last line."""
+def run_blender(script: str, *args: str, timeout: int = 600, lts: bool = False) -> dict:
+    """Run tests/blender/<script> in Blender's Python (lts: bpy 4.2); the script prints one JSON object
+    as its last line."""
     result = subprocess.run(
-        [blender_python(), str(BLENDER_SCRIPTS / script)] + [str(a) for a in args],
+        [blender_python(lts), str(BLENDER_SCRIPTS / script)] + [str(a) for a in args],
         capture_output=True, text=True, timeout=timeout,
     )
     if result.returncode != 0:

@@ -95,10 +95,13 @@ def built(tmp_path_factory):
     return work, zip_path
 
 
-@pytest.fixture(scope="module")
-def blender(built):
-    """The one Blender run: install, every case, the bad files, unregister."""
-    work, zip_path = built
+@pytest.fixture(scope="module", params=["newest", "4.2"])
+def blender(built, request):
+    """The one Blender run per Blender (the bpy venv's, and bpy 4.2 LTS): install, every case, the bad
+    files, unregister."""
+    zip_path = built[1]
+    work = built[0] / request.param
+    work.mkdir()
     cases = []
     for name, rig, clip, options, select in CASES:
         case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(CLIPS / clip),
@@ -123,17 +126,18 @@ def blender(built):
     spec = {"zip": str(zip_path), "work": str(work), "cases": cases, "bad": bad, "bad_rig": str(RIG_FILES["mannequin"]),
             "good_clip": str(CLIPS / "soma_01_single_text_prompt")}
     (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    pointer = run_blender("extension.py", work / "spec.json", timeout=1200)
+    pointer = run_blender("extension.py", work / "spec.json", timeout=1200, lts=request.param == "4.2")
     result = json.loads(open(pointer["result"], encoding="utf-8").read())
     result["cases"] = {case["name"]: case for case in result["cases"]}
+    result["work"] = work
     return result
 
 
 @pytest.fixture(scope="module")
-def cli_outputs(blender, built):
+def cli_outputs(blender):
     """`kimodo-rig retarget` of each case's clip onto the same rig file (Rigify: the metarig as Blender
     exported it), with the same options."""
-    work, _ = built
+    work = blender["work"]
     outputs = {}
     for name, rig, clip, options, _ in CASES:
         target = blender["cases"][name]["exported"] if rig == "rigify" else RIG_FILES[rig]
@@ -177,7 +181,8 @@ def test_the_zip_is_the_same_bytes_every_build(built, tmp_path):
     assert again.read_bytes() == zip_path.read_bytes()
 
 
-def test_blender_installs_registers_and_unregisters_the_extension(blender):
+def test_blender_installs_registers_and_unregisters_the_extension(blender, request):
+    assert blender["blender"].startswith("4.2.") == (request.node.callspec.params["blender"] == "4.2")
     assert blender["installed"] and blender["operator"] and blender["panel"] and blender["menu"]
     assert blender["unregistered"] == {"operator": False, "panel": False, "property": False}
     assert blender["re_registered"]

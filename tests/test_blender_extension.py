@@ -124,7 +124,7 @@ def blender(built, request):
     bad += [str(ROOT / "tests" / "invalid" / "nan_rotation" / "local_rotations_xyzw.f32"), str(truncated),
             str(RIG_FILES["mannequin"]), str(work / "no_such_clip.bvh")]
     spec = {"zip": str(zip_path), "work": str(work), "cases": cases, "bad": bad, "bad_rig": str(RIG_FILES["mannequin"]),
-            "good_clip": str(CLIPS / "soma_01_single_text_prompt")}
+            "good_clip": str(CLIPS / "soma_01_single_text_prompt"), "rootless_rig": str(RIG_FILES["mixamo"])}
     (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     pointer = run_blender("extension.py", work / "spec.json", timeout=1200, lts=request.param == "4.2")
     result = json.loads(open(pointer["result"], encoding="utf-8").read())
@@ -288,12 +288,16 @@ def test_bad_files_give_one_error_and_change_nothing(blender):
         if entry["selection"] == "stick":
             assert "stick: no humanoid legs and arms found" in entry["errors"][0], entry
             continue
+        if entry["selection"] == "rootless":
+            assert entry["errors"][0].endswith(": no bone above the hips to carry root motion; choose root motion "
+                                               "in the hips"), entry
+            continue
         # The same line the command line gives for the same file.
         clip = path.rsplit("/", 1)[0] if path.endswith(".f32") else path
         cli = run_cli("inspect", clip)
         assert cli.returncode == 1
         assert entry["errors"][0] == "Error: " + cli.stderr.strip(), (entry, cli.stderr)
-    assert {e["selection"] for e in blender["bad"]} == {"armature", "none", "stick"}
+    assert {e["selection"] for e in blender["bad"]} == {"armature", "none", "stick", "rootless"}
 
 
 def test_the_bone_map_is_stored_on_the_armature_and_an_edit_is_used(blender):

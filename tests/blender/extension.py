@@ -260,20 +260,22 @@ def make_stick_armature():
     return obj
 
 
-def run_bad(paths, rig, good_clip):
-    """Each bad file with a character selected and with nothing selected, and a good clip onto an
-    armature that is no humanoid: the scene must not change."""
+def run_bad(paths, rig, good_clip, rootless_rig):
+    """Each bad file with a character selected and with nothing selected; a good clip onto an armature
+    that is no humanoid, and with root motion on a root bone onto a rig without one: the scene must not
+    change."""
     results = []
-    for selection in ("armature", "none", "stick"):
+    for selection in ("armature", "none", "stick", "rootless"):
         clear_scene()
-        bpy.ops.import_scene.gltf(filepath=rig)
+        bpy.ops.import_scene.gltf(filepath=rootless_rig if selection == "rootless" else rig)
         target = armatures()[0]
         if selection == "stick":
             target = make_stick_armature()
         select_only(target if selection != "none" else None)
-        for path in (paths if selection != "stick" else [good_clip]):
+        options = {"root_motion": "ROOT"} if selection == "rootless" else {}
+        for path in (paths if selection in ("armature", "none") else [good_clip]):
             before = datablock_counts()
-            result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=path))
+            result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=path, **options))
             errors = [line for line in output.splitlines() if "rror" in line]
             results.append({"path": path, "selection": selection, "result": sorted(result) if isinstance(result, set) else result,
                             "errors": errors, "unchanged": datablock_counts() == before})
@@ -291,7 +293,7 @@ def main():
     out["permissions_manifest"] = True
     out["install_folder"] = str(Path(USER))
     out["cases"] = [run_case(case, spec["work"]) for case in spec["cases"]]
-    out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"])
+    out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"], spec["rootless_rig"])
     addon_utils.disable(MODULE)
     out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),
                            "panel": "VIEW3D_PT_kimodo" in dir(bpy.types),

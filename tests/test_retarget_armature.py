@@ -1,0 +1,139 @@
+"""kimodo_rig.retarget.armature and .api without Blender: the errors a user can cause (exact lines), and
+the pose channels judged by numpy applying Blender's own posing formula (pose = parent pose @ parent
+rest^-1 @ rest @ basis), written out here from Blender's documentation rather than taken from the module."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import CLIPS, RIGS
+from kimodo_rig import formats
+from kimodo_rig.errors import KimodoError
+from kimodo_rig.ops.fk import rest_positions, world_positions
+from kimodo_rig.retarget import api, character
+from kimodo_rig.retarget.armature import Armature, ArmatureBone, pose_channels, skeleton_of, world_poses
+
+GLTF_TO_BLENDER = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # glTF (x, y, z) -> Blender (x, -z, y)
+
+
+def quat_matrix(w, x, y, z):
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def blender_armature(target, matrix_world):
+    """An armature as Blender would hold the target rig: bones whose Y axis points at their first child
+    (any rest orientation will do), placed in armature space so that matrix_world puts them at the rig's
+    bind pose in the Blender scene."""
+    skeleton = target.skeleton
+    rest = np.array(rest_positions(skeleton))
+    world = np.array(matrix_world)
+    inverse = np.linalg.inv(world)
+    bones = []
+    rng = np.random.default_rng(5)
+    for joint, name in enumerate(skeleton.joint_names):
+        head = inverse[:3, :3] @ (GLTF_TO_BLENDER @ rest[joint]) + inverse[:3, 3]
+        q = rng.normal(size=4)
+        rotation = quat_matrix(*(q / np.linalg.norm(q)))
+        matrix = np.eye(4)
+        matrix[:3, :3], matrix[:3, 3] = rotation, head
+        parent = skeleton.parents[joint]
+        bones.append(ArmatureBone(name, skeleton.joint_names[parent] if parent >= 0 else "", tuple(map(tuple, matrix))))
+    return Armature("rig", tuple(reversed(bones)), tuple(map(tuple, world)))  # any bone order
+
+
+def blender_pose(armature, channels, frame):
+    """World heads (Blender frame) from the basis channels, by Blender's posing formula."""
+    rests = {b.name: np.array(b.matrix_local) for b in armature.bones}
+    parents = {b.name: b.parent for b in armature.bones}
+    posed = {}
+
+    def pose(name):
+        if name not in posed:
+            location, (w, x, y, z) = channels[name][frame]
+            basis = np.eye(4)
+            basis[:3, :3], basis[:3, 3] = quat_matrix(w, x, y, z), location
+            if parents[name]:
+                posed[name] = pose(parents[name]) @ np.linalg.inv(rests[parents[name]]) @ rests[name] @ basis
+            else:
+                posed[name] = rests[name] @ basis
+        return posed[name]
+
+    world = np.array(armature.matrix_world)
+    return {name: (world @ pose(name))[:3, 3] for name in rests}
+
+
+@pytest.mark.parametrize("placement", ["identity", "turned_scaled_moved"])
+def test_pose_channels_put_blender_bones_where_the_retarget_has_them(placement):
+    world = np.eye(4)
+    if placement != "identity":
+        angle = 0.7
+        world[:3, :3] = 3.78 * np.array([[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, 1]])
+        world[:3, 3] = (1.5, -2.0, 0.25)
+    target = character.load_target(str(RIGS / "mpfb2" / "mpfb2_game_engine.glb"))
+    armature = blender_armature(target, world)
+    skeleton = skeleton_of(armature)
+    rest = dict(zip(target.skeleton.joint_names, rest_positions(target.skeleton)))
+    for name, position in zip(skeleton.joint_names, rest_positions(skeleton)):
+        assert np.allclose(position, rest[name], atol=1e-9)
+    motion = formats.read_file(CLIPS / "soma_01_single_text_prompt")
+    retargeted, info = api.retarget_motion(motion, skeleton, api.RetargetOptions(root_motion="root"))
+    poses = world_poses(skeleton, retargeted, info.root_track, info.root_bone)
+    channels = pose_channels(armature, skeleton, poses)
+    expected = world_positions(retargeted)
+    index = {n: j for j, n in enumerate(retargeted.skeleton.joint_names)}
+    for frame in (0, 57, 149):
+        heads = blender_pose(armature, channels, frame)
+        for name, j in index.items():
+            assert np.allclose(GLTF_TO_BLENDER.T @ heads[name], expected[frame][j], atol=1e-9), (frame, name)
+        root = info.root_bone
+        assert np.allclose(GLTF_TO_BLENDER.T @ heads[root], info.root_track[frame][0], atol=1e-9)
+    for frames in channels.values():  # w x y z, unit, sign-continuous
+        q = np.array([r for _, r in frames])
+        assert np.allclose(np.linalg.norm(q, axis=1), 1.0) and (np.sum(q[1:] * q[:-1], axis=1) >= 0).all()
+
+
+def test_an_unevenly_scaled_armature_gets_one_line():
+    world = np.diag([1.0, 2.0, 1.0, 1.0])
+    armature = Armature("Hero", (ArmatureBone("a", "", tuple(map(tuple, np.eye(4)))),), tuple(map(tuple, world)))
+    with pytest.raises(KimodoError) as error:
+        skeleton_of(armature)
+    assert str(error.value) == "Hero: the armature object is scaled unevenly (1, 2, 1); apply its scale first (Ctrl+A)"
+
+
+def test_an_armature_without_bones_gets_one_line():
+    with pytest.raises(KimodoError) as error:
+        skeleton_of(Armature("Empty", ()))
+    assert str(error.value) == "Empty: the armature has no bones"
+
+
+def test_a_user_bone_map_overrides_the_detected_one_part_by_part():
+    skeleton = character.load_target("mannequin").skeleton
+    detected = api.detect_bone_map(skeleton, "mannequin")
+    assert detected["head"] == "head" and detected["toe_l"] == "ball_l"
+    same = api.humanoid_map(skeleton, detected, "mannequin")
+    assert {p: skeleton.joint_names[j] for p, j in same.bones.items()} == detected
+    edited = api.humanoid_map(skeleton, dict(detected, head="", hand_l="lowerarm_l"), "mannequin")
+    assert "head" not in edited.bones and skeleton.joint_names[edited.bones["hand_l"]] == "lowerarm_l"
+    with pytest.raises(KimodoError) as error:
+        api.humanoid_map(skeleton, {"head": "noggin"}, "Hero")
+    assert str(error.value) == "Hero: bone map: head is mapped to 'noggin', which is not a bone of this armature"
+    with pytest.raises(KimodoError) as error:
+        api.humanoid_map(skeleton, {"thigh_l": "", "calf_r": ""}, "Hero")
+    assert str(error.value) == "Hero: bone map: no bone for thigh_l, calf_r"
+
+
+def test_the_box_rig_motion_is_kimodos_own_but_for_the_travel():
+    motion = formats.read_file(CLIPS / "g1_01_single_text_prompt")
+    plain, _ = api.own_skeleton_motion(motion)
+    assert plain.local_rotations == motion.local_rotations and plain.root_positions == motion.root_positions
+    still, _ = api.own_skeleton_motion(motion, api.RetargetOptions(in_place=True))
+    roots, original = np.array(still.root_positions).reshape(-1, 3), np.array(motion.root_positions).reshape(-1, 3)
+    assert np.array_equal(roots[:, 1], original[:, 1])
+    travel = np.linalg.norm(original[-1, [0, 2]] - original[0, [0, 2]])
+    assert travel > 1.0 and np.linalg.norm(roots[-1, [0, 2]] - roots[0, [0, 2]]) < 0.05 * travel
+    _, info = api.own_skeleton_motion(motion, api.RetargetOptions(root_motion="root"))
+    assert info.root_is_new and len(info.root_track) == motion.frame_count

@@ -14,15 +14,15 @@ from __future__ import annotations
 import inspect
 from array import array
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..model import Motion, Skeleton
-from ..ops.fk import world_positions
 from ..rotations import Vec3
 from . import mapping
 from .mapping import SIDES, HumanoidMap, map_humanoid
-from .report import Report, measure_report
+from . import output
+from .report import Report
 from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
 
 # The parts the Blender panel always lists (fingers and extra spine or neck bones where the rig has them).
@@ -108,19 +108,4 @@ def report_from_positions(source: Motion, info: RetargetInfo,
     """The report measured from per-frame world positions (glTF frame, metres) by joint name of the
     retargeted skeleton, as the front end sampled them."""
     names = info.target_map.skeleton.joint_names
-    target_positions: List[List[Optional[Vec3]]] = [[frame.get(name) for name in names] for frame in positions]
-    return measure_report(
-        skeleton_label=source.skeleton.label,
-        joint_count=source.joint_count,
-        source_map=info.source_map,
-        target_map=info.target_map,
-        source_positions=world_positions(source),
-        target_positions=target_positions,
-        duration_s=source.duration,
-        chains_mapped=info.chains_mapped,
-        left_at_rest=info.left_at_rest,
-        reach_source=info.reach_source,
-        reach_target=info.reach_target,
-        arm_correction_max_deg=info.corrections.arm_max_deg,
-        facing=info.corrections.facing,
-    )
+    return output.report_from_positions(source, info, [[frame.get(name) for name in names] for frame in positions])

@@ -94,13 +94,19 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo) -> Report:
+    return report_from_positions(source, info, output_positions(path, retargeted))
+
+
+def report_from_positions(source: Motion, info: RetargetInfo, target_positions) -> Report:
+    """The report from per-frame world positions of the retargeted skeleton's joints (None where one was
+    not sampled), however they were read back: from the written file, or from a host's evaluation."""
     return measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
         target_map=info.target_map,
         source_positions=world_positions(source),
-        target_positions=output_positions(path, retargeted),  # type: ignore[arg-type]
+        target_positions=target_positions,
         duration_s=source.duration,
         chains_mapped=info.chains_mapped,
         left_at_rest=info.left_at_rest,

@@ -110,6 +110,7 @@ def blender(built, request):
             case["path"] = str(RIG_FILES[rig])
         if name == "mannequin_soma_01":
             case["edit_map"] = "head"
+            case["draw_panel"] = True
             case["undo"] = True
         cases.append(case)
     for name, clip, options in BOX_CASES:
@@ -309,6 +310,17 @@ def test_the_bone_map_is_stored_on_the_armature_and_an_edit_is_used(blender):
     assert before.strip().startswith("9 chains mapped") and after.strip().startswith("8 chains mapped"), (before, after)
     assert record["bone_map_redetected"] == bone_map
     assert blender["cases"]["female_soma_02"]["bone_map"]["foot_l"] == "Foot.L"
+
+
+def test_the_sidebar_panel_shows_the_last_report_and_every_part_with_its_bone(blender):
+    record = blender["cases"]["mannequin_soma_01"]
+    panel = [tuple(entry) for entry in record["panel"]]
+    labels = [text for kind, text, *_ in panel if kind == "label"]
+    assert labels == [line.strip() for line in record["report"].splitlines()]
+    assert ("operator", "kimodo.detect_bone_map") in panel
+    rows = {entry[1]: entry[2] for entry in panel if entry[0] == "bone"}
+    assert rows == record["bone_map"] and all(entry[3] == "bones" for entry in panel if entry[0] == "bone")
+    assert [kind for kind, *_ in record["panel_without_armature"]] == ["label", "label"]
 
 
 def test_undo_removes_the_import(blender):

@@ -167,6 +167,35 @@ def nearest_distance(a, b):
     return float(max(d.min(axis=1).max(), d.min(axis=0).max()))
 
 
+class LayoutRecorder:
+    """Stands in for a panel's UILayout (none exists without a window) and records what draw() puts in it."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def label(self, text="", **_):
+        self.log.append(("label", text))
+
+    def operator(self, idname, **_):
+        self.log.append(("operator", idname))
+
+    def prop_search(self, data, prop, search_data, search_prop, text="", **_):
+        self.log.append(("bone", text, getattr(data, prop), search_prop))
+
+    def box(self):
+        return self
+
+    def column(self, **_):
+        return self
+
+
+def draw_panel():
+    log = []
+    panel = type("PanelCall", (), {"layout": LayoutRecorder(log)})()
+    bpy.types.VIEW3D_PT_kimodo.draw(panel, bpy.context)
+    return log
+
+
 def run_case(case, work):
     clear_scene()
     scene = bpy.context.scene
@@ -219,6 +248,11 @@ def run_case(case, work):
         theirs = [deformed_vertices(reference, start + f) for f in frames]
         record["mesh_distance"] = max(nearest_distance(a, b) for a, b in zip(ours, theirs))
         record["reference_vertices"] = int(len(theirs[0]))
+    if case.get("draw_panel"):
+        select_only(target)
+        record["panel"] = draw_panel()
+        select_only(None)
+        record["panel_without_armature"] = draw_panel()
     if case.get("edit_map"):
         # Unmap a part in the stored map, import again: the map on the armature is what the import uses.
         for item in target.data.kimodo_bone_map:

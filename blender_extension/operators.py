@@ -72,7 +72,11 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
     obj = target_armature(context)
     scene = context.scene
     saved_scene = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
+    animation = obj.animation_data if obj is not None else None
+    saved_action = (animation.action, getattr(animation, "action_slot", None)) if animation is not None else None
+    saved_modes = {bone.name: bone.rotation_mode for bone in obj.pose.bones} if obj is not None else {}
     action = None
+    new_map = None
     try:
         if obj is None:
             retargeted, info = api.own_skeleton_motion(motion, options)
@@ -100,7 +104,7 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
             if info.root_is_new:
                 raise KimodoError("{}: no bone above the hips to carry root motion; choose root motion in the hips".format(obj.name))
             if not stored:
-                store_bone_map(obj, detected)
+                new_map = detected
         full = skeleton_of(armature)
         poses = world_poses(full, retargeted, info.root_track, info.root_bone)
         channels = pose_channels(armature, full, poses)
@@ -118,8 +122,8 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
             for joint, joint_name in enumerate(full.joint_names):
                 worst = max(worst, length(subtract(sample[joint_name], poses[frame][joint][1])))
         if not worst <= SELF_CHECK_TOLERANCE_M:
-            raise KimodoError("{}: self-check failed: Blender puts a bone {:.3g} m from where the retarget has it".format(
-                obj.name, worst))
+            raise KimodoError("{}: self-check failed: Blender puts a bone {:.3g} m from where the retarget has it "
+                              "(constraints or drivers on the armature?)".format(obj.name, worst))
         if made:
             text = "{}: {}, {} joints, {} frames on a new Kimodo box rig, worst joint disagreement {:.1e} m".format(
                 name, motion.skeleton.label, motion.joint_count, motion.frame_count, worst)
@@ -127,9 +131,18 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
             report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples])
             text = format_report(name, report)
         obj.data[REPORT_PROPERTY] = text
+        if new_map is not None:
+            store_bone_map(obj, new_map)
     except Exception:
-        if action is not None and obj.animation_data is not None:
-            obj.animation_data.action = None
+        if action is not None and not made:  # the character's own animation back as it was
+            if saved_action is None:
+                obj.animation_data_clear()
+            else:
+                obj.animation_data.action = saved_action[0]
+                if saved_action[1] is not None:
+                    obj.animation_data.action_slot = saved_action[1]
+            for bone_name, mode in saved_modes.items():
+                obj.pose.bones[bone_name].rotation_mode = mode
         blender_data.remove(objects=[o for o in made if isinstance(o, bpy.types.Object)], actions=[action],
                             datablocks=[d for d in made if not isinstance(d, bpy.types.Object)])
         scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = saved_scene

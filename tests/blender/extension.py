@@ -299,20 +299,31 @@ def run_bad(paths, rig, good_clip, rootless_rig):
     that is no humanoid, and with root motion on a root bone onto a rig without one: the scene must not
     change."""
     results = []
-    for selection in ("armature", "none", "stick", "rootless"):
+    for selection in ("armature", "none", "stick", "rootless", "constrained"):
         clear_scene()
         bpy.ops.import_scene.gltf(filepath=rootless_rig if selection == "rootless" else rig)
         target = armatures()[0]
         if selection == "stick":
             target = make_stick_armature()
+        if selection == "constrained":
+            # A constraint Blender evaluates after the keys: the self-check must refuse the import and
+            # put the character back as it was (its own action, its bones' rotation modes).
+            limit = target.pose.bones["upperarm_l"].constraints.new("LIMIT_ROTATION")
+            limit.use_limit_x = limit.use_limit_y = limit.use_limit_z = True
+            target.animation_data_create().action = bpy.data.actions.new("own_clip")
+            for bone in target.pose.bones:
+                bone.rotation_mode = "XYZ"
         select_only(target if selection != "none" else None)
         options = {"root_motion": "ROOT"} if selection == "rootless" else {}
         for path in (paths if selection in ("armature", "none") else [good_clip]):
             before = datablock_counts()
+            before["rotation_modes"] = sorted({b.rotation_mode for b in target.pose.bones}) if target else []
             result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=path, **options))
             errors = [line for line in output.splitlines() if "rror" in line]
+            after = datablock_counts()
+            after["rotation_modes"] = sorted({b.rotation_mode for b in target.pose.bones}) if target else []
             results.append({"path": path, "selection": selection, "result": sorted(result) if isinstance(result, set) else result,
-                            "errors": errors, "unchanged": datablock_counts() == before})
+                            "errors": errors, "unchanged": after == before})
     return results
 
 

@@ -102,6 +102,20 @@ def quat_from_axis_angle(axis: Sequence[float], angle: float) -> Quat:
     return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2.0))
 
 
+def rotation_vector_to_quat(v: Sequence[float]) -> Quat:
+    angle = length(v)
+    return quat_from_axis_angle(v, angle) if angle > 0.0 else (0.0, 0.0, 0.0, 1.0)
+
+
+def quat_to_rotation_vector(q: Sequence[float]) -> Sequence[float]:
+    x, y, z, w = q if q[3] >= 0.0 else (-q[0], -q[1], -q[2], -q[3])
+    s = math.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        return (2.0 * x, 2.0 * y, 2.0 * z)
+    angle = 2.0 * math.atan2(s, w)
+    return (x / s * angle, y / s * angle, z / s * angle)
+
+
 def quat_angle(q: Sequence[float]) -> float:
     """Rotation angle of unit quaternion q, radians in [0, pi]."""
     w = min(1.0, abs(q[3]) / max(quat_norm(q), 1e-300))

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, retarget
+from . import constraints, convert, glb, inspect, retarget
 
-VERBS = (glb, convert, inspect, retarget)
+VERBS = (glb, convert, inspect, retarget, constraints)
 
 
 def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:

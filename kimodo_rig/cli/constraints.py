@@ -1,0 +1,205 @@
+"""`kimodo-rig constraints check|extract|convert`: Kimodo constraints files and Animotive requests."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import constraints as constraints_io, formats
+from ..constraints import animotive
+from ..constraints.adherence import measure
+from ..constraints.check import check
+from ..constraints.convert import to_animotive, to_kimodo
+from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
+from ..constraints.fields import load_json
+from ..constraints.model import ConstraintSet, Problem, Request, skeleton_label
+from ..errors import KimodoError
+from ..files import write_bytes_atomic
+from .arguments import positive_float
+
+DEFAULT_MODEL = "kimodo-soma-rp"
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("constraints", help="check, measure, extract and convert Kimodo constraints")
+    verbs = parser.add_subparsers(dest="constraints_command", metavar="VERB")
+    verbs.required = True
+
+    checking = verbs.add_parser("check", help="what a constraints file holds, its problems and (--motion) adherence")
+    checking.add_argument("file")
+    checking.add_argument("--motion", help="a motion to measure against (anything convert reads)")
+    checking.add_argument("--json", action="store_true", help="print JSON")
+    checking.add_argument("--fps", type=positive_float)
+    checking.set_defaults(run=run_check)
+
+    extracting = verbs.add_parser("extract", help="the constraints that would ask Kimodo for a motion")
+    extracting.add_argument("motion")
+    extracting.add_argument("-o", "--output", required=True)
+    for kind in KINDS:
+        extracting.add_argument("--" + kind, metavar="F,F,..." if kind != "root2d" else "F,...|all|every:N")
+    extracting.add_argument("--start", type=int, default=0, help="the motion frame a generation starts at (default 0)")
+    extracting.add_argument("--tail", type=int, metavar="N", help="the last N frames as fullbody at frames 0..N-1")
+    extracting.add_argument("--format", choices=("kimodo", "animotive"), default="kimodo")
+    extracting.add_argument("--fps", type=positive_float)
+    _request_arguments(extracting)
+    extracting.set_defaults(run=run_extract)
+
+    converting = verbs.add_parser("convert", help="Kimodo constraints.json <-> Animotive request")
+    converting.add_argument("input")
+    converting.add_argument("output")
+    converting.add_argument("--to", required=True, choices=("kimodo", "animotive"))
+    _request_arguments(converting)
+    converting.set_defaults(run=run_convert)
+
+
+def _request_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prompt", action="append", help="Animotive: a text, once per prompt")
+    parser.add_argument("--duration", action="append", type=positive_float, help="Animotive: seconds, once per prompt")
+    parser.add_argument("--model", help="Animotive: the model (default {})".format(DEFAULT_MODEL))
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--steps", type=int, help="Animotive: diffusion steps (default 100)")
+    parser.add_argument("--samples", type=int, help="Animotive: number of samples (default 1)")
+
+
+# ------------------------------------------------------------------------------------------------ check
+
+def _frames_text(frames: Sequence[int]) -> str:
+    ordered = sorted(frames)
+    parts: List[str] = []
+    run_start = previous = ordered[0]
+    for frame in ordered[1:] + [None]:  # type: ignore[operator]
+        if frame is not None and frame == previous + 1:
+            previous = frame
+            continue
+        parts.append(str(run_start) if run_start == previous else "{}-{}".format(run_start, previous))
+        if frame is not None:
+            run_start = previous = frame
+    return ", ".join(parts)
+
+
+def _cm(value: Optional[float]) -> str:
+    return "-" if value is None else "{:.1f}".format(value)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    found = constraints_io.read(args.file)
+    motion = formats.read_file(args.motion, fps=args.fps) if args.motion else None
+    problems = check(found, motion)
+    failed = any(p.severity == "error" for p in problems)
+    adherence = []
+    if motion is not None and not failed:
+        adherence = measure(found, motion)
+    if args.json:
+        print(json.dumps({"format": found.format, "skeleton": skeleton_label(found.joint_counts()),
+                          "entries": [a.to_json() for a in adherence] if motion is not None and not failed else
+                          [{"index": e.index, "type": e.name, "frames": list(e.frames)} for e in found.entries],
+                          "problems": [p.to_json() for p in problems]}))
+        return 1 if failed else 0
+    print(_summary(found))
+    if adherence:
+        print("adherence of {} ({} frames):".format(args.motion, motion.frame_count))  # type: ignore[union-attr]
+        print("  entry  type          frames  position cm mean / max  root cm  heading deg  worst frame")
+        for a in adherence:
+            print("  {:<5}  {:<12}  {:>6}  {:>11} / {:<8}  {:>7}  {:>11}  {}".format(
+                a.index, a.type, len(a.frames), _cm(a.position_error_cm_mean), _cm(a.position_error_cm_max),
+                _cm(a.root_error_cm_mean), _cm(a.heading_error_deg_mean), a.worst_frame))
+    _print_problems(problems)
+    return 1 if failed else 0
+
+
+def _summary(found: ConstraintSet) -> str:
+    kind = "Kimodo constraints.json" if found.format == "kimodo" else "Animotive Kimodo request"
+    lines = ["{}: {}, {}, {} entries".format(found.path, kind, skeleton_label(found.joint_counts()), len(found.entries))]
+    request = found.request
+    if request is not None:
+        lines.append("  request  {}, {} prompt(s), {:.2f} s ({} frames), {} sample(s), {} steps, {}".format(
+            request.model, len(request.texts), sum(request.durations), request.total_frames, request.num_samples,
+            request.diffusion_steps, "no seed" if request.seed is None else "seed {}".format(request.seed)))
+    by_type: Dict[str, List[int]] = {}
+    for entry in found.entries:
+        by_type.setdefault(entry.name, []).extend(entry.frames)
+    for name, frames in by_type.items():
+        lines.append("  {:<12} {:>3} frames: {}".format(name, len(frames), _frames_text(frames)))
+    return "\n".join(lines)
+
+
+def _print_problems(problems: Sequence[Problem]) -> None:
+    import sys
+    for problem in problems:
+        print(problem.line(), file=sys.stderr)
+
+
+def _first_error(problems: Sequence[Problem]) -> None:
+    for problem in problems:
+        if problem.severity == "error":
+            raise KimodoError(problem.line())
+
+
+# ---------------------------------------------------------------------------------------------- request
+
+def _meta_beside(path: str) -> Dict[str, Any]:
+    meta = Path(path).with_name("meta.json")
+    if not meta.is_file():
+        return {}
+    data = load_json(meta)
+    return data if isinstance(data, dict) else {}
+
+
+def _request(args: argparse.Namespace, meta: Dict[str, Any], prompt: str = "", duration: Optional[float] = None) -> Request:
+    texts = args.prompt or meta.get("texts") or ([meta["text"]] if "text" in meta else None) or ([prompt] if prompt else None)
+    durations = args.duration or meta.get("durations") or ([meta["duration"]] if "duration" in meta else None) or (
+        [duration] if duration else None)
+    if not texts or not durations:
+        raise KimodoError("{}: an Animotive request needs --prompt TEXT and --duration SECONDS".format(args.output))
+    if len(texts) != len(durations):
+        raise KimodoError("{}: {} prompt(s) but {} duration(s): give one --duration per --prompt".format(
+            args.output, len(texts), len(durations)))
+    seed = args.seed if args.seed is not None else meta.get("seed")
+    return Request(args.model or DEFAULT_MODEL, tuple(str(t) for t in texts), tuple(float(d) for d in durations),
+                   args.samples or int(meta.get("num_samples", 1)), args.steps or int(meta.get("diffusion_steps", 100)),
+                   seed if isinstance(seed, int) else None)
+
+
+def _write(result: ConstraintSet, output: str) -> None:
+    _first_error(check(result))  # e.g. a frame beyond the request's duration
+    write_bytes_atomic(output, constraints_io.encode(result))
+
+
+# ------------------------------------------------------------------------------------------- extract, convert
+
+def run_extract(args: argparse.Namespace) -> int:
+    motion = formats.read_file(args.motion, fps=args.fps)
+    if args.tail is not None:
+        if any(getattr(args, kind.replace("-", "_")) for kind in KINDS):
+            raise KimodoError("{}: --tail writes fullbody frames alone; leave out the other frame options".format(args.motion))
+        result = tail(motion, args.tail, args.motion)
+    else:
+        frames = {kind: parse_frames(getattr(args, kind.replace("-", "_")), "--" + kind, args.start, motion.frame_count)
+                  for kind in KINDS if getattr(args, kind.replace("-", "_"))}
+        result = extract(motion, Selection(frames, args.start), args.motion)
+    if args.format == "animotive":
+        length = max(f for e in result.entries for f in e.frames) + 1
+        result = to_animotive(result, _request(args, {}, motion.prompt, length / 30.0))
+    _write(result, args.output)
+    counted: Dict[str, int] = {}
+    for entry in result.entries:
+        counted[entry.name] = counted.get(entry.name, 0) + len(entry.frames)
+    kinds = ", ".join("{} {}".format(n, name) for name, n in counted.items())
+    print("{} -> {}: {} ({})".format(args.motion, args.output, kinds, "Kimodo constraints.json" if args.format == "kimodo" else "Animotive request"))
+    return 0
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    found = constraints_io.read(args.input)
+    _first_error(check(found))
+    if args.to == "animotive":
+        if found.format == animotive.FORMAT:
+            result = found
+        else:
+            result = to_animotive(found, _request(args, _meta_beside(args.input)))
+    else:
+        result = to_kimodo(found) if found.format == animotive.FORMAT else found
+    _write(result, args.output)
+    print("{} -> {}: {} entries ({})".format(args.input, args.output, len(result.entries), result.format))
+    return 0

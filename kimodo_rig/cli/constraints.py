@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -125,7 +127,6 @@ def _summary(found: ConstraintSet) -> str:
 
 
 def _print_problems(problems: Sequence[Problem]) -> None:
-    import sys
     for problem in problems:
         print(problem.line(), file=sys.stderr)
 
@@ -162,7 +163,8 @@ def _request(args: argparse.Namespace, meta: Dict[str, Any], prompt: str = "", d
 
 
 def _write(result: ConstraintSet, output: str) -> None:
-    _first_error(check(result))  # e.g. a frame beyond the request's duration
+    """Check what is about to be written (a frame beyond the request's duration, ...), named as the output."""
+    _first_error(check(dataclasses.replace(result, path=output)))
     write_bytes_atomic(output, constraints_io.encode(result))
 
 

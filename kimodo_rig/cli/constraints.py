@@ -181,8 +181,9 @@ def run_extract(args: argparse.Namespace) -> int:
                   for kind in KINDS if getattr(args, kind.replace("-", "_"))}
         result = extract(motion, Selection(frames, args.start), args.motion)
     if args.format == "animotive":
-        length = max(f for e in result.entries for f in e.frames) + 1
-        result = to_animotive(result, _request(args, {}, motion.prompt, length / 30.0))
+        # The request lasts as long as the rest of the motion; after --tail the next segment's length is the user's.
+        length = None if args.tail is not None else (motion.frame_count - args.start) / motion.fps
+        result = to_animotive(result, _request(args, {}, motion.prompt, length))
     _write(result, args.output)
     counted: Dict[str, int] = {}
     for entry in result.entries:

@@ -72,16 +72,18 @@ def measure(constraints: ConstraintSet, motion: Motion) -> List[Adherence]:
             posed[frame] = pose_globals(skeleton, work.frame_rotations(frame), work.root_position(frame))[1]
         return posed[frame]
 
+    # An Animotive fullbody holds no smooth root: the 2d-root on its frame pins it (see convert.py).
+    roots_at = {e.frames[0]: e.smooth_root[0] for e in constraints.entries if e.type == "root2d"} if constraints.format == "animotive" else None
     results = []
     for entry in constraints.entries:
         if entry.rotations and family(entry.joint_count) != skeletons.LABELS[skeleton.name]:
             raise KimodoError("{}: entry {} ({}): {} joints, the motion has {}".format(
                 constraints.path, entry.index, entry.name, entry.joint_count, skeleton.joint_count))
-        results.append(_entry(entry, skeleton, smooth, positions))
+        results.append(_entry(entry, skeleton, smooth, positions, roots_at))
     return results
 
 
-def _entry(entry: Entry, skeleton, smooth, positions) -> Adherence:
+def _entry(entry: Entry, skeleton, smooth, positions, roots_at: Optional[Dict[int, Tuple[float, float]]]) -> Adherence:
     frames = entry.frames
     joint_errors: List[float] = []
     worst_per_frame: List[float] = []
@@ -103,8 +105,12 @@ def _entry(entry: Entry, skeleton, smooth, positions) -> Adherence:
             errors = [math.dist(actual[j], wanted[j]) for j in joints]
             joint_errors.extend(errors)
             worst_per_frame.append(max(errors))
-        goal = entry.smooth_root[k] if entry.smooth_root else (
-            (entry.root_positions[k][0], entry.root_positions[k][2]) if entry.root_positions else None)
+        if entry.smooth_root:
+            goal: Optional[Tuple[float, float]] = entry.smooth_root[k]
+        elif roots_at is not None:
+            goal = roots_at.get(frame) if entry.type == "fullbody" else None
+        else:  # Kimodo's default for a pose without one: the hips' (x, z)
+            goal = (entry.root_positions[k][0], entry.root_positions[k][2]) if entry.root_positions else None
         if goal is not None:
             root_errors.append(math.hypot(smooth[frame][0] - goal[0], smooth[frame][2] - goal[1]))
             if not entry.rotations and not entry.positions:

@@ -94,6 +94,8 @@ def test_adherence_matches_numpy_fk_of_the_constraints_against_kimodos_posed_joi
     posed = np.load(folder / "motion.npz")["posed_joints"].astype(np.float64)
     report = check_json(folder / "constraints.json", "--motion", folder / "motion.npz")
     assert report["problems"] == [] and len(report["entries"]) == len(entries)
+    counts = sorted({len(e["local_joints_rot"][0]) for e in entries if "local_joints_rot" in e})
+    assert report["skeleton"] == ("+".join(SKELETON_OF[c] for c in counts) or None)
     for entry, measured in zip(entries, report["entries"]):
         frames = entry["frame_indices"]
         assert measured["type"] == entry["type"] and measured["frames"] == frames
@@ -111,6 +113,28 @@ def test_adherence_matches_numpy_fk_of_the_constraints_against_kimodos_posed_joi
         assert measured["worst_frame"] == frames[int(np.argmax(errors.max(axis=1)))]
         turn = np.degrees(np.abs(np.angle(np.exp(1j * (heading(record, posed[frames]) - heading(record, target))))))
         assert measured["heading_error_deg_mean"] == pytest.approx(turn.mean(), abs=1e-3)
+
+
+def test_end_effector_entries_pin_each_named_chain(tmp_path):
+    """An `end-effector` entry (the demo writes none) naming a hand and the hips: its position error is
+    over the hand chain and the root, by numpy FK against posed_joints."""
+    folder = NPZ / "soma_04_ee_constraint"
+    entry = json.loads((folder / "constraints.json").read_text())[2]
+    entry["type"] = "end-effector"
+    entry["joint_names"] = ["LeftHand", "Hips"]
+    entry["root_positions"] = [[p[0], p[1] + 0.04, p[2]] for p in entry["root_positions"]]
+    path = tmp_path / "ee.json"
+    path.write_text(json.dumps([entry]))
+    measured = check_json(path, "--motion", folder / "motion.npz")["entries"][0]
+    record = skeleton_record("somaskel30")
+    names = record["joint_names"]
+    joints = [names.index(n) for n in record["semantic_groups"]["left_hand_chain"]] + [0]
+    target = fk(record, entry["local_joints_rot"], entry["root_positions"])[:, joints]
+    posed = np.load(folder / "motion.npz")["posed_joints"].astype(np.float64)[entry["frame_indices"]][:, joints]
+    errors = np.linalg.norm(posed - target, axis=-1) * 100.0
+    assert errors.min() > 3.9  # the 4 cm lift shows
+    assert measured["position_error_cm_mean"] == pytest.approx(errors.mean(), abs=1e-3)
+    assert measured["position_error_cm_max"] == pytest.approx(errors.max(), abs=1e-3)
 
 
 def test_root_path_error_is_against_kimodos_own_smooth_root(tmp_path):
@@ -503,9 +527,8 @@ def test_seeded_corruptions_of_every_example_give_one_line_naming_the_file(tmp_p
             bad.write_text(json.dumps(changed))
             result = run_cli("constraints", "check", bad, "--motion", motion)
             lines = result.stderr.splitlines()
-            assert result.stdout.startswith(str(bad)) or result.returncode == 1, (name, path, value, result.stderr)
-            if result.returncode == 0:  # the damage left a valid file (an optional field removed, ...)
-                assert all(line.startswith("warning: {}: ".format(bad)) for line in lines), (name, path, value, lines)
+            if result.returncode == 0:  # the damage left a valid file (an optional field removed, a number changed)
+                assert lines == [], (name, path, value, lines)
                 continue
             seen_errors += 1
             assert len(lines) == 1, (name, path, value, lines)

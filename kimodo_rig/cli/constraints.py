@@ -15,7 +15,7 @@ from ..constraints.check import check
 from ..constraints.convert import to_animotive, to_kimodo
 from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
 from ..constraints.fields import load_json
-from ..constraints.model import ConstraintSet, Problem, Request, skeleton_label
+from ..constraints.model import SKELETON_OF_JOINT_COUNT, ConstraintSet, Problem, Request, skeleton_label
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from .arguments import positive_float
@@ -93,7 +93,8 @@ def run_check(args: argparse.Namespace) -> int:
     if motion is not None and not failed:
         adherence = measure(found, motion)
     if args.json:
-        print(json.dumps({"format": found.format, "skeleton": skeleton_label(found.joint_counts()),
+        names = [SKELETON_OF_JOINT_COUNT[c] for c in found.joint_counts()]
+        print(json.dumps({"format": found.format, "skeleton": "+".join(names) or None,
                           "entries": [a.to_json() for a in adherence] if motion is not None and not failed else
                           [{"index": e.index, "type": e.name, "frames": list(e.frames)} for e in found.entries],
                           "problems": [p.to_json() for p in problems]}))

@@ -37,31 +37,17 @@ def test_the_examples_are_the_shared_ones_and_there_are_eight():
 
 # ------------------------------------------------------------------------------------------- numpy judges
 
-def rotation_vector_matrices(v: np.ndarray) -> np.ndarray:
-    """Rodrigues: (..., 3) axis * angle -> (..., 3, 3)."""
+def rotation_vector_quaternions(v: np.ndarray) -> np.ndarray:
+    """(..., 3) axis * angle -> (..., 4) x y z w."""
     angle = np.linalg.norm(v, axis=-1, keepdims=True)
     axis = np.where(angle > 0, v / np.maximum(angle, 1e-300), 0.0)
-    x, y, z = axis[..., 0], axis[..., 1], axis[..., 2]
-    zero = np.zeros_like(x)
-    k = np.stack([np.stack([zero, -z, y], -1), np.stack([z, zero, -x], -1), np.stack([-y, x, zero], -1)], -2)
-    a = angle[..., None]
-    return np.eye(3) + np.sin(a) * k + (1 - np.cos(a)) * (k @ k)
+    return np.concatenate([axis * np.sin(angle / 2), np.cos(angle / 2)], axis=-1)
 
 
 def fk(record: dict, rotvecs, roots) -> np.ndarray:
     """World positions (K, J, 3) of rotation-vector poses on a skeleton JSON."""
-    rotations = rotation_vector_matrices(np.asarray(rotvecs, dtype=np.float64))
-    offsets = np.asarray(record["rest_local_offsets_m"], dtype=np.float64)
-    globals_ = np.zeros(rotations.shape)
-    positions = np.zeros(rotations.shape[:2] + (3,))
-    for j, p in enumerate(record["parents"]):
-        if p < 0:
-            globals_[:, j] = rotations[:, j]
-            positions[:, j] = np.asarray(roots, dtype=np.float64)
-        else:
-            globals_[:, j] = globals_[:, p] @ rotations[:, j]
-            positions[:, j] = positions[:, p] + np.einsum("fab,b->fa", globals_[:, p], offsets[j])
-    return positions
+    quaternions = rotation_vector_quaternions(np.asarray(rotvecs, dtype=np.float64))
+    return motion_positions(record["parents"], record["rest_local_offsets_m"], quaternions, roots)
 
 
 def heading(record: dict, positions: np.ndarray) -> np.ndarray:
@@ -262,6 +248,33 @@ def test_extract_from_a_cmu_bvh_gives_soma_keyframes_with_its_limb_directions(tm
     cosines = np.einsum("fla,fla->fl", source @ rotation.T, target)
     assert cosines.min() >= 0.95, cosines
     assert ours[..., 1].min() > -0.05  # standing on Kimodo's floor, not below it
+
+
+def test_extract_from_a_mixamo_bvh_gives_the_soma_pose_it_was_made_from(tmp_path):
+    """A Mixamo-rig BVH (Kimodo's soma_01 put on the MPFB2 mixamo rig by `retarget`) comes back to SOMA
+    with the limb directions of Kimodo's own posed_joints."""
+    mixamo = tmp_path / "mixamo.bvh"
+    made = run_cli("retarget", CLIPS / "soma_01_single_text_prompt", "--target", "mixamo", "-o", mixamo)
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "back.json"
+    frames = (0, 50, 100, 140)
+    result = run_cli("constraints", "extract", mixamo, "-o", out, "--fullbody", ",".join(map(str, frames)))
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(out.read_text())[0]
+    soma = skeleton_record("somaskel30")
+    ours = fk(soma, entry["local_joints_rot"], entry["root_positions"])
+    kimodo = np.load(NPZ / "soma_01_single_text_prompt" / "motion.npz")["posed_joints"].astype(np.float64)[list(frames)]
+    names = soma["joint_names"]
+    limbs = [("LeftArm", "LeftForeArm"), ("LeftForeArm", "LeftHand"), ("RightArm", "RightForeArm"), ("RightForeArm", "RightHand"),
+             ("LeftLeg", "LeftShin"), ("LeftShin", "LeftFoot"), ("RightLeg", "RightShin"), ("RightShin", "RightFoot")]
+
+    def directions(positions):
+        d = np.stack([positions[:, names.index(b)] - positions[:, names.index(a)] for a, b in limbs], axis=1)
+        return d / np.linalg.norm(d, axis=-1, keepdims=True)
+
+    source, target = directions(kimodo), directions(ours)
+    _, rotation = _yaw_fit(source.reshape(-1, 3), target.reshape(-1, 3))
+    assert np.einsum("fla,fla->fl", source @ rotation.T, target).min() >= 0.95
 
 
 def test_tail_writes_the_last_frames_as_fullbody_from_frame_zero(tmp_path):

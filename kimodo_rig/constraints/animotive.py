@@ -14,7 +14,7 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import KimodoError
-from .fields import FieldError, count, describe, listed, load_json, number, pose_rows, require, vector
+from .fields import FieldError, count, describe, listed, load_json, number, pose_rows, read_entries, require, vector
 from .model import BASE_OF_TYPE, ConstraintSet, Entry, Problem, Request
 
 FORMAT = "animotive"
@@ -40,19 +40,13 @@ def from_json(data: Any, path: str) -> ConstraintSet:
         request = _request(data)
     except FieldError as error:
         problems.append(Problem("error", path, str(error)))
-    entries: List[Entry] = []
     try:
         records = listed(data["constraints"], "constraints")
     except FieldError as error:
         problems.append(Problem("error", path, str(error)))
         records = []
-    for index, record in enumerate(records):
-        kind = record.get("type") if isinstance(record, dict) else None
-        label = kind if isinstance(kind, str) else "?"
-        try:
-            entries.append(_entry(index, record))
-        except FieldError as error:
-            problems.append(Problem("error", path, str(error), index, label))
+    entries, entry_problems = read_entries(records, path, _entry)
+    problems.extend(entry_problems)
     return ConstraintSet(path, FORMAT, tuple(entries), tuple(problems), request)
 
 

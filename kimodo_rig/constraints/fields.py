@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from .model import Entry, Problem
 
 
 class FieldError(Exception):
@@ -92,3 +93,16 @@ def require(record: dict, key: str) -> Any:
     if key not in record:
         raise FieldError("no {}".format(key))
     return record[key]
+
+
+def read_entries(records: Sequence[Any], path: str, parse: Callable[[int, Any], Entry]) -> Tuple[List[Entry], List[Problem]]:
+    """Each record parsed on its own: the first problem in one becomes its Problem and leaves it out."""
+    entries: List[Entry] = []
+    problems: List[Problem] = []
+    for index, record in enumerate(records):
+        kind = record.get("type") if isinstance(record, dict) else None
+        try:
+            entries.append(parse(index, record))
+        except FieldError as error:
+            problems.append(Problem("error", path, str(error), index, kind if isinstance(kind, str) else "?"))
+    return entries, problems

@@ -5,11 +5,11 @@ of entries, each `{"type", "frame_indices": [K]}` plus, by type, `smooth_root_2d
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Tuple
 
 from ..errors import KimodoError
-from .fields import FieldError, count, describe, listed, load_json, pose_rows, require, rows
-from .model import END_EFFECTOR_NAMES, SKELETON_OF_JOINT_COUNT, TYPES, ConstraintSet, Entry, Problem
+from .fields import FieldError, count, describe, listed, load_json, pose_rows, read_entries, require, rows
+from .model import END_EFFECTOR_NAMES, SKELETON_OF_JOINT_COUNT, TYPES, ConstraintSet, Entry
 
 FORMAT = "kimodo"
 
@@ -25,15 +25,7 @@ def read(path) -> ConstraintSet:
 def from_json(data: Any, path: str) -> ConstraintSet:
     if not isinstance(data, list):
         raise KimodoError("{}: not a Kimodo constraints list (a JSON list of entries)".format(path))
-    entries: List[Entry] = []
-    problems: List[Problem] = []
-    for index, record in enumerate(data):
-        kind = record.get("type") if isinstance(record, dict) else None
-        label = kind if isinstance(kind, str) else "?"
-        try:
-            entries.append(_entry(index, record))
-        except FieldError as error:
-            problems.append(Problem("error", path, str(error), index, label))
+    entries, problems = read_entries(data, path, _entry)
     return ConstraintSet(path, FORMAT, tuple(entries), tuple(problems))
 
 

@@ -90,18 +90,20 @@ def _entry(entry: Entry, skeleton, smooth, positions, roots_at: Optional[Dict[in
     root_errors: List[float] = []
     heading_errors: List[float] = []
     targets: List[Optional[List[Vec3]]] = [None] * len(frames)
+    joints: List[int] = []
     if entry.rotations:
         on = entry
         if entry.joint_count == 30 and skeleton.joint_count == 77:
             on = Entry(entry.index, entry.type, frames, tuple(soma30_pose_to_77(p) for p in entry.rotations), entry.root_positions)
         targets = [p for _, p in entry_poses(on, skeleton)]
         joints = pinned_joints(on, skeleton)
-    elif entry.positions:
+    elif entry.positions:  # an Animotive hand or foot: its base joint's position
         joints = [skeleton.index(entry.base_names()[0])]
     for k, frame in enumerate(frames):
         actual = positions(frame)
-        if entry.rotations or entry.positions:
-            wanted = targets[k] if targets[k] is not None else {joints[0]: entry.positions[k]}
+        target = targets[k]
+        if joints:
+            wanted: Dict[int, Vec3] = {j: target[j] for j in joints} if target is not None else {joints[0]: entry.positions[k]}
             errors = [math.dist(actual[j], wanted[j]) for j in joints]
             joint_errors.extend(errors)
             worst_per_frame.append(max(errors))
@@ -113,13 +115,13 @@ def _entry(entry: Entry, skeleton, smooth, positions, roots_at: Optional[Dict[in
             goal = (entry.root_positions[k][0], entry.root_positions[k][2]) if entry.root_positions else None
         if goal is not None:
             root_errors.append(math.hypot(smooth[frame][0] - goal[0], smooth[frame][2] - goal[1]))
-            if not entry.rotations and not entry.positions:
+            if not joints:
                 worst_per_frame.append(root_errors[-1])
         wanted_heading = None
         if entry.heading:
             wanted_heading = _angle(entry.heading[k])
-        elif targets[k] is not None:
-            wanted_heading = _angle(root_headings(skeleton, [targets[k]])[0])
+        elif target is not None:
+            wanted_heading = _angle(root_headings(skeleton, [target])[0])
         if wanted_heading is not None:
             heading_errors.append(_turn_degrees(_angle(root_headings(skeleton, [actual])[0]), wanted_heading))
     worst = frames[max(range(len(frames)), key=lambda k: worst_per_frame[k])] if worst_per_frame else frames[0]

@@ -277,6 +277,17 @@ def test_extract_from_a_mixamo_bvh_gives_the_soma_pose_it_was_made_from(tmp_path
     assert np.einsum("fla,fla->fl", source @ rotation.T, target).min() >= 0.95
 
 
+def test_frames_of_a_120_fps_motion_are_written_at_30_fps(tmp_path):
+    from kimodo_rig.constraints.extract import kimodo_frames, parse_frames
+    assert kimodo_frames(0, 993, 120.0) == tuple(range(0, 993, 4))
+    assert kimodo_frames(5, 149, 30.0) == tuple(range(5, 150))
+    assert parse_frames("every:50", "--root2d", 10, 120, 30.0) == (10, 60, 110, 119)
+    out = tmp_path / "tail.json"
+    result = run_cli("constraints", "extract", RIGS / "cmu" / "resources_131_01.bvh", "-o", out, "--tail", "12")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())[0]["frame_indices"] == list(range(12))
+
+
 def test_tail_writes_the_last_frames_as_fullbody_from_frame_zero(tmp_path):
     out = tmp_path / "tail.json"
     result = run_cli("constraints", "extract", CLIPS / "soma_01_single_text_prompt", "-o", out, "--tail", "10")

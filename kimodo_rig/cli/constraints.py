@@ -178,7 +178,7 @@ def run_extract(args: argparse.Namespace) -> int:
             raise KimodoError("{}: --tail writes fullbody frames alone; leave out the other frame options".format(args.motion))
         result = tail(motion, args.tail, args.motion)
     else:
-        frames = {kind: parse_frames(getattr(args, kind.replace("-", "_")), "--" + kind, args.start, motion.frame_count)
+        frames = {kind: parse_frames(getattr(args, kind.replace("-", "_")), "--" + kind, args.start, motion.frame_count, motion.fps)
                   for kind in KINDS if getattr(args, kind.replace("-", "_"))}
         result = extract(motion, Selection(frames, args.start), args.motion)
     if args.format == "animotive":

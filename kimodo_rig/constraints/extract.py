@@ -61,10 +61,17 @@ def on_kimodo_skeleton(motion: Motion, source: str) -> Motion:
     return Motion(soma, rotations, roots, moved.fps, name=motion.name, prompt=motion.prompt)
 
 
-def parse_frames(text: str, option: str, start: int, frame_count: int) -> Tuple[int, ...]:
-    """`F,F,...`, and for root2d also `all` and `every:N` (every N-th frame from `start`, and the last)."""
+def kimodo_frames(first: int, last: int, fps: float) -> Tuple[int, ...]:
+    """The motion frames nearest to each 1/30 s from frame `first` to frame `last` (all of them at 30 fps)."""
+    steps = int(math.floor((last - first) * FPS / fps + 1e-9))
+    return tuple(sorted({first + int(round(i * fps / FPS)) for i in range(steps + 1)}))
+
+
+def parse_frames(text: str, option: str, start: int, frame_count: int, fps: float = FPS) -> Tuple[int, ...]:
+    """`F,F,...`, and for root2d also `all` (every Kimodo frame from `start`) and `every:N` (every N-th motion
+    frame from `start`, and the last)."""
     if text == "all":
-        return tuple(range(start, frame_count))
+        return kimodo_frames(start, frame_count - 1, fps)
     if text.startswith("every:"):
         step = text[len("every:"):]
         if not step.isdigit() or int(step) < 1:
@@ -143,9 +150,12 @@ def extract(motion: Motion, selection: Selection, source: str) -> ConstraintSet:
 
 
 def tail(motion: Motion, frames: int, source: str) -> ConstraintSet:
-    """The last `frames` frames as fullbody constraints at frames 0..frames-1 of a new generation."""
+    """The last `frames` Kimodo frames (1/30 s apart) as fullbody constraints at frames 0..frames-1 of a new
+    generation."""
     motion = on_kimodo_skeleton(motion, source)
-    if not 0 < frames <= motion.frame_count:
+    last = motion.frame_count - 1
+    span = int(round((frames - 1) * motion.fps / FPS))
+    if frames < 1 or span > last:
         raise KimodoError("{}: --tail {}: the motion has {} frames".format(source, frames, motion.frame_count))
-    start = motion.frame_count - frames
-    return extract(motion, Selection({"fullbody": tuple(range(start, motion.frame_count))}, start), source)
+    chosen = tuple(last - int(round((frames - 1 - i) * motion.fps / FPS)) for i in range(frames))
+    return extract(motion, Selection({"fullbody": chosen}, chosen[0]), source)

@@ -349,6 +349,44 @@ def test_a_soma77_file_round_trips_bit_for_bit(tmp_path):
     assert np.abs(np.array(back[1]["global_root_heading"]) - np.array(original[1]["global_root_heading"])).max() < 1e-12
 
 
+def test_convert_takes_the_request_from_meta_json_beside_the_file(tmp_path):
+    import shutil
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    shutil.copy(NPZ / "g1_02_multi_text_ee_constraint" / "meta.json", folder)
+    shutil.copy(NPZ / "soma_04_ee_constraint" / "constraints.json", folder)
+    result = run_cli("constraints", "convert", folder / "constraints.json", tmp_path / "r.json", "--to", "animotive")
+    assert result.returncode == 0, result.stderr
+    request = json.loads((tmp_path / "r.json").read_text())
+    meta = json.loads((folder / "meta.json").read_text())
+    assert request["meta"] == {"texts": meta["texts"], "durations": meta["durations"], "num_samples": 1,
+                               "diffusion_steps": 100, "seed": 60}
+    assert check_json(tmp_path / "r.json")["skeleton"] == "somaskel77"
+    (folder / "meta.json").write_text(json.dumps({"text": "walk", "duration": -2}))
+    result = run_cli("constraints", "convert", folder / "constraints.json", tmp_path / "r2.json", "--to", "animotive")
+    assert result.stderr == "{}: meta.durations[0] is not a positive number of seconds (-2.0)\n".format(folder / "meta.json")
+    result = run_cli("constraints", "convert", folder / "constraints.json", tmp_path / "r2.json", "--to", "animotive",
+                     "--prompt", "a", "--prompt", "b", "--duration", "3")
+    assert result.stderr == "{}: 2 --prompt but 1 --duration: give one --duration per --prompt\n".format(tmp_path / "r2.json")
+    assert not (tmp_path / "r2.json").exists()
+
+
+def test_extract_writes_an_animotive_request_for_soma_only(tmp_path):
+    out = tmp_path / "r.json"
+    result = run_cli("constraints", "extract", CLIPS / "soma_01_single_text_prompt", "-o", out, "--fullbody", "0,60",
+                     "--left-foot", "30", "--format", "animotive")
+    assert result.returncode == 0, result.stderr
+    request = json.loads(out.read_text())
+    assert request["meta"]["texts"] == [(CLIPS / "soma_01_single_text_prompt" / "prompt.txt").read_text().splitlines()[0]]
+    assert request["meta"]["durations"] == [5.0]
+    assert [(c["type"], c["frame"]) for c in request["constraints"]] == [
+        ("fullbody", 0), ("2d-root", 0), ("fullbody", 60), ("2d-root", 60), ("left-foot", 30)]
+    assert len(request["constraints"][0]["pose"]["rotvecs"]) == 77
+    result = run_cli("constraints", "extract", CLIPS / "g1_01_single_text_prompt", "-o", out, "--fullbody", "0", "--format", "animotive",
+                     "--prompt", "x", "--duration", "5")
+    assert result.returncode == 1 and result.stderr.endswith("34 joints: the Animotive request is SOMA 77; G1 and SMPL-X constraints have no Animotive form\n")
+
+
 def test_g1_constraints_have_no_animotive_form(tmp_path):
     source = NPZ / "g1_03_full_body_keyframes" / "constraints.json"
     result = run_cli("constraints", "convert", source, tmp_path / "r.json", "--to", "animotive", "--prompt", "x", "--duration", "5")

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import constraints as constraints_io, formats
 from ..constraints import animotive
@@ -14,7 +14,7 @@ from ..constraints.adherence import measure
 from ..constraints.check import check
 from ..constraints.convert import to_animotive, to_kimodo
 from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
-from ..constraints.fields import load_json
+from ..constraints.fields import FieldError, load_json
 from ..constraints.model import SKELETON_OF_JOINT_COUNT, ConstraintSet, Problem, Request, skeleton_label
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
@@ -113,17 +113,18 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _summary(found: ConstraintSet) -> str:
     kind = "Kimodo constraints.json" if found.format == "kimodo" else "Animotive Kimodo request"
-    lines = ["{}: {}, {}, {} entries".format(found.path, kind, skeleton_label(found.joint_counts()), len(found.entries))]
+    count = len(found.entries)
+    lines = ["{}: {}, {}, {} {}".format(found.path, kind, skeleton_label(found.joint_counts()), count, "entry" if count == 1 else "entries")]
     request = found.request
     if request is not None:
         lines.append("  request  {}, {} prompt(s), {:.2f} s ({} frames), {} sample(s), {} steps, {}".format(
             request.model, len(request.texts), sum(request.durations), request.total_frames, request.num_samples,
             request.diffusion_steps, "no seed" if request.seed is None else "seed {}".format(request.seed)))
-    by_type: Dict[str, List[int]] = {}
+    by_type: Dict[str, set] = {}
     for entry in found.entries:
-        by_type.setdefault(entry.name, []).extend(entry.frames)
+        by_type.setdefault(entry.name, set()).update(entry.frames)
     for name, frames in by_type.items():
-        lines.append("  {:<12} {:>3} frames: {}".format(name, len(frames), _frames_text(frames)))
+        lines.append("  {:<12} {:>3} frame{}: {}".format(name, len(frames), "" if len(frames) == 1 else "s", _frames_text(sorted(frames))))
     return "\n".join(lines)
 
 
@@ -140,27 +141,45 @@ def _first_error(problems: Sequence[Problem]) -> None:
 
 # ---------------------------------------------------------------------------------------------- request
 
-def _meta_beside(path: str) -> Dict[str, Any]:
+def _meta_beside(path: str) -> Tuple[Optional[Path], Dict[str, Any]]:
+    """Kimodo's meta.json next to a constraints file (`text`/`duration` or `texts`/`durations`, seed, ...)."""
     meta = Path(path).with_name("meta.json")
     if not meta.is_file():
-        return {}
+        return None, {}
     data = load_json(meta)
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise KimodoError("{}: not a Kimodo meta.json (a JSON object)".format(meta))
+    found = dict(data)
+    if "text" in found and "texts" not in found:
+        found["texts"] = [found["text"]]
+    if "duration" in found and "durations" not in found:
+        found["durations"] = [found["duration"]]
+    return meta, found
 
 
-def _request(args: argparse.Namespace, meta: Dict[str, Any], prompt: str = "", duration: Optional[float] = None) -> Request:
-    texts = args.prompt or meta.get("texts") or ([meta["text"]] if "text" in meta else None) or ([prompt] if prompt else None)
-    durations = args.duration or meta.get("durations") or ([meta["duration"]] if "duration" in meta else None) or (
-        [duration] if duration else None)
+def _request(args: argparse.Namespace, meta_path: Optional[Path], meta: Dict[str, Any], prompt: str = "",
+             duration: Optional[float] = None) -> Request:
+    """From --prompt/--duration and the other options, else a meta.json, else the motion's own prompt and
+    length; checked as a request's fields are."""
+    if args.prompt or args.duration:
+        if len(args.prompt or ()) != len(args.duration or ()):
+            raise KimodoError("{}: {} --prompt but {} --duration: give one --duration per --prompt".format(
+                args.output, len(args.prompt or ()), len(args.duration or ())))
+        texts, durations, source = args.prompt, args.duration, args.output
+    elif meta:
+        texts, durations, source = meta.get("texts"), meta.get("durations"), str(meta_path)
+    else:
+        texts, durations, source = [prompt] if prompt else None, [duration] if duration else None, args.output
     if not texts or not durations:
         raise KimodoError("{}: an Animotive request needs --prompt TEXT and --duration SECONDS".format(args.output))
-    if len(texts) != len(durations):
-        raise KimodoError("{}: {} prompt(s) but {} duration(s): give one --duration per --prompt".format(
-            args.output, len(texts), len(durations)))
-    seed = args.seed if args.seed is not None else meta.get("seed")
-    return Request(args.model or DEFAULT_MODEL, tuple(str(t) for t in texts), tuple(float(d) for d in durations),
-                   args.samples or int(meta.get("num_samples", 1)), args.steps or int(meta.get("diffusion_steps", 100)),
-                   seed if isinstance(seed, int) else None)
+    fields = {"texts": texts, "durations": durations,
+              "num_samples": args.samples if args.samples is not None else meta.get("num_samples", 1),
+              "diffusion_steps": args.steps if args.steps is not None else meta.get("diffusion_steps", 100),
+              "seed": args.seed if args.seed is not None else meta.get("seed")}
+    try:
+        return animotive.parse_request({"model": args.model or DEFAULT_MODEL, "meta": fields})
+    except FieldError as error:
+        raise KimodoError("{}: {}".format(source, error)) from error
 
 
 def _write(result: ConstraintSet, output: str) -> None:
@@ -184,7 +203,7 @@ def run_extract(args: argparse.Namespace) -> int:
     if args.format == "animotive":
         # The request lasts as long as the rest of the motion; after --tail the next segment's length is the user's.
         length = None if args.tail is not None else (motion.frame_count - args.start) / motion.fps
-        result = to_animotive(result, _request(args, {}, motion.prompt, length))
+        result = to_animotive(result, _request(args, None, {}, motion.prompt, length))
     _write(result, args.output)
     counted: Dict[str, int] = {}
     for entry in result.entries:
@@ -201,7 +220,7 @@ def run_convert(args: argparse.Namespace) -> int:
         if found.format == animotive.FORMAT:
             result = found
         else:
-            result = to_animotive(found, _request(args, _meta_beside(args.input)))
+            result = to_animotive(found, _request(args, *_meta_beside(args.input)))
     else:
         result = to_kimodo(found) if found.format == animotive.FORMAT else found
     _write(result, args.output)

@@ -37,7 +37,7 @@ def from_json(data: Any, path: str) -> ConstraintSet:
     problems: List[Problem] = []
     request = None
     try:
-        request = _request(data)
+        request = parse_request(data)
     except FieldError as error:
         problems.append(Problem("error", path, str(error)))
     try:
@@ -50,7 +50,8 @@ def from_json(data: Any, path: str) -> ConstraintSet:
     return ConstraintSet(path, FORMAT, tuple(entries), tuple(problems), request)
 
 
-def _request(data: Dict[str, Any]) -> Request:
+def parse_request(data: Dict[str, Any]) -> Request:
+    """The request's model and meta (raises FieldError naming the field)."""
     model = require(data, "model")
     if not isinstance(model, str) or not model:
         raise FieldError("model is not a model name ({})".format(describe(model)))

@@ -122,6 +122,9 @@ class ConstraintSet:
     request: Optional[Request] = None
 
     def joint_counts(self) -> List[int]:
+        """The joint counts the poses use; an Animotive request is SOMA 77 whatever it holds."""
+        if self.format == "animotive":
+            return [77]
         return sorted({e.joint_count for e in self.entries if e.rotations})
 
 

@@ -211,6 +211,11 @@ def test_extract_reproduces_the_motions_joints_by_numpy_fk_of_the_written_file(c
     assert np.abs(np.array(fullbody["smooth_root_2d"][0])).max() < 1e-9
     assert abs(heading(record, ours[0])) < 1e-6
     assert written[2]["type"] == "root2d" and np.allclose(written[2]["global_root_heading"][0], [1.0, 0.0])
+    if case == "soma77":  # the origin is Kimodo's own smoothed root at --start (its NPZ stores it)
+        _, rotation = _yaw_fit(truth.reshape(-1, 3), ours.reshape(-1, 3))
+        kimodo_smooth = np.load(REFERENCE / "soma_02_multi_text_prompt_somaskel77.npz")["smooth_root_pos"].astype(np.float64)
+        hips_from_smooth = rotation @ (truth[0, 0] - kimodo_smooth[start])
+        assert np.abs(hips_from_smooth[[0, 2]] - np.array(fullbody["root_positions"][0])[[0, 2]]).max() < 1e-3
     hand = written[1]
     assert hand["type"] == "left-hand" and hand["frame_indices"] == [10]
     ours_hand = fk(record, hand["local_joints_rot"], hand["root_positions"])[0]

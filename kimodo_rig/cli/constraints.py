@@ -113,8 +113,11 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _summary(found: ConstraintSet) -> str:
     kind = "Kimodo constraints.json" if found.format == "kimodo" else "Animotive Kimodo request"
-    count = len(found.entries)
-    lines = ["{}: {}, {}, {} {}".format(found.path, kind, skeleton_label(found.joint_counts()), count, "entry" if count == 1 else "entries")]
+    unreadable = len({p.entry for p in found.problems if p.entry is not None})
+    count = len(found.entries) + unreadable
+    lines = ["{}: {}, {}, {} {}{}".format(found.path, kind, skeleton_label(found.joint_counts()), count,
+                                        "entry" if count == 1 else "entries",
+                                        " ({} unreadable)".format(unreadable) if unreadable else "")]
     request = found.request
     if request is not None:
         lines.append("  request  {}, {} prompt(s), {:.2f} s ({} frames), {} sample(s), {} steps, {}".format(

@@ -149,6 +149,20 @@ def test_check_text_output_lists_types_frames_and_adherence():
     assert len(lines) == 11
 
 
+def test_the_readme_shows_real_check_runs():
+    """Each `$ kimodo-rig constraints check ...` block in the README is what the command prints, run in
+    tests/data/npz."""
+    from conftest import ROOT
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in text.split("```") if b.strip().startswith("$ kimodo-rig constraints check ")]
+    assert len(blocks) == 2
+    for block in blocks:
+        command, *expected = block.strip().splitlines()
+        result = run_cli(*command.split()[2:], cwd=NPZ)
+        assert result.returncode == 0 and result.stderr == ""
+        assert result.stdout.splitlines() == expected
+
+
 # ----------------------------------------------------------------------------------------------- extract
 
 def _yaw_fit(a: np.ndarray, b: np.ndarray):
@@ -507,6 +521,8 @@ def test_warnings_conflicting_pins_and_too_many_keyframes_exit_zero(tmp_path):
     result = run_cli("constraints", "check", bad)
     assert result.returncode == 0
     assert result.stderr == "warning: {}: entry 1 (left-hand): pins LeftHand on frame 79 5.0 cm from where entry 0 (fullbody) pins it\n".format(bad)
+    converted = run_cli("constraints", "convert", bad, tmp_path / "same.json", "--to", "kimodo")
+    assert converted.returncode == 0 and converted.stderr == result.stderr  # shown once, for the input
     crowded = tmp_path / "tail.json"
     assert run_cli("constraints", "extract", CLIPS / "soma_01_single_text_prompt", "-o", crowded, "--tail", "21").returncode == 0
     result = run_cli("constraints", "check", crowded)

@@ -136,10 +136,13 @@ def _print_problems(problems: Sequence[Problem]) -> None:
         print(problem.line(), file=sys.stderr)
 
 
-def _first_error(problems: Sequence[Problem]) -> None:
+def _first_error(problems: Sequence[Problem], *, show_warnings: bool = True) -> None:
+    """Stop at the first error; warnings are shown and the work goes on."""
     for problem in problems:
         if problem.severity == "error":
             raise KimodoError(problem.line())
+    if show_warnings:
+        _print_problems(problems)
 
 
 # ---------------------------------------------------------------------------------------------- request
@@ -185,9 +188,9 @@ def _request(args: argparse.Namespace, meta_path: Optional[Path], meta: Dict[str
         raise KimodoError("{}: {}".format(source, error)) from error
 
 
-def _write(result: ConstraintSet, output: str) -> None:
+def _write(result: ConstraintSet, output: str, *, show_warnings: bool = True) -> None:
     """Check what is about to be written (a frame beyond the request's duration, ...), named as the output."""
-    _first_error(check(dataclasses.replace(result, path=output)))
+    _first_error(check(dataclasses.replace(result, path=output)), show_warnings=show_warnings)
     write_bytes_atomic(output, constraints_io.encode(result))
 
 
@@ -226,6 +229,7 @@ def run_convert(args: argparse.Namespace) -> int:
             result = to_animotive(found, _request(args, *_meta_beside(args.input)))
     else:
         result = to_kimodo(found) if found.format == animotive.FORMAT else found
-    _write(result, args.output)
-    print("{} -> {}: {} entries ({})".format(args.input, args.output, len(result.entries), result.format))
+    _write(result, args.output, show_warnings=False)  # the input's warnings were shown
+    print("{} -> {}: {} {} ({})".format(args.input, args.output, len(result.entries),
+                                        "entry" if len(result.entries) == 1 else "entries", result.format))
     return 0

@@ -4,7 +4,8 @@
 # Installs (each only when its requirements file changed since the last run):
 #   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
 #   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
-#   tests/node      gltf-validator, pyright, three from npm                  (tests/node/package-lock.json)
+#   tests/node      gltf-validator, pyright, three, playwright-core from npm (tests/node/package-lock.json)
+#   chromium        Debian's, for the HTML player's test (apt, when /usr/bin/chromium is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -46,6 +47,12 @@ ensure_node() {
   echo "$stamp" > tests/node/node_modules/.stamp
 }
 
+ensure_chromium() {  # Debian's Chromium: the browser that judges `preview`'s HTML player (tests/test_preview.py)
+  if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then return 0; fi
+  echo "installing chromium (apt) ..."
+  apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null
+}
+
 # KIMODO_VENVS lets several checkouts on one machine share the (large) venvs; default: .venvs here.
 VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
 ensure_venv test python3 tests/requirements.txt
@@ -53,6 +60,7 @@ TEST_VENV=$VENV
 ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
 BLENDER_VENV=$VENV
 ensure_node
+ensure_chromium
 
 export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
 export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, retarget
+from . import convert, glb, inspect, join, loop, retarget, trim
 
-VERBS = (glb, convert, inspect, retarget)
+VERBS = (glb, convert, inspect, retarget, join, trim, loop)
 
 
 def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:

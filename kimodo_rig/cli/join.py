@@ -13,7 +13,7 @@ from .arguments import add_output_arguments, non_negative_int, write_output
 def add_parser(commands) -> None:
     parser = commands.add_parser("join", help="clips one after another, cross-faded (past Kimodo's 10 s)")
     parser.add_argument("first", metavar="A", help="anything `convert` reads")
-    parser.add_argument("rest", nargs="+", metavar="B", help="the clips that follow, in order")
+    parser.add_argument("following", nargs="+", metavar="B", help="the clips that follow, in order")
     parser.add_argument("-o", "--output", required=True, help="any format `convert` writes")
     parser.add_argument("--blend", type=non_negative_int, default=timeline.DEFAULT_BLEND_FRAMES, metavar="N",
                         help="frames cross-faded at each seam (default {})".format(timeline.DEFAULT_BLEND_FRAMES))
@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
 
 
 def run_join(args: argparse.Namespace) -> int:
-    sources = [args.first] + list(args.rest)
+    sources = [args.first] + list(args.following)
     motions = [formats.read_file(path, fps=args.fps) for path in sources]
     joined = timeline.join(motions, blend=args.blend, sources=sources)
     motion = joined.motion

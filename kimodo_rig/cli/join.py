@@ -30,7 +30,9 @@ def run_join(args: argparse.Namespace) -> int:
     print("{}: {} clips, {}, {} joints, {} frames ({:.2f} s at {:g} fps), {}-frame blends".format(
         args.output, len(sources), motion.skeleton.label, motion.joint_count, motion.frame_count, motion.duration,
         motion.fps, args.blend))
-    for source, placement, seam in zip(sources[1:], joined.placements[1:], joined.seams):
-        print("  {} from frame {}: turned {:.1f} deg, moved {:.2f} m".format(
-            source, seam, math.degrees(placement.turn), math.hypot(placement.move[0], placement.move[2])))
+    for source, clip, placement, seam in zip(sources[1:], motions[1:], joined.placements[1:], joined.seams):
+        start = clip.root_position(0)
+        placed = placement.point(start)
+        print("  {} from frame {}: turned {:.1f} deg, its start moved {:.2f} m".format(
+            source, seam, math.degrees(placement.turn), math.hypot(placed[0] - start[0], placed[2] - start[2])))
     return 0

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import argparse
 
+from .. import formats
+from ..formats import glb
+from ..formats.options import WriteOptions
+
 
 def positive_float(text: str) -> float:
     try:
@@ -26,8 +30,6 @@ def non_negative_int(text: str) -> int:
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """What a verb that reads motions and writes one takes, as `convert` names them."""
-    from .. import formats
-    from ..formats import glb
     parser.add_argument("--format", choices=sorted(formats.FORMATS), help="output format (default: by extension)")
     parser.add_argument("--fps", type=positive_float, help="frame rate where an input does not carry one")
     parser.add_argument("--rest", choices=("seed", "tpose"), default="seed", help="rest of SOMA BVH output")
@@ -35,6 +37,5 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def write_output(motion, args: argparse.Namespace) -> None:
-    from .. import formats
-    from ..formats.options import WriteOptions
+    """Write `motion` to args.output as add_output_arguments' options say."""
     formats.write_file(motion, args.output, format=args.format, options=WriteOptions(names=args.names, rest=args.rest))

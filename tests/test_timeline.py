@@ -414,3 +414,33 @@ def test_the_operations_leave_their_inputs_as_they_were():
     assert after == before
     for result in (joined, trimmed, looped):
         assert all(result.local_rotations is not m.local_rotations for m in motions)
+
+
+def cmu_hip_headings(bvh: BvhFile, positions: np.ndarray) -> np.ndarray:
+    """The CMU rig's heading, from its own hip joints: atan2(d.z, -d.x) of the left-to-right hip vector."""
+    d = positions[:, bvh.names.index("RightHip")] - positions[:, bvh.names.index("LeftHip")]
+    return np.arctan2(d[:, 2], -d[:, 0])
+
+
+def test_loop_on_a_turning_bvh_rig_takes_the_turn_out_in_place(tmp_path):
+    source_bvh = BvhFile(CMU)
+    source = source_bvh.positions(CMU_UNIT_M)
+    fps = 120.0
+    turning, still = tmp_path / "turning.bvh", tmp_path / "still.bvh"
+    report = LOOP_LINE.match(ok(run_cli("loop", CMU, turning)).splitlines()[0])
+    start, end = int(report["start"]), int(report["end"])
+    assert LOOP_LINE.match(ok(run_cli("loop", CMU, still, "--in-place")).splitlines()[0])["start"] == str(start)
+    heading = cmu_hip_headings(source_bvh, source)
+    cycle_turn = math.remainder(heading[end] - heading[start], 2 * math.pi)
+    assert abs(math.degrees(cycle_turn)) > 5  # this cut turns: there is a turn to take out
+    for path, expected_turn in ((turning, cycle_turn), (still, 0.0)):
+        bvh = BvhFile(path)
+        loop = bvh.positions(BVH_UNIT_M)
+        assert len(loop) == end - start
+        loop_heading = cmu_hip_headings(bvh, loop)
+        # the heading one frame after the last (the next cycle's first) against the first frame's
+        step = math.remainder(loop_heading[-1] - loop_heading[-2], 2 * math.pi)
+        turned = math.remainder(loop_heading[-1] + step - loop_heading[0], 2 * math.pi)
+        assert abs(turned - expected_turn) < math.radians(1.5), (math.degrees(turned), math.degrees(expected_turn))
+    in_place = BvhFile(still).positions(BVH_UNIT_M)
+    check_seam(np.concatenate([in_place, in_place]), len(in_place) - 12, len(in_place) + 2, (source,), fps)

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, preview, retarget
+from . import convert, glb, inspect, join, loop, preview, retarget, trim
 
-VERBS = (glb, convert, inspect, retarget, preview)
+VERBS = (glb, convert, inspect, retarget, join, trim, loop, preview)
 
 
 def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ from kimodo_rig.model import Skeleton  # noqa: E402
 AssetType = TypeVar("AssetType", bound=unreal.Object)
 
 
-class EngineError(Exception):
+class EngineError(KimodoError):
     """Something the engine did not do (missing feature, failed import); one line for the log."""
 
 
@@ -45,22 +45,15 @@ def main(arguments: Sequence[str]) -> int:
         target = find_target(request.target)
         target_plan = plan.plan_target(engine_skeleton(target))
         target_rig = target_ik_rig(target)
+        unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
+            target.get_path_name(), target_plan.skeleton.joint_count,
+            "pelvis" if request.root_motion == "hips" else "root"))
     except Exception as error:  # ours or the engine's: one red line, never a traceback
-        unreal.log_error("kimodo: " + one_line(error))
+        unreal.log_error("kimodo: " + plan.one_line(error))
         return 1
-    unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
-        target.get_path_name(), target_plan.skeleton.joint_count, "pelvis" if request.root_motion == "hips" else "root"))
     batch = Batch(request, target, target_plan, target_rig)
     batch.run()
     return 1 if batch.failures else 0
-
-
-def one_line(error: BaseException) -> str:
-    """Our errors as they are; an engine exception as its type and the first line of its message."""
-    if isinstance(error, (KimodoError, EngineError)):
-        return str(error)
-    text = str(error).strip().splitlines()
-    return "{}: {}".format(type(error).__name__, text[0] if text else "(no message)")
 
 
 class Batch:
@@ -97,7 +90,7 @@ class Batch:
             unreal.log(line)
 
     def fail(self, clip: Path, error: BaseException) -> None:
-        unreal.log_error("kimodo: {}: {}".format(plan.clip_name(clip), one_line(error)))
+        unreal.log_error("kimodo: {}: {}".format(plan.clip_name(clip), plan.one_line(error)))
         self.failures += 1
 
     def resume(self, job: "ClipJob", timed_out: bool) -> None:
@@ -292,7 +285,7 @@ def try_engine(what: str, call: Callable[[], object]) -> object:
     try:
         return call()
     except Exception as error:
-        unreal.log_error("kimodo: {}: {}".format(what, one_line(error)))
+        unreal.log_error("kimodo: {}: {}".format(what, plan.one_line(error)))
         return None
 
 

@@ -85,6 +85,15 @@ GLB_EXTENSIONS = (".glb",)
 USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
 ROOT_MOTION_OPTION = "--root-motion"
 
+def one_line(error: BaseException) -> str:
+    """What the log shows of an error: ours as it is; an engine exception (or any other) as its type and the
+    first line of its message, never a traceback."""
+    if isinstance(error, KimodoError):
+        return str(error)
+    text = str(error).strip().splitlines()
+    return "{}: {}".format(type(error).__name__, text[0] if text else "(no message)")
+
+
 IMPORT_TIMEOUT_S = 300.0  # the longest wait for a background import (before UE 5.5)
 
 

@@ -108,6 +108,8 @@ MUTANTS = {
     "default_evaluation_options.py": ("options.should_retarget = False\n        options.optional_skeletal_mesh = target",
                                       "pass"),
     "root_motion_op_left_alone.py": ("        root_motion_op(controller, root_motion)\n", ""),
+    "traceback_from_find_target.py": ("except Exception as error:  # ours or the engine's",
+                                      "except KimodoError as error:  # ours or the engine's"),
 }
 MUTANTS_56 = {"unknown_attribute.py": "reportAttributeAccessIssue", "extra_argument.py": "reportCallIssue",
               "unknown_class.py": "reportAttributeAccessIssue"}
@@ -298,16 +300,12 @@ def test_a_newer_engines_call_without_its_feature_check_is_caught(pyright_diagno
 # Older mistakes no stub can show (5.2/5.3 have no stub; the others are legal calls with the wrong meaning),
 # found in the script's syntax tree.
 OLDER_ENGINE_GAPS = ("replace_existing",)  # absent before UE 5.4: set only where present
-BATCH_KEYWORDS = {"search", "replace", "prefix", "suffix"}  # the same name and meaning on UE 5.2 to 5.8
+BATCH_KEYWORDS = {"search", "replace", "prefix", "suffix"}  # one name and meaning on every engine from 5.2
 
 
 def _structural_problems(text):
     tree = ast.parse(text)
     parents = _parents(tree)
-    functions = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            functions.setdefault(node.func.id, []).append(node)
     problems = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in OLDER_ENGINE_GAPS:
@@ -331,6 +329,12 @@ def _structural_problems(text):
     for setting in ("options.should_retarget = False", "options.optional_skeletal_mesh = target"):
         if setting not in body:
             problems.append("baked_frames: the evaluation options lack `{}`".format(setting))
+    # Before the batch starts (finding the target, reading its bones, its IK Rig), any exception is one line.
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    tries = [n for n in main.body if isinstance(n, ast.Try)]
+    if not tries or not all(any(isinstance(h.type, ast.Name) and h.type.id == "Exception" for h in t.handlers)
+                            for t in tries) or not isinstance(main.body[0], ast.Try):
+        problems.append("main: an engine exception before the batch would escape as a traceback")
     # Where add_default_ops adds a Root Motion op, the same branch sets it up or removes it.
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_default_ops":
@@ -352,6 +356,7 @@ def test_the_script_has_none_of_the_old_mistakes_a_stub_cannot_show():
     ("positional_batch.py", "duplicate_and_retarget's later parameters changed"),
     ("default_evaluation_options.py", "the evaluation options lack"),
     ("root_motion_op_left_alone.py", "Root Motion op is left with its defaults"),
+    ("traceback_from_find_target.py", "would escape as a traceback"),
 ])
 def test_each_old_mistake_is_caught(mutant, expected):
     good, bad = MUTANTS[mutant]
@@ -1096,3 +1101,28 @@ def test_the_import_wait_and_a_read_only_target_get_one_clear_line():
     assert plan.read_only_target_message("/MyPlugin/Chars/SK_Hero.SK_Hero") == (
         "/MyPlugin/Chars/SK_Hero.SK_Hero: this engine's batch retarget writes beside the target mesh, and this is "
         "plugin or engine content (often read-only): copy the character into /Game and pass that path")
+
+
+@pytest.mark.parametrize("degrees", [30, 90, 180])
+def test_a_character_facing_another_way_is_refused_as_the_offline_facing_measures_it(clip_glbs, degrees):
+    """The facing comes from the offline retarget's rest_corrections (which turns the motion by it); the IK
+    Retargeter copies world-space rotation changes without such a turn, so a turned character is refused."""
+    source = plan.read_source(clip_glbs["soma_01_single_text_prompt"])
+    rig, _ = _engine_rig()
+    turn = np.array([0.0, np.sin(np.radians(degrees) / 2), 0.0, np.cos(np.radians(degrees) / 2)])  # about up
+    turned = Skeleton("turned", rig.joint_names, rig.parents,
+                      (tuple(_matrix(turn) @ np.array(rig.rest_offsets[0])),) + rig.rest_offsets[1:],
+                      (tuple(_quat_multiply(turn, np.array(rig.rest_rotations[0]))),) + rig.rest_rotations[1:])
+    assert plan.retarget_pose(source, plan.plan_target(rig)).corrections.facing[3] > 0.999
+    with pytest.raises(KimodoError) as error:
+        plan.retarget_pose(source, plan.plan_target(turned))
+    assert str(error.value) == (
+        "turned: the character faces {} deg away from the clip's forward (Unreal's +Y): the IK Retargeter cannot "
+        "turn the motion to match; re-import the character facing +Y".format(degrees))
+
+
+def test_an_engine_exception_is_one_line_naming_its_type():
+    assert plan.one_line(KimodoError("walk: no such file")) == "walk: no such file"
+    assert plan.one_line(RuntimeError("Failed to load '/Game/X': broken package\nTraceback (most recent call last):")) \
+        == "RuntimeError: Failed to load '/Game/X': broken package"
+    assert plan.one_line(AttributeError()) == "AttributeError: (no message)"

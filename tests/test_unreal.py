@@ -1126,3 +1126,16 @@ def test_an_engine_exception_is_one_line_naming_its_type():
     assert plan.one_line(RuntimeError("Failed to load '/Game/X': broken package\nTraceback (most recent call last):")) \
         == "RuntimeError: Failed to load '/Game/X': broken package"
     assert plan.one_line(AttributeError()) == "AttributeError: (no message)"
+
+
+@pytest.mark.parametrize("engine", OLDER)
+def test_the_54_and_55_root_motion_generator_properties_exist(engine):
+    """The 5.4/5.5 Root Motion Generator op is set through set_editor_property, whose names are strings pyright
+    cannot check: each must be an editor property of RootMotionGeneratorOp in that engine's stub."""
+    text = _stub_text(engine)
+    start = text.index("\nclass RootMotionGeneratorOp(")
+    block = text[start:text.index("\nclass ", start + 1)]
+    properties = set(re.findall(r"- ``(\w+)`` \(", block))
+    used = re.findall(r'op\.set_editor_property\("(\w+)"', _function_source("root_motion_generator"))
+    assert len(used) == 7 and set(used) <= properties, set(used) - properties
+    assert {"RootMotionSource", "RootMotionHeightSource"} <= set(_stub_members(engine))

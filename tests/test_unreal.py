@@ -110,6 +110,7 @@ MUTANTS = {
     "root_motion_op_left_alone.py": ("        root_motion_op(controller, root_motion)\n", ""),
     "traceback_from_find_target.py": ("except Exception as error:  # ours or the engine's",
                                       "except KimodoError as error:  # ours or the engine's"),
+    "target_skeleton_left_unsaved.py": (", baked, target.skeleton])", ", baked])"),
 }
 MUTANTS_56 = {"unknown_attribute.py": "reportAttributeAccessIssue", "extra_argument.py": "reportCallIssue",
               "unknown_class.py": "reportAttributeAccessIssue"}
@@ -335,6 +336,11 @@ def _structural_problems(text):
     if not tries or not all(any(isinstance(h.type, ast.Name) and h.type.id == "Exception" for h in t.handlers)
                             for t in tries) or not isinstance(main.body[0], ast.Try):
         problems.append("main: an engine exception before the batch would escape as a traceback")
+    # What a clip changes is saved, the character's Skeleton too (the bake adds the clip's curve names to it).
+    saved = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "save"]
+    if not any("target.skeleton" in ast.unparse(call) for call in saved):
+        problems.append("the target's Skeleton is left dirty and unsaved")
     # Where add_default_ops adds a Root Motion op, the same branch sets it up or removes it.
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_default_ops":
@@ -357,6 +363,7 @@ def test_the_script_has_none_of_the_old_mistakes_a_stub_cannot_show():
     ("default_evaluation_options.py", "the evaluation options lack"),
     ("root_motion_op_left_alone.py", "Root Motion op is left with its defaults"),
     ("traceback_from_find_target.py", "would escape as a traceback"),
+    ("target_skeleton_left_unsaved.py", "Skeleton is left dirty and unsaved"),
 ])
 def test_each_old_mistake_is_caught(mutant, expected):
     good, bad = MUTANTS[mutant]

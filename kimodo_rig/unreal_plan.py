@@ -1,6 +1,7 @@
 """Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
-characters to look for, the frame change between glTF and Unreal, and the numbers that go into the
-retarget pose. unreal_retarget.py (the only `import unreal`) only carries these out in the engine.
+characters to look for, the frame change between glTF and Unreal, the numbers that go into the retarget
+pose, how root motion is set up, and the report read back from the bake (the clip sampled at the baked
+keys' times, the root bone's track). unreal_retarget.py (the only `import unreal`) only carries these out.
 
 Frames. Kimodo's and glTF's: +Y up, +Z forward, +X the character's left, right-handed, metres. Unreal's:
 +Z up, left-handed, centimetres. Unreal's glTF readers (GLTFCore, which Interchange's glTF translator
@@ -84,6 +85,7 @@ NO_TARGET_MESSAGE = (
 GLB_EXTENSIONS = (".glb",)
 USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
 ROOT_MOTION_OPTION = "--root-motion"
+
 
 def one_line(error: BaseException) -> str:
     """What the log shows of an error: ours as it is; an engine exception (or any other) as its type and the

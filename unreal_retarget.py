@@ -44,6 +44,7 @@ def main(arguments: Sequence[str]) -> int:
         require_features()
         target = find_target(request.target)
         target_plan = plan.plan_target(engine_skeleton(target))
+        plan.check_root_motion(request.root_motion, target_plan)
         target_rig = target_ik_rig(target)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,

@@ -435,12 +435,17 @@ class RootMotionPlan:
     maintain_offset_from_pelvis = True
 
 
-def plan_root_motion(mode: str, source: SourcePlan, target: TargetPlan) -> RootMotionPlan:
+def check_root_motion(mode: str, target: TargetPlan) -> None:
+    """The choice must be one the character can carry out (checked once, before any clip is imported)."""
     if mode not in ROOT_MOTION_MODES:
         raise KimodoError("{}: expected {}, got {!r}".format(ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), mode))
     if mode == "root" and target.root_bone is None:
         raise KimodoError("{}: no bone above the pelvis ({}) to carry root motion: use {} hips".format(
             target.skeleton.name, target.pelvis, ROOT_MOTION_OPTION))
+
+
+def plan_root_motion(mode: str, source: SourcePlan, target: TargetPlan) -> RootMotionPlan:
+    check_root_motion(mode, target)
     return RootMotionPlan(mode, source.retarget_root, target.pelvis, target.root_bone)
 
 

@@ -111,6 +111,8 @@ MUTANTS = {
     "traceback_from_find_target.py": ("except Exception as error:  # ours or the engine's",
                                       "except KimodoError as error:  # ours or the engine's"),
     "target_skeleton_left_unsaved.py": (", baked, target.skeleton])", ", baked])"),
+    "no_wait_before_55.py": ("        return None\n    return list(result or [])",
+                             "        return list(assets_in(folder))\n    return list(result or [])"),
 }
 MUTANTS_56 = {"unknown_attribute.py": "reportAttributeAccessIssue", "extra_argument.py": "reportCallIssue",
               "unknown_class.py": "reportAttributeAccessIssue"}
@@ -336,6 +338,12 @@ def _structural_problems(text):
     if not tries or not all(any(isinstance(h.type, ast.Name) and h.type.id == "Exception" for h in t.handlers)
                             for t in tries) or not isinstance(main.body[0], ast.Try):
         problems.append("main: an engine exception before the batch would escape as a traceback")
+    # Where import_asset only starts the import (it returns a bool, before 5.5) and the engine cannot wait for
+    # it, the script must not look for the assets at once: start_import says so by returning None.
+    body = _function_source("start_import", text)
+    branch = body[body.index("if isinstance(result, bool):"):body.index("    return list(result or [])")]
+    if "return None" not in branch:
+        problems.append("start_import: a background import (before 5.5) is not waited for")
     # What a clip changes is saved, the character's Skeleton too (the bake adds the clip's curve names to it).
     saved = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id == "save"]
@@ -364,6 +372,7 @@ def test_the_script_has_none_of_the_old_mistakes_a_stub_cannot_show():
     ("root_motion_op_left_alone.py", "Root Motion op is left with its defaults"),
     ("traceback_from_find_target.py", "would escape as a traceback"),
     ("target_skeleton_left_unsaved.py", "Skeleton is left dirty and unsaved"),
+    ("no_wait_before_55.py", "a background import (before 5.5) is not waited for"),
 ])
 def test_each_old_mistake_is_caught(mutant, expected):
     good, bad = MUTANTS[mutant]
@@ -942,6 +951,9 @@ def test_the_root_motion_plan_names_the_bones_the_offline_retarget_uses(clip_glb
     no_root = rig_without_root(rig)
     bare = plan.plan_target(no_root)
     assert bare.root_bone is None
+    plan.check_root_motion("hips", bare)
+    with pytest.raises(KimodoError) as error:
+        plan.check_root_motion("root", bare)  # once, before any clip is imported
     with pytest.raises(KimodoError) as error:
         plan.plan_root_motion("root", source, bare)
     assert str(error.value) == "{}: no bone above the pelvis (pelvis) to carry root motion: use --root-motion hips".format(

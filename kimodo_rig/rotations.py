@@ -149,6 +149,22 @@ def quat_slerp(a: Sequence[float], b: Sequence[float], t: float) -> Quat:
     return (a[0] * wa + b[0] * wb, a[1] * wa + b[1] * wb, a[2] * wa + b[2] * wb, a[3] * wa + b[3] * wb)
 
 
+def yaw_rotation(angle: float) -> Quat:
+    """A turn of `angle` radians about +Y (positive turns +Z towards +X)."""
+    return (0.0, math.sin(angle / 2.0), 0.0, math.cos(angle / 2.0))
+
+
+def yaw_angle(q: Sequence[float]) -> float:
+    """The heading of rotation q: the angle about +Y of where it sends +Z, seen from above."""
+    forward = quat_rotate(q, (0.0, 0.0, 1.0))
+    return math.atan2(forward[0], forward[2])
+
+
+def wrap_angle(angle: float) -> float:
+    """The same angle in (-pi, pi]."""
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 

@@ -238,6 +238,15 @@ def animation_keyframes_checked(document: gd.Document, motion: Motion):
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> float:
     """Encode, self-check and write atomically; returns the self-check's worst disagreement in metres.
     Above SELF_CHECK_TOLERANCE_M nothing is written."""
+    data, worst = checked_bytes(motion, path, options)
+    write_bytes_atomic(path, data)
+    return worst
+
+
+def checked_bytes(motion: Motion, path, options: WriteOptions = DEFAULT) -> Tuple[bytes, float]:
+    """The GLB bytes of `motion`, self-checked (messages name `path`), and the worst disagreement in
+    metres; raises KimodoError above SELF_CHECK_TOLERANCE_M. For callers that write the bytes elsewhere
+    (a batch worker hands them to the process that names the files)."""
     data = encode(motion, names=options.names)
     worst = self_check(data, motion, str(path))
     if not worst <= SELF_CHECK_TOLERANCE_M:
@@ -246,8 +255,7 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> float:
                 Path(path).name, worst
             )
         )
-    write_bytes_atomic(path, data)
-    return worst
+    return data, worst
 
 
 def read(path, *, fps: Optional[float] = None) -> Motion:

@@ -160,9 +160,10 @@ class Document:
         return items
 
 
-    def floats(self, index: int) -> array:
-        """The components of accessor `index` laid end to end: a plain, tightly packed float32 accessor is
-        read straight from the bytes into array('f') (animation keys of long clips); any other goes through
+    def floats(self, index: int) -> Sequence[float]:
+        """The components of accessor `index` laid end to end. A plain, tightly packed float32 accessor
+        (animation keys of long clips) is read straight from the bytes: on little-endian machines as a
+        float view of the binary chunk itself (no copy), else into array('f'); any other goes through
         `accessor`, which also checks its bounds."""
         accessor = self.gltf["accessors"][index]
         width = _TYPE_SIZES[accessor["type"]]
@@ -172,10 +173,11 @@ class Document:
             start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
             end = start + 4 * width * accessor["count"]
             if end - view.get("byteOffset", 0) <= view["byteLength"] and view.get("byteOffset", 0) + view["byteLength"] <= len(self.binary):
+                if sys.byteorder == "little":
+                    return memoryview(self.binary)[start:end].cast("f")
                 values = array("f")
                 values.frombytes(self.binary[start:end])
-                if sys.byteorder == "big":
-                    values.byteswap()
+                values.byteswap()
                 return values
         return array("d", [c for item in self.accessor(index) for c in item])
 
@@ -492,19 +494,22 @@ def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], 
 PATH_WIDTHS = {"translation": 3, "rotation": 4, "scale": 3}
 
 
-def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[array, Dict[int, Dict[str, array]]]:
-    """`animation_keyframes` as flat arrays (each key's components end to end, float32 as stored): the
-    longest key-time accessor of the animation, and per node and path the values at those keys."""
-    animation = document.gltf["animations"][animation_index]
-    read: Dict[int, array] = {}  # channels of one animation share their time accessor: read it once
+FloatSequence = Sequence[float]  # array('f'), a float memoryview of the bytes, or array('d')
 
-    def floats(index: int) -> array:
+
+def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[FloatSequence, Dict[int, Dict[str, FloatSequence]]]:
+    """`animation_keyframes` as flat sequences (each key's components end to end, float32 as stored):
+    the longest key-time accessor of the animation, and per node and path the values at those keys."""
+    animation = document.gltf["animations"][animation_index]
+    read: Dict[int, FloatSequence] = {}  # channels of one animation share their time accessor: read it once
+
+    def floats(index: int) -> FloatSequence:
         if index not in read:
             read[index] = document.floats(index)
         return read[index]
 
-    times = array("f")
-    channels: Dict[int, Dict[str, array]] = {}
+    times: FloatSequence = array("f")
+    channels: Dict[int, Dict[str, FloatSequence]] = {}
     for channel in animation["channels"]:
         sampler = animation["samplers"][channel["sampler"]]
         key_times = floats(sampler["input"])
@@ -516,8 +521,8 @@ def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[arra
         values = floats(sampler["output"])
         if sampler.get("interpolation") == "CUBICSPLINE":  # in-tangent, value, out-tangent per key
             width = _TYPE_SIZES[document.gltf["accessors"][sampler["output"]]["type"]]
-            values = array(values.typecode, [v for key in range(1, len(values) // width, 3)
-                                             for v in values[key * width:(key + 1) * width]])
+            values = array("d", [v for key in range(1, len(values) // width, 3)
+                                 for v in values[key * width:(key + 1) * width]])
         channels.setdefault(target["node"], {})[target["path"]] = values
     return times, channels
 

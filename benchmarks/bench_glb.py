@@ -97,13 +97,18 @@ def trimmed_bvh(source: Path, target: Path, start: int, frames: int) -> Path:
     return target
 
 
+# As a user runs it: Python may write and use its bytecode cache (a shell that turned that off for
+# development would otherwise have every run compile kimodo_rig from source).
+USER_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def wall(command, repeats: int, check_output: bool = True):
     """Median wall seconds of `command` over `repeats` runs (after one warm-up), and the last run."""
-    subprocess.run(command, capture_output=True, text=True)
+    subprocess.run(command, capture_output=True, text=True, env=USER_ENV)
     seconds, result = [], None
     for _ in range(repeats):
         started = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
+        result = subprocess.run(command, capture_output=True, text=True, env=USER_ENV)
         seconds.append(time.perf_counter() - started)
         if check_output and result.returncode != 0:
             sys.exit("failed: {}\n{}{}".format(" ".join(command), result.stdout[-2000:], result.stderr[-2000:]))

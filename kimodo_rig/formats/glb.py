@@ -199,14 +199,14 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     if channels is None:
         raise KimodoError("{}: self-check failed: the written animation does not key the motion's {} frames at "
                           "frame/fps".format(name, motion.frame_count))
-    worst = 0.0  # squared distance
+    worst = 0.0
     written = gd.world_positions_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
     for positions, expected in zip(written, positions_by_frame(motion)):
-        for (x, y, z), (ex, ey, ez) in zip(positions, expected):
-            squared = (x - ex) * (x - ex) + (y - ey) * (y - ey) + (z - ez) * (z - ez)
-            if not squared <= worst:  # NaN counts as worst
-                worst = squared if math.isfinite(squared) else math.inf
-    return math.sqrt(worst)
+        distances = list(map(math.dist, positions, expected))
+        if not math.isfinite(math.fsum(distances)):  # NaN or inf anywhere counts as worst
+            return math.inf
+        worst = max(worst, max(distances))
+    return worst
 
 
 def key_time_tolerance(seconds: float) -> float:

@@ -575,6 +575,7 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
         else:
             plan.append(step + (parent_of_slot[slot], has_children[slot]))
     count = len(needed)
+    every_slot = wanted_slots == list(range(count))  # the wanted nodes are all there is, in order
     qx, qy, qz, qw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count  # world rotations
     px, py, pz = [0.0] * count, [0.0] * count, [0.0] * count  # world positions
     for frame in range(frames):
@@ -602,7 +603,7 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                 qy[slot] = aw * y - ax * z + ay * w + az * x
                 qz[slot] = aw * z + ax * y - ay * x + az * w
                 qw[slot] = aw * w - ax * x - ay * y - az * z
-        yield [(px[s], py[s], pz[s]) for s in wanted_slots]
+        yield list(zip(px, py, pz)) if every_slot else [(px[s], py[s], pz[s]) for s in wanted_slots]
 
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)

@@ -159,3 +159,34 @@ def test_a_glb_job_imports_only_what_it_needs(tmp_path, front_end):
                          "kimodo_rig.formats.amass", "kimodo_rig.formats.g1_csv", "kimodo_rig.retarget",
                          "kimodo_rig.cli.convert", "kimodo_rig.cli.retarget", "kimodo_rig.cli.inspect",
                          "concurrent.futures.process", "multiprocessing", "zipfile"}, sorted(loaded)
+
+
+def test_the_self_checks_flat_quaternion_fk_agrees_with_4x4_matrices_on_any_hierarchy(tmp_path):
+    """gltf_document's fast evaluation against its 4x4 one: on our file, with a translated and rotated
+    node added above the skeleton, and (through its fallback) with a scaled node."""
+    from kimodo_rig.formats import gltf_document as gd
+
+    motion = raw.read(_clip(tmp_path / "clip", frames=5, prompt="A person runs"))
+    document = gd.parse_glb(glb.encode(motion), "walk.glb")
+    gltf = document.gltf
+    joints = gltf["skins"][0]["joints"]
+    _, channels = gd.animation_arrays(document)
+    tuples = gd.animation_keyframes(document)[1]
+
+    def agree():
+        fast = list(gd.world_positions_by_frame(gltf, channels, 5, joints))
+        for frame in range(5):
+            matrices = gd.world_matrices(gltf, gd.keyframe_overrides(tuples, frame), joints)
+            slow = [(m[12], m[13], m[14]) for m in matrices]
+            # float32 quaternions are unit to ~1e-7: the two formulas part by about that along a chain
+            assert np.abs(np.array(fast[frame]) - np.array(slow)).max() < 1e-6
+        return fast
+
+    plain = agree()
+    gltf["nodes"].append({"name": "offset", "translation": [0.5, -1.0, 2.0], "rotation": [0.0, 0.6, 0.0, 0.8],
+                          "children": [0]})
+    moved = agree()
+    assert np.abs(np.array(moved) - np.array(plain)).max() > 0.4
+    gltf["nodes"][-1]["scale"] = [1.0, 2.0, 1.0]
+    scaled = agree()
+    assert np.abs(np.array(scaled) - np.array(moved)).max() > 0.1

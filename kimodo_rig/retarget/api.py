@@ -92,7 +92,7 @@ def own_skeleton_motion(motion: Motion, options: RetargetOptions = RetargetOptio
     clip onto G1 would drop its hinges that no humanoid part names)."""
     own = RetargetOptions(options.in_place, options.root_motion, options.foot_lock)
     moved, info = retarget_motion(motion, motion.skeleton, own)
-    roots = array("d", motion.root_positions)
+    roots = array(motion.root_positions.typecode, motion.root_positions)
     if options.in_place:
         travelling, _ = retarget_motion(motion, motion.skeleton, RetargetOptions(foot_lock=options.foot_lock))
         for frame in range(motion.frame_count):

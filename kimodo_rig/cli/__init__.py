@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, retarget
+from . import convert, glb, inspect, map, retarget
 
-VERBS = (glb, convert, inspect, retarget)
+VERBS = (glb, convert, inspect, retarget, map)
 
 
 def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
@@ -42,6 +42,7 @@ from .mapping import (
     rest_corrections,
     rest_leg_reach,
     retarget_chains,
+    facing_label,
 )
 
 ROOT_MOTION_MODES = ("hips", "root")
@@ -64,6 +65,9 @@ class RetargetInfo:
     root_bone: Optional[str] = None  # --root-motion root: the target's root bone, or NEW_ROOT_NAME
     root_is_new: bool = False
     root_track: Optional[Tuple[Tuple[Vec3, Quat], ...]] = None  # world position and rotation per frame
+    forward: Vec3 = (0.0, 0.0, 1.0)  # the character's facing measured from its rest geometry (unit, horizontal)
+    facing: str = "+Z"  # the same as a label: "+Z", "-Z", "+X", "-X", or "<yaw from +Z> deg"
+    warnings: Tuple[str, ...] = ()  # decisions against the rig's names (already logged once)
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
@@ -109,11 +113,12 @@ def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> T
 
 def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> HumanoidMap:
     new = {old: i for i, old in enumerate(order)}
-    return HumanoidMap(
-        skeleton,
-        {part: new[j] for part, j in hmap.bones.items() if j in new},
-        {part: new[j] for part, j in hmap.anchors.items() if j in new},
-        {part: tuple(new[j] for j in joints) for part, joints in hmap.ends.items() if all(j in new for j in joints)},
+    return replace(
+        hmap,
+        skeleton=skeleton,
+        bones={part: new[j] for part, j in hmap.bones.items() if j in new},
+        anchors={part: new[j] for part, j in hmap.anchors.items() if j in new},
+        ends={part: tuple(new[j] for j in joints) for part, joints in hmap.ends.items() if all(j in new for j in joints)},
     )
 
 
@@ -271,5 +276,6 @@ def retarget(
         reach_source=reach_source, reach_target=reach_target, floor_shift=floor_shift,
         chains_mapped=chains_mapped, left_at_rest=tuple(left),
         root_bone=root_bone, root_is_new=root_is_new, root_track=root_track,
+        forward=tmap.forward, facing=facing_label(tmap.forward), warnings=tmap.warnings,
     )
     return result, info

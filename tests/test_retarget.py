@@ -306,7 +306,7 @@ def test_bad_inputs_one_line_and_no_output(tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, "
                              "thigh_r, calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, "
-                             "CMU, Quaternius, CesiumMan, VRM, Left/Right words\n").format(tail_path)
+                             "CMU, Quaternius, CesiumMan, Kenney, VRM, Left/Right words\n").format(tail_path)
     # A source the mapping does not know: a motion on the tail.
     source = tmp_path / "tail_motion.glb"
     source.write_bytes(glb.encode(rest_motion(tail, 3)))
@@ -403,7 +403,7 @@ def test_a_source_bvh_that_is_no_humanoid_is_refused_naming_the_file(tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, thigh_r, "
                              "calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
-                             "Quaternius, CesiumMan, VRM, Left/Right words\n").format(tail)
+                             "Quaternius, CesiumMan, Kenney, VRM, Left/Right words\n").format(tail)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tail.bvh"]
 
 

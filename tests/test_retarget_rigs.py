@@ -241,3 +241,116 @@ def test_the_female_dress_character_retargets_soma_and_g1(tmp_path):
         output = retarget(tmp_path, clip, rv.FEMALE_DRESS, "dress_" + clip)
         cosines, walk = judge(clip, output, segments, 0.0, (rv.FEMALE_DRESS, {}))
         assert walk > 0.99 and min(cosines.values()) >= goal, (clip, cosines)
+
+
+def test_a_forearm_without_a_hand_joint_bends_as_kimodo_bends_it(tmp_path):
+    """The hands dropped (their vertices weighted to the forearms): the forearm's direction comes from
+    where its vertices lie, so it bends with Kimodo's (judged at the ORIGINAL hand place in its frame)."""
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "no_hands.glb", lambda g: rv.drop_joints(g, ["hand_l", "hand_r"]))
+    for clip, goal in ((SOMA_CLIP, 0.99), (G1_CLIP, 0.97)):
+        output = retarget(tmp_path, clip, rig, "no_hands_" + clip)
+        cosines, walk = judge(clip, output, MANNEQUIN_ALL, 0.0, IDENTITY_NAMES)
+        assert walk > 0.99 and min(cosines.values()) >= goal, (clip, cosines)
+
+
+def test_kenney_one_bone_limbs_are_limbs(tmp_path):
+    """`arm-left` runs shoulder to hand, `leg-left` hip to foot: each follows Kimodo's shoulder-to-wrist
+    and hip-to-ankle line (judged at where the original rig's hand and ankle sit in that bone's frame)."""
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "kenney.glb", rv.kenney_like)
+    rename = {"upperarm_l": "arm-left", "upperarm_r": "arm-right", "thigh_l": "leg-left", "thigh_r": "leg-right",
+              "pelvis": "torso", "spine_01": "body"}
+    segments = {part: tuple(rename.get(n, n) for n in names)
+                for part, names in _expand(MANNEQUIN_SEGMENTS, ["arm_{s}", "leg_{s}", "hipline"]).items()}
+    for clip, goal in ((SOMA_CLIP, 0.99), (G1_CLIP, 0.97)):
+        output = retarget(tmp_path, clip, rig, "kenney_" + clip)
+        cosines, walk = judge(clip, output, segments, 0.0, (rv.MANNEQUIN, rename))
+        assert walk > 0.99 and min(cosines.values()) >= goal, (clip, cosines)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_a_vrm_humanoid_table_is_the_map(tmp_path, version):
+    """Bone names nobody could guess (b0, b1, ...) and the VRM table naming them: the table is the map.
+    VRM 0.x avatars face -Z."""
+    facing = 180.0 if version == 0 else 0.0
+    originals = [n.name for n in rv.load(rv.MANNEQUIN).nodes]
+    anonymous = {name: "b{}".format(k) for k, name in enumerate(originals)}
+    table = {bone: anonymous[name] for bone, name in rv.MANNEQUIN_VRM.items()}
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "avatar.vrm", lambda g: rv.rename(g, anonymous),
+                     lambda g: rv.add_vrm_table(g, table, version), lambda g: rv.turn_scene(g, facing))
+    output = retarget(tmp_path, SOMA_CLIP, rig, "avatar")
+    segments = {part: tuple(anonymous[n] for n in names) for part, names in MANNEQUIN_ALL.items()}
+    cosines, walk = judge(SOMA_CLIP, output, segments, facing, (rv.MANNEQUIN, anonymous))
+    assert walk > 0.99 and min(cosines.values()) >= 0.99, cosines
+
+
+def test_map_prints_the_automatic_map_and_an_edited_map_fixes_a_rig(tmp_path):
+    result = run_cli("map", "mannequin", "--json")
+    assert result.returncode == 0, result.stderr
+    parts = json.loads(result.stdout)
+    assert parts["hips"] == "pelvis" and parts["upperarm_l"] == "upperarm_l" and parts["toe_r"] == "ball_r"
+    text = run_cli("map", "mannequin").stdout.splitlines()
+    assert text[0] == "mannequin: {} parts from bone names, facing +Z".format(len(parts))
+    assert text[1].split() == ["hips", "pelvis"]
+    # A rig the names cannot map (b0, b1, ...) is refused in one line; the edited map makes it work.
+    originals = [n.name for n in rv.load(rv.MANNEQUIN).nodes]
+    anonymous = {name: "b{}".format(k) for k, name in enumerate(originals)}
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "anonymous.glb", lambda g: rv.rename(g, anonymous))
+    refused = run_cli("map", rig)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1 and "missing thigh_l" in refused.stderr
+    bones = tmp_path / "bones.json"
+    bones.write_text(json.dumps({part: anonymous[name] for part, name in parts.items()}))
+    output = tmp_path / "anonymous_out.glb"
+    result = run_cli("retarget", CLIPS / SOMA_CLIP, "--target", rig, "--map", bones, "-o", output)
+    assert result.returncode == 0, result.stderr
+    segments = {part: tuple(anonymous[n] for n in names) for part, names in MANNEQUIN_ALL.items()}
+    cosines, walk = judge(SOMA_CLIP, output, segments, 0.0, (rv.MANNEQUIN, anonymous))
+    assert walk > 0.99 and min(cosines.values()) >= 0.99
+    # A map naming a bone the rig lacks, or an unknown part: one line, no output.
+    for record, message in (({"hips": "nope"}, "{}: hips: no bone named 'nope' in anonymous".format(bones)),
+                            ({"tail": "b1"}, "{}: unknown part 'tail'".format(bones))):
+        bones.write_text(json.dumps(record))
+        result = run_cli("retarget", CLIPS / SOMA_CLIP, "--target", rig, "--map", bones, "-o", tmp_path / "no.glb")
+        assert result.returncode == 1 and result.stderr.startswith(message), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "no.glb").exists()
+
+
+def test_many_clips_at_once_one_line_each_and_a_bad_one_does_not_stop_the_rest(tmp_path):
+    bad = tmp_path / "broken_clip"
+    bad.mkdir()
+    (bad / "local_rotations_xyzw.f32").write_bytes(b"\0" * 7)
+    (bad / "root_positions.f32").write_bytes(b"\0" * 12)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    result = run_cli("retarget", CLIPS / SOMA_CLIP, bad, CLIPS / G1_CLIP, "--target", "mannequin", "--outdir", outdir)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [SOMA_CLIP, G1_CLIP]
+    assert lines[0].endswith("-> {}".format(outdir / (SOMA_CLIP + ".glb")))
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(str(bad))
+    assert sorted(p.name for p in outdir.iterdir()) == [G1_CLIP + ".glb", SOMA_CLIP + ".glb"]
+    several = run_cli("retarget", CLIPS / SOMA_CLIP, CLIPS / G1_CLIP, "--target", "mannequin", "-o", tmp_path / "x.glb")
+    assert several.returncode == 2 and not (tmp_path / "x.glb").exists()
+
+
+def test_odd_rigs_retarget_or_get_one_line_never_a_traceback(tmp_path):
+    """Rigs with parts missing, from every builder: a result or one KimodoError line naming what is missing."""
+    cases = {
+        "no_legs.glb": (rv.MANNEQUIN, [lambda g: rv.drop_joints(g, ["thigh_l", "thigh_r"])], "missing thigh_l"),
+        "no_feet.glb": (rv.MIXAMO, [lambda g: rv.drop_joints(g, ["mixamorig:LeftFoot", "mixamorig:RightFoot"])], None),
+        "one_arm.glb": (rv.FEMALE_DRESS, [lambda g: rv.drop_joints(g, ["Shoulder.R"])], "missing upperarm_r"),
+        "arm_from_shoulder.glb": (rv.FEMALE_DRESS, [lambda g: rv.drop_joints(g, ["UpperArm.R"])], None),
+        "helpers.glb": (rv.MANNEQUIN, [lambda g: rv.add_helper_joint(g, "FootIK.L", "Root", [0.1, 0.0, 0.1]),
+                                       lambda g: rv.add_helper_joint(g, "FootIK.R", "Root", [-0.1, 0.0, 0.1])], None),
+        "feet_ik.glb": (rv.FEMALE_DRESS, [lambda g: rv.rename(g, {"Foot.L": "FootIK.L", "Foot.R": "FootIK.R"})], None),
+    }
+    for name, (original, builders, message) in cases.items():
+        rig = rv.variant(original, tmp_path, name, *builders)
+        output = tmp_path / ("out_" + name)
+        result = run_cli("retarget", CLIPS / SOMA_CLIP, "--target", rig, "-o", output)
+        assert "Traceback" not in result.stderr, (name, result.stderr)
+        if message is None:
+            assert result.returncode == 0 and output.exists(), (name, result.stderr)
+        else:
+            errors = [line for line in result.stderr.splitlines() if not line.startswith("warning:")]
+            assert result.returncode == 1 and len(errors) == 1 and message in errors[0], (name, result.stderr)
+            assert not output.exists()

@@ -11,7 +11,7 @@ import json
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
@@ -38,6 +38,9 @@ class Target:
     skin_to_world: Tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
     humanoid_table: Tuple[Tuple[str, str], ...] = ()  # (canonical part, joint name) the file states (VRM)
     table_label: str = ""  # where that table came from, for messages
+    # Tip joints added to the skeleton (after every joint of the file) where a limb bone has no child:
+    # (tip name, the bone's name, the tip's position in the bone NODE's own frame, scale included).
+    tips: Tuple[Tuple[str, str, Vec3], ...] = ()
 
     @property
     def has_mesh(self) -> bool:
@@ -229,10 +232,85 @@ def read_gltf_target(path) -> Target:
             local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
     if not all(gd.is_finite(value) for value in offsets + local_rotations + scales):
         raise KimodoError("{}: the skin's bind pose is not finite numbers (scales or matrices too large?)".format(source))
+    tip_records = []
+    leaves = {order[k]: k for k in range(len(order)) if k not in set(skeleton_parents)}
+    found = _leaf_tips(document, joints, leaves, positions, [binds[old] for old in order], skin_to_world)
+    taken = set(names)
+    for k, (tip_world, local) in found.items():
+        tip_name = names[k] + "_tip"
+        while tip_name in taken:
+            tip_name += "_"
+        taken.add(tip_name)
+        names.append(tip_name)
+        skeleton_parents = skeleton_parents + (k,)
+        offsets.append(quat_rotate(quat_conjugate(rotations[k]), subtract(tip_world, positions[k])))
+        local_rotations.append((0.0, 0.0, 0.0, 1.0))
+        tip_records.append((tip_name, names[k], local))
     skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
     table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
-                  table, label)
+                  table, label, tuple(tip_records))
+
+
+def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:
+    """A column-major 4x4 matrix applied to a point."""
+    return (m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12], m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13],
+            m[2] * p[0] + m[6] * p[1] + m[10] * p[2] + m[14])
+
+
+def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int], positions: List[Vec3],
+               binds: List[gd.Matrix4], skin_to_world: Sequence[float]) -> Dict[int, Tuple[Vec3, Vec3]]:
+    """Where each childless bone ends, from the vertices skinned to it: at bind, linear blend skinning
+    leaves every vertex where the file stores it (placed by the skin's bind space), so the bone runs from
+    its joint towards the weighted centroid of its vertices and ends at their farthest reach along that
+    line. Bones with (almost) no vertices get nothing. `leaves`: skin joint slot -> skeleton index;
+    `positions`, `binds`: per skeleton index. Returns {skeleton index: (tip world, tip in the bone
+    node's frame)}."""
+    gltf = document.gltf
+    leaf_of_node = {joints[slot]: k for slot, k in leaves.items()}
+    samples: Dict[int, List[Tuple[float, Vec3]]] = {}
+    for node in gltf.get("nodes", []):
+        if "mesh" not in node or "skin" not in node:
+            continue
+        skin = gltf["skins"][node["skin"]]
+        skin_joints = skin.get("joints", [])
+        # Joint slot of this skin -> our leaf (skins sharing the armature list the same nodes).
+        slots = {slot: leaf_of_node[n] for slot, n in enumerate(skin_joints) if n in leaf_of_node}
+        if not slots:
+            continue
+        for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            if "POSITION" not in attributes or "JOINTS_0" not in attributes or "WEIGHTS_0" not in attributes:
+                continue
+            vertices = document.accessor(attributes["POSITION"])
+            joint_sets = document.accessor(attributes["JOINTS_0"])
+            weight_sets = document.accessor(attributes["WEIGHTS_0"])
+            for vertex, slot_set, weight_set in zip(vertices, joint_sets, weight_sets):
+                for slot, weight in zip(slot_set, weight_set):
+                    leaf = slots.get(int(slot))
+                    if leaf is not None and weight > 0.0:
+                        samples.setdefault(leaf, []).append((weight, _apply(skin_to_world, vertex)))
+    tips: Dict[int, Tuple[Vec3, Vec3]] = {}
+    for leaf, weighted in samples.items():
+        total = sum(w for w, _ in weighted)
+        if total < 3.0:
+            continue
+        start = positions[leaf]
+        centroid = tuple(sum(w * p[i] for w, p in weighted) / total for i in range(3))
+        direction = subtract(centroid, start)
+        size = sum(c * c for c in direction) ** 0.5
+        if not size > 1e-6:
+            continue
+        unit = tuple(c / size for c in direction)
+        firm = [p for w, p in weighted if w >= 0.5] or [p for _, p in weighted]
+        reach = max(sum((p[i] - start[i]) * unit[i] for i in range(3)) for p in firm)
+        tip = tuple(start[i] + unit[i] * max(reach, size) for i in range(3))
+        try:
+            local = _apply(gd.invert4(binds[leaf]), tip)
+        except ValueError:
+            continue
+        tips[leaf] = (tip, local)  # type: ignore[assignment]
+    return tips
 
 
 def _warn_if_saved_off_bind(source: str, gltf: Dict, joints: List[int], order: List[int], world: List[gd.Matrix4],

@@ -59,6 +59,7 @@ class HumanoidMap:
     anchors: Dict[str, int] = field(default_factory=dict)
     ends: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
     forward: Vec3 = (0.0, 0.0, 1.0)  # the rig's facing at rest, measured (horizontal, unit)
+    whole_limbs: Tuple[str, ...] = ()  # one-bone limbs: "upperarm_l" runs shoulder to hand, "thigh_l" hip to ankle
     warnings: Tuple[str, ...] = ()  # what the mapping had to decide against the names
 
     def has(self, part: str) -> bool:
@@ -507,13 +508,40 @@ def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
     if kimodo is not None:
         return _with_geometry(_map_from_table(skeleton, _kimodo_tables()[kimodo]), source, check_sides=False)
     bones, finger_ends = _map_by_names(skeleton)
+    whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
-                    "Quaternius, CesiumMan, VRM, Left/Right words")
-    return _with_geometry(_complete(skeleton, bones, {}, {}, finger_ends), source or skeleton.name, check_sides=True)
+                    "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
+    hmap = replace(_complete(skeleton, bones, {}, {}, finger_ends), whole_limbs=whole)
+    return _with_geometry(hmap, source or skeleton.name, check_sides=True)
 
 
-def _check_complete(bones: Dict[str, int], source: str, tried: str) -> None:
-    missing = [p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm") if p + "_" + s not in bones]
+def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...]:
+    """Kenney-style limbs: one bone from shoulder to hand (`arm-left`) or hip to foot (`leg-left`). The
+    bone is the upper arm or thigh spanning the whole limb; a leg's end (its tip joint, or its lowest
+    child) is its foot, so the character has something to stand on."""
+    positions = rest_positions(skeleton)
+    whole = []
+    for side in SIDES:
+        if "upperarm_" + side in bones and not any(p + "_" + side in bones for p in ("lowerarm", "hand")):
+            whole.append("upperarm_" + side)
+        if "thigh_" + side in bones and not any(p + "_" + side in bones for p in ("calf", "foot", "toe")):
+            children = skeleton.children(bones["thigh_" + side])
+            if children:
+                whole.append("thigh_" + side)
+                bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
+        elif "calf_" + side in bones and not any(p + "_" + side in bones for p in ("foot", "toe")):
+            # A shin without a foot joint: where it ends (its tip from its vertices) is what it stands on.
+            children = skeleton.children(bones["calf_" + side])
+            if children:
+                bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
+    return tuple(whole)
+
+
+def _check_complete(bones: Dict[str, int], source: str, tried: str, whole_limbs: Sequence[str] = ()) -> None:
+    spanned = {"lowerarm_" + p[-1] for p in whole_limbs if p.startswith("upperarm")}
+    spanned |= {"calf_" + p[-1] for p in whole_limbs if p.startswith("thigh")}
+    missing = [p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm")
+               if p + "_" + s not in bones and p + "_" + s not in spanned]
     if "hips" not in bones and not missing:
         missing.append("hips")
     if missing:
@@ -666,7 +694,7 @@ def retarget_chains(humanoid: Union[HumanoidMap, Skeleton]) -> Tuple[List[Chain]
     for side, word in (("l", "Left"), ("r", "Right")):
         if hmap.has("clavicle_" + side):
             chains.append(Chain(word + "Clavicle", name("clavicle_" + side), name("clavicle_" + side)))
-        arm_end = "hand_" + side if hmap.has("hand_" + side) else "lowerarm_" + side
+        arm_end = next(p + "_" + side for p in ("hand", "lowerarm", "upperarm") if hmap.has(p + "_" + side))
         chains.append(Chain(word + "Arm", name("upperarm_" + side), name(arm_end)))
         leg_end = next(p + "_" + side for p in ("toe", "foot", "calf") if hmap.has(p + "_" + side))
         chains.append(Chain(word + "Leg", name("thigh_" + side), name(leg_end)))
@@ -727,6 +755,7 @@ class Link:
     weight: float
     source_part: str
     aim: bool
+    span: Tuple[int, ...] = ()  # a one-bone limb: the source joints its direction runs between (start, end)
 
 
 def link_parts(source: HumanoidMap, target: HumanoidMap) -> List[Link]:
@@ -748,6 +777,13 @@ def link_parts(source: HumanoidMap, target: HumanoidMap) -> List[Link]:
             nearest = source_chain[int(round(at))]
             links.append(Link(part, joint, (source.bones[source_chain[low]], source.bones[source_chain[high]]),
                               at - low, nearest, True))
+        elif part in target.whole_limbs and source.has(part):
+            # The whole limb follows the source's root-to-end line (shoulder to wrist, hip to ankle).
+            end = ("hand_" if part.startswith("upperarm") else "foot_") + part[-1]
+            source_joint = source.bones[part]
+            if source.has(end):
+                span = (source.anchor(part), source.anchor(end))
+                links.append(Link(part, joint, (source_joint, source_joint), 0.0, part, True, span))
         elif source.has(part):
             source_joint = source.bones[part]
             links.append(Link(part, joint, (source_joint, source_joint), 0.0, part, part not in DELTA_ONLY_PARTS))
@@ -807,7 +843,8 @@ def rest_corrections(source: Union[HumanoidMap, Skeleton], target: Union[Humanoi
         link = by_joint.get(joint)
         turn = IDENTITY
         if link is not None and link.aim:
-            wanted = smap.segment(link.source_part, source_positions)
+            wanted = (subtract(source_positions[link.span[1]], source_positions[link.span[0]]) if link.span
+                      else smap.segment(link.source_part, source_positions))
             have = tmap.segment(link.part, target_positions)
             if wanted is not None and have is not None:
                 # The segment as the parents' offsets have already carried it.

@@ -23,6 +23,7 @@ from ..rotations import (
     IDENTITY,
     Quat,
     Vec3,
+    quat_between,
     quat_conjugate,
     quat_from_axis_angle,
     quat_multiply,
@@ -180,6 +181,7 @@ def retarget(
 
     source_globals, source_positions = global_rotations_and_positions(motion)
     source_rest = rest_global_rotations(motion.skeleton)
+    source_rest_positions = rest_positions(motion.skeleton)
     inverse_source_rest = [quat_conjugate(q) for q in source_rest]
     inverse_facing = quat_conjugate(facing)
     links = {link.target_joint: link for link in corrections.links}
@@ -193,7 +195,14 @@ def retarget(
         frame_globals = source_globals[frame]
         for joint in range(count):
             link = links.get(joint)
-            if link is not None:
+            if link is not None and link.span:
+                # A one-bone limb: the turn taking the source's rest root-to-end line to this frame's.
+                start, end = link.span
+                delta = quat_between(subtract(source_rest_positions[end], source_rest_positions[start]),
+                                     subtract(source_positions[frame][end], source_positions[frame][start]))
+                delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
+                rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+            elif link is not None:
                 a, b = link.source_joints
                 delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                 if b != a and link.weight > 0.0:

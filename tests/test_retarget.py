@@ -73,7 +73,7 @@ def _static_world(glb, node):
 
 @functools.lru_cache(maxsize=None)
 def bind_worlds(path):
-    """Bind-pose world matrices by joint name: the skeleton's parent node world times inv(IBM)."""
+    """Bind-pose world matrices by joint name: the root joint's node world times IBM(root) times inv(IBM)."""
     glb = Glb(path)
     skin = max(glb.gltf.skins, key=lambda s: len(s.joints))
     ibm = glb.accessor(skin.inverseBindMatrices)
@@ -83,11 +83,7 @@ def bind_worlds(path):
         return 1 + depth(parents[i]) if parents[i] >= 0 else 0
 
     root = min(range(len(skin.joints)), key=lambda k: depth(skin.joints[k]))
-    # The inverse bind matrices of these rigs are in the space of the node holding the skeleton (the
-    # robot's are in its armature's units, as its skinned vertices are); that node places them in the
-    # scene. Never the joints' own saved transforms: the robot's file holds its root bone 2.4 m off its bind.
-    parent = parents[skin.joints[root]]
-    skin_to_world = _static_world(glb, parent) if parent >= 0 else np.eye(4)
+    skin_to_world = _static_world(glb, skin.joints[root]) @ ibm[root]
     return {glb.gltf.nodes[j].name: skin_to_world @ np.linalg.inv(m) for j, m in zip(skin.joints, ibm)}
 
 
@@ -480,7 +476,7 @@ def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stderr == ("warning: {0}: the skin's joints form 2 separate trees; the largest (42 joints, from Bone) "
                              "is the character\n"
-                             "warning: {0}: saved in another pose than its bind pose (Bone 2.37 m off its bind place); "
+                             "warning: {0}: saved in another pose than its bind pose (Index2R 3.05 m off its bind place); "
                              "the bind pose (from the inverse bind matrices) is the rest\n").format(loose)
     assert validate_gltf(output)[output.name]["numErrors"] == 0
     arms, limbs, floor, _, _ = judge("soma_02_multi_text_prompt", "robot", output)

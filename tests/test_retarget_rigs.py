@@ -143,9 +143,9 @@ IDENTITY_NAMES = (rv.MANNEQUIN, {})
 def test_a_rig_saved_in_an_animation_frame_retargets_exactly_as_its_bind_pose(tmp_path):
     """Node transforms saved at another pose (each joint turned, the hips moved 40 cm): the output is the
     unposed rig's, every joint at every frame within 1e-5 m. The robot's file carries its own clips: its
-    nodes take frame 12 of one of them."""
+    nodes take frame 12 of one of them (its root bone, which none of its clips moves, is placement)."""
     cases = ((rv.MANNEQUIN, [rv.pose_nodes]), (rv.FEMALE_DRESS, [functools.partial(rv.pose_nodes, hips="Hips")]),
-             (rv.ROBOT, [functools.partial(rv.pose_nodes, animation=0, frame=12, hips_move=(0.001, 0.002, -0.003))]),
+             (rv.ROBOT, [functools.partial(rv.pose_nodes, animation=0, frame=12, hips="Hips", hips_move=(0.001, 0.002, -0.003))]),
              (rv.MIXAMO, [functools.partial(rv.pose_nodes, degrees=40.0)]))
     for original, builders in cases:
         plain = retarget(tmp_path, SOMA_CLIP, original, original.stem + "_plain")

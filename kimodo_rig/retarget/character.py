@@ -341,8 +341,18 @@ def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int],
     in the pose the file was saved in, so the root joint's saved transform picks the reading: the one
     whose bind transform of the root joint, relative to its parent, is nearer the saved one. A saved pose
     turns and moves the root joint but does not rescale it or swap its axes, which is what the wrong
-    reading would need."""
+    reading would need. A root joint that none of the file's own animations moves is placement, not pose:
+    its saved transform places the bind space."""
     identity = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+    animations = gltf.get("animations") or []
+    keyed = {channel.get("target", {}).get("node") for animation in animations for channel in animation.get("channels", [])}
+    if animations and root_node not in keyed:
+        # The file's own clips never move the skeleton's root joint: it is a placement node like the ones
+        # above it (the robot's root bone stands 2.37 m above its bind place, and its clips play there).
+        try:
+            return gd.multiply4(world[root_node], gd.invert4(root_bind))
+        except ValueError:
+            return identity
     parent = node_parents[root_node]
     above = world[parent] if parent >= 0 else identity
     if max(abs(a - b) for a, b in zip(above, identity)) < 1e-9:

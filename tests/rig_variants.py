@@ -236,9 +236,19 @@ def _transform_scene(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
     set_local_matrix(top, m)
     gltf.nodes.append(top)
     gltf.scenes[gltf.scene or 0].nodes = [len(gltf.nodes) - 1]
+    _transform_vertices(gltf, m)
+    inverse = np.linalg.inv(m)
+    for skin in gltf.skins:
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        skin.inverseBindMatrices = add_accessor(gltf, ibm @ inverse, "MAT4")
+
+
+def _transform_vertices(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
+    """Skinned vertices (positions, normals, tangents) moved by the affine `m`, into new accessors."""
+    normals = np.linalg.inv(m[:3, :3]).T
     done = set()
     for primitive in _skinned_primitives(gltf):
-        for attribute, width in (("POSITION", 3), ("NORMAL", 3), ("TANGENT", 4)):
+        for attribute in ("POSITION", "NORMAL", "TANGENT"):
             index = getattr(primitive.attributes, attribute, None)
             if index is None or (attribute, index) in done:
                 continue
@@ -247,13 +257,10 @@ def _transform_scene(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
             if attribute == "POSITION":
                 values = values @ m[:3, :3].T + m[:3, 3]
             else:
-                values[:, :3] = values[:, :3] @ m[:3, :3].T
-            setattr(primitive.attributes, attribute, add_accessor(gltf, values, "VEC{}".format(width),
+                turned = values[:, :3] @ (normals if attribute == "NORMAL" else m[:3, :3]).T
+                values[:, :3] = turned / np.linalg.norm(turned, axis=1, keepdims=True)
+            setattr(primitive.attributes, attribute, add_accessor(gltf, values, "VEC{}".format(values.shape[1]),
                                                                   bounds=attribute == "POSITION"))
-    inverse = np.linalg.inv(m)
-    for skin in gltf.skins:
-        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
-        skin.inverseBindMatrices = add_accessor(gltf, ibm @ inverse, "MAT4")
 
 
 def wrap_armature(gltf: pygltflib.GLTF2, *, scale: float = 1.0, z_up: bool = False, ibm: str = "world") -> None:
@@ -280,21 +287,7 @@ def wrap_armature(gltf: pygltflib.GLTF2, *, scale: float = 1.0, z_up: bool = Fal
         matrices = inverse @ matrices if ibm == "world" else inverse @ matrices @ w
         skin.inverseBindMatrices = add_accessor(gltf, matrices, "MAT4")
     if ibm == "armature":
-        done = set()
-        for primitive in _skinned_primitives(gltf):
-            for attribute in ("POSITION", "NORMAL", "TANGENT"):
-                index = getattr(primitive.attributes, attribute, None)
-                if index is None or (attribute, index) in done:
-                    continue
-                done.add((attribute, index))
-                values = read_accessor(gltf, index).astype(np.float64)
-                if attribute == "POSITION":
-                    values = values @ inverse[:3, :3].T + inverse[:3, 3]
-                else:
-                    normal = values[:, :3] @ w[:3, :3].T  # inverse transpose of inverse(w)
-                    values[:, :3] = normal / np.linalg.norm(normal, axis=1, keepdims=True)
-                setattr(primitive.attributes, attribute, add_accessor(gltf, values, "VEC{}".format(values.shape[1]),
-                                                                      bounds=attribute == "POSITION"))
+        _transform_vertices(gltf, inverse)
 
 
 def rename(gltf: pygltflib.GLTF2, names) -> None:

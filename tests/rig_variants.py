@@ -317,10 +317,12 @@ def swap_side_names(gltf: pygltflib.GLTF2) -> None:
     rename(gltf, swap_side)
 
 
-def drop_joints(gltf: pygltflib.GLTF2, names: Iterable[str]) -> None:
+def drop_joints(gltf: pygltflib.GLTF2, names: Iterable[str], weights_to: Optional[Dict[str, str]] = None) -> None:
     """Remove joints (and everything below them) from the rig: they leave the scene and every skin, and
-    their vertices are weighted to the nearest kept ancestor joint (a forearm keeps its hand's mesh)."""
+    their vertices are weighted to the nearest kept ancestor joint (a forearm keeps its hand's mesh).
+    `weights_to` ({joint: other joint}) moves the weights of kept joints too (a forearm no vertex follows)."""
     parent = parents(gltf)
+    moved = {node_index(gltf, a): node_index(gltf, b) for a, b in (weights_to or {}).items()}
     drop = set()
     stack = [node_index(gltf, name) for name in names]
     while stack:
@@ -341,6 +343,7 @@ def drop_joints(gltf: pygltflib.GLTF2, names: Iterable[str]) -> None:
             target = j
             while target in drop:
                 target = parent[target]
+            target = moved.get(target, target)
             new_index[k] = kept.index(target) if target in kept else 0
         ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
         skin.inverseBindMatrices = add_accessor(gltf, np.array([m for j, m in zip(joints, ibm) if j not in drop]), "MAT4")

@@ -253,6 +253,28 @@ def test_a_forearm_without_a_hand_joint_bends_as_kimodo_bends_it(tmp_path):
         assert walk > 0.99 and min(cosines.values()) >= goal, (clip, cosines)
 
 
+def test_a_forearm_no_vertex_follows_lies_along_its_blender_bone_axis(tmp_path):
+    """No hand joint and no vertices on the forearm (its mesh weighted to the upper arm): the file was
+    written by Blender's exporter, which keeps bones along their node's +Y, so the forearm still bends."""
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "bare_forearms.glb",
+                     lambda g: rv.drop_joints(g, ["hand_l", "hand_r"], weights_to={"lowerarm_l": "upperarm_l",
+                                                                                    "lowerarm_r": "upperarm_r"}))
+    assert rv.load(rig).asset.generator.startswith("Khronos glTF Blender I/O")
+    output = retarget(tmp_path, SOMA_CLIP, rig, "bare_forearms")
+    cosines, walk = judge(SOMA_CLIP, output, MANNEQUIN_ALL, 0.0, IDENTITY_NAMES)
+    assert walk > 0.99 and min(cosines.values()) >= 0.99, cosines
+    # The same file not from Blender: no axis is stated, so no direction is made up (the forearm keeps its
+    # unaimed rest and the bend is off).
+    anonymous = rv.variant(rig, tmp_path, "bare_forearms_other.glb", lambda g: setattr(g.asset, "generator", "other"))
+    other = tmp_path / "bare_forearms_other_out.glb"
+    result = run_cli("retarget", CLIPS / SOMA_CLIP, "--target", anonymous, "-o", other)
+    assert result.returncode == 0
+    assert result.stderr == ("warning: {}: lowerarm_l, lowerarm_r have no child joint, no skinned vertices and no "
+                             "stated bone axis: kept at their rest direction\n".format(anonymous))
+    cosines, _ = judge(SOMA_CLIP, other, MANNEQUIN_ALL, 0.0, IDENTITY_NAMES)
+    assert cosines["lowerarm_l"] < 0.99
+
+
 def test_kenney_one_bone_limbs_are_limbs(tmp_path):
     """`arm-left` runs shoulder to hand, `leg-left` hip to foot: each follows Kimodo's shoulder-to-wrist
     and hip-to-ankle line (judged at where the original rig's hand and ankle sit in that bone's frame)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -263,7 +264,8 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
     """Where each childless bone ends, from the vertices skinned to it: at bind, linear blend skinning
     leaves every vertex where the file stores it (placed by the skin's bind space), so the bone runs from
     its joint towards the weighted centroid of its vertices and ends at their farthest reach along that
-    line. Bones with (almost) no vertices get nothing. `leaves`: skin joint slot -> skeleton index;
+    line. A bone with (almost) no vertices lies along its node's +Y where the file says its exporter keeps
+    bones so (Blender), and gets nothing otherwise. `leaves`: skin joint slot -> skeleton index;
     `positions`, `binds`: per skeleton index. Returns {skeleton index: (tip world, tip in the bone
     node's frame)}."""
     gltf = document.gltf
@@ -310,6 +312,18 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
         except ValueError:
             continue
         tips[leaf] = (tip, local)  # type: ignore[assignment]
+    if str((gltf.get("asset") or {}).get("generator", "")).startswith("Khronos glTF Blender I/O"):
+        # No vertices to go by, but the file says how its bones lie: Blender's exporter keeps each bone
+        # along its node's +Y. Its length is not stated; the bone's own offset from its parent stands in.
+        for slot, leaf in leaves.items():
+            node = gltf["nodes"][joints[slot]]
+            if leaf in tips or re.search(r"(end|nub|tip)$", str(node.get("name", "")).lower()):
+                continue
+            offset = gd.node_local_matrix(node)[12:15]
+            length = sum(c * c for c in offset) ** 0.5
+            if length > 1e-9:
+                local = (0.0, length, 0.0)
+                tips[leaf] = (_apply(binds[leaf], local), local)
     return tips
 
 

@@ -512,6 +512,15 @@ def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
     _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
                     "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
     hmap = replace(_complete(skeleton, bones, {}, {}, finger_ends), whole_limbs=whole)
+    unaimed = [p + "_" + s for s in SIDES for p in ("upperarm", "lowerarm", "thigh", "calf") if p + "_" + s in hmap.bones
+               and p + "_" + s not in hmap.ends]
+    if unaimed:
+        # Never a direction from nothing: such a bone keeps its rest direction and says so.
+        message = ("{}: {} {} no child joint, no skinned vertices and no stated bone axis: kept at {} rest "
+                   "direction".format(source or skeleton.name, ", ".join(hmap.joint_name(p) for p in unaimed),
+                                      "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
+        LOG.warning("%s", message)
+        hmap = replace(hmap, warnings=hmap.warnings + (message,))
     return _with_geometry(hmap, source or skeleton.name, check_sides=True)
 
 

@@ -6,7 +6,6 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Optional
 
 from .. import formats, naming
 from ..errors import KimodoError
@@ -74,7 +73,7 @@ def _stem(source: str) -> str:
 
 
 def retarget_one(source: str, output: Path, target: targets.Target, target_map: HumanoidMap,
-                 args: argparse.Namespace, report_path: Optional[str] = None) -> str:
+                 args: argparse.Namespace) -> str:
     """One input onto the target, written to `output`; returns the printed report."""
     motion = formats.read_file(source, fps=args.fps)
     retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,

@@ -1,9 +1,10 @@
-"""Retarget targets: a rigged character (.glb/.gltf with a skin), a .bvh, or a built-in rig.
+"""Retarget targets: a rigged character (.glb/.gltf/.vrm with a skin), a .bvh, or a built-in rig.
 
 A skinned glTF's rest is its BIND pose, read from the skin's inverse bind matrices (the node transforms
-may hold any frame of any animation). Positions are metres as the bones appear in the scene, whatever
-scale nodes above or inside the armature carry; rotations are the bind matrices' rotations with scale
-removed.
+may hold any frame of any animation) and placed in the scene by the nodes above the skeleton. Positions
+are metres as the bones appear in the scene, whatever scale nodes above or inside the armature carry;
+rotations are the bind matrices' rotations with scale removed. Childless bones get a tip joint from
+their skinned vertices (or Blender's bone axis); a VRM humanoid table is carried for the mapping.
 """
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ Order of work, parent before child on the target:
 1. rest correction (humanoid.rest_corrections): each aimed target bone turned at rest so its segment
    points where the source's does at rest;
 2. per frame, the source bone's world rotation relative to its own rest applied on top (feet, toes, head
-   and hips: that change only, on the target's own rest); unmapped bones keep their rest;
+   and hips: that change only, on the target's own rest; a one-bone limb: the swing of the source's
+   shoulder-to-wrist or hip-to-ankle line), all in the target's measured facing; unmapped bones keep
+   their rest;
 3. bone lengths stay the target's; the hips travel by the source's path scaled by the ratio of the two
    rest leg reaches (never the first frame: a clip that starts crouched stays crouched);
 4. floor, every frame: the target's lowest toe sits as far from its bind-pose toe height as the source's
@@ -36,6 +38,7 @@ from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest
 from .mapping import (
     FINGERS,
     HumanoidMap,
+    facing_label,
     RestCorrections,
     find_root_bone,
     floor_parts,
@@ -43,7 +46,6 @@ from .mapping import (
     rest_corrections,
     rest_leg_reach,
     retarget_chains,
-    facing_label,
 )
 
 ROOT_MOTION_MODES = ("hips", "root")

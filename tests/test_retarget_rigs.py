@@ -376,3 +376,49 @@ def test_odd_rigs_retarget_or_get_one_line_never_a_traceback(tmp_path):
             errors = [line for line in result.stderr.splitlines() if not line.startswith("warning:")]
             assert result.returncode == 1 and len(errors) == 1 and message in errors[0], (name, result.stderr)
             assert not output.exists()
+
+
+@pytest.fixture(scope="module")
+def odd_outputs(tmp_path_factory):
+    """Outputs on odd rigs for the other judges: a VRM 0.x avatar facing -Z, Kenney limbs, no hands, and
+    a rig saved posed."""
+    folder = tmp_path_factory.mktemp("odd_outputs")
+    rigs = {
+        "vrm_back": rv.variant(rv.MANNEQUIN, folder, "vrm_back.vrm", lambda g: rv.add_vrm_table(g, rv.MANNEQUIN_VRM, 0),
+                               lambda g: rv.turn_scene(g, 180.0)),
+        "kenney": rv.variant(rv.MANNEQUIN, folder, "kenney.glb", rv.kenney_like),
+        "no_hands": rv.variant(rv.MANNEQUIN, folder, "no_hands.glb", lambda g: rv.drop_joints(g, ["hand_l", "hand_r"])),
+        "posed": rv.variant(rv.MANNEQUIN, folder, "posed.glb", rv.pose_nodes),
+    }
+    return {name: retarget(folder, SOMA_CLIP, rig, name + "_out") for name, rig in rigs.items()}
+
+
+def test_three_and_blender_pose_the_odd_rig_outputs_as_numpy_does(odd_outputs, tmp_path):
+    """three.js (its GLTFLoader and AnimationMixer) and Blender (its glTF importer, one process) put every
+    joint of these outputs where pygltflib + numpy FK does, so the judgements above hold in both."""
+    from conftest import run_blender
+    from test_threejs import TOLERANCE_M, FRAMES, three_pose, three_positions
+
+    spec = [{"path": str(path), "fps": 30.0, "frames": list(FRAMES)} for path in odd_outputs.values()]
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec), encoding="utf-8")
+    blender = run_blender("import_glb.py", spec_file)
+    for name, path in odd_outputs.items():
+        glb = Glb(path)
+        numpy_positions = glb.animated_world_matrices()[list(FRAMES)][..., :3, 3]
+        pose = three_pose(path)
+        assert pose["messages"] == [], (name, pose["messages"])
+        three = three_positions(pose)
+        joints = {node for skin in glb.gltf.skins for node in skin.joints}
+        assert set(three) == joints
+        worst = max(np.abs(three[node] - numpy_positions[:, node]).max() for node in joints)
+        assert worst < TOLERANCE_M, (name, worst)
+        report = blender[str(path)]
+        assert report["armatures"] == 1 and report["has_action"], name
+        assert report["deform_error"] < 1e-4, (name, report["deform_error"])
+        for k, frame in enumerate(FRAMES):
+            heads = report["heads"][str(frame)]
+            for node in glb.joint_nodes:
+                joint_name = glb.gltf.nodes[node].name
+                assert joint_name in heads, (name, joint_name)
+                assert np.abs(np.array(heads[joint_name]) - numpy_positions[k, node]).max() < 1e-4, (name, joint_name, frame)

@@ -509,7 +509,9 @@ def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
     the names say otherwise, which side is its left (names that are the viewer's sides)."""
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
-        return _with_geometry(_map_from_table(skeleton, _kimodo_tables()[kimodo]), source, check_sides=False)
+        # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
+        # rest feet average 2 degrees off).
+        return _map_from_table(skeleton, _kimodo_tables()[kimodo])
     bones, finger_ends = _map_by_names(skeleton)
     whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "

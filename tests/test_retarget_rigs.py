@@ -287,6 +287,15 @@ def test_kenney_one_bone_limbs_are_limbs(tmp_path):
         output = retarget(tmp_path, clip, rig, "kenney_" + clip)
         cosines, walk = judge(clip, output, segments, 0.0, (rv.MANNEQUIN, rename))
         assert walk > 0.99 and min(cosines.values()) >= goal, (clip, cosines)
+    # The printed map, fed back as --map, reads the same limbs.
+    printed = run_cli("map", rig, "--json")
+    assert printed.returncode == 0 and json.loads(printed.stdout)["upperarm_l"] == "arm-left"
+    bones = tmp_path / "kenney.json"
+    bones.write_text(printed.stdout)
+    output = tmp_path / "kenney_mapped.glb"
+    assert cli.main(["retarget", str(CLIPS / SOMA_CLIP), "--target", str(rig), "--map", str(bones), "-o", str(output)]) == 0
+    cosines, walk = judge(SOMA_CLIP, output, segments, 0.0, (rv.MANNEQUIN, rename))
+    assert walk > 0.99 and min(cosines.values()) >= 0.99, cosines
 
 
 @pytest.mark.parametrize("version", [0, 1])

@@ -538,11 +538,14 @@ def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...
     for side in SIDES:
         if "upperarm_" + side in bones and not any(p + "_" + side in bones for p in ("lowerarm", "hand")):
             whole.append("upperarm_" + side)
-        if "thigh_" + side in bones and not any(p + "_" + side in bones for p in ("calf", "foot", "toe")):
-            children = skeleton.children(bones["thigh_" + side])
+        thigh = bones.get("thigh_" + side)
+        foot = bones.get("foot_" + side)
+        if thigh is not None and "calf_" + side not in bones and (foot is None or skeleton.parents[foot] == thigh):
+            children = skeleton.children(thigh)
             if children:
                 whole.append("thigh_" + side)
-                bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
+                if foot is None:
+                    bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
         elif "calf_" + side in bones and not any(p + "_" + side in bones for p in ("foot", "toe")):
             # A shin without a foot joint: where it ends (its tip from its vertices) is what it stands on.
             children = skeleton.children(bones["calf_" + side])
@@ -592,8 +595,9 @@ def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> Hu
         numbers = sorted(int(p.rsplit("_", 1)[1]) for p in bones if p.startswith(prefix + "_"))
         if numbers != list(range(len(numbers))):
             raise KimodoError("{}: {} parts must run {}_0, {}_1, ... without gaps".format(source, prefix, prefix, prefix))
-    _check_complete(bones, source, "the table names them")
-    return _with_geometry(_complete(skeleton, bones, {}, {}, {}), source, check_sides=False)
+    whole = _one_bone_limbs(skeleton, bones)
+    _check_complete(bones, source, "the table names them", whole)
+    return _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
 
 
 def parts_by_name(hmap: HumanoidMap) -> Dict[str, str]:

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, map, retarget
+from . import convert, glb, inspect, join, loop, map, preview, retarget, trim
 
-VERBS = (glb, convert, inspect, retarget, map)
+VERBS = (glb, convert, inspect, retarget, map, join, trim, loop, preview)
 
 
 def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:

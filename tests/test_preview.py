@@ -167,14 +167,30 @@ def test_svg_marks_constraints_where_the_constraint_puts_them(tmp_path):
         assert abs(x - e[0]) < 0.01 and abs(z - e[1]) < 0.01  # the marker's drawn corner is rounded to 0.01 px
 
 
+def test_svg_marks_an_animotive_request_on_the_same_frames(tmp_path):
+    """`constraints convert` turns Kimodo's file into an Animotive request; the sheet marks the same frames."""
+    folder = NPZ / "soma_06_root_waypoints"
+    request, sheet = tmp_path / "request.json", tmp_path / "sheet.svg"
+    result = run_cli("constraints", "convert", folder / "constraints.json", request, "--to", "animotive",
+                     "--prompt", "walk", "--duration", "10")
+    assert result.returncode == 0, result.stderr
+    assert run_cli("preview", folder / "motion.npz", "--constraints", request, "-o", sheet).returncode == 0
+    entries = json.loads((folder / "constraints.json").read_text())
+    tree = ET.parse(str(sheet))
+    frames = {int(e.get("data-frame")) for e in tree.iter(SVG + "line") if e.get("class") == "constraint-frame"}
+    assert frames == {int(f) for e in entries for f in e["frame_indices"]}
+    markers = [e for e in tree.iter(SVG + "rect") if e.get("class") == "constraint-marker"]
+    assert len(markers) == sum(len(e["frame_indices"]) for e in entries if e["type"] == "root2d") > 0
+
+
 def test_svg_beside_a_retarget_draws_the_character_where_its_own_output_file_puts_it(tmp_path):
     clip = "soma_04_ee_constraint"
     sheet, glb = tmp_path / "sheet.svg", tmp_path / "character.glb"
     assert run_cli("preview", CLIPS / clip, "--target", "mixamo", "-o", sheet).returncode == 0
     assert run_cli("retarget", CLIPS / clip, "--target", "mixamo", "-o", glb).returncode == 0
     judge = Glb(glb)
-    positions = judge.joint_world_positions()
-    names = judge.joint_names
+    positions = judge.animated_world_matrices()[..., :3, 3]  # every node: tip nodes of childless bones too
+    names = [node.name for node in judge.gltf.nodes]
     character = [p for p in pose_panels(sheet) if p[2] != "somaskel30"]
     assert len(character) == 16
     for view, frame, _, joints in character:
@@ -188,7 +204,7 @@ def test_bad_preview_requests_get_one_line_and_write_nothing(tmp_path):
         (["preview", CLIPS / "soma_01_single_text_prompt", "-o", tmp_path / "x.png"], "preview writes .svg or .html"),
         (["preview", tmp_path / "missing", "-o", tmp_path / "x.svg"], "missing"),
         (["preview", CLIPS / "soma_01_single_text_prompt", "--constraints", CLIPS / "soma_01_single_text_prompt" / "prompt.txt",
-          "-o", tmp_path / "x.svg"], "not a readable constraints file"),
+          "-o", tmp_path / "x.svg"], "prompt.txt: not JSON"),
     ]
     for args, words in cases:
         result = run_cli(*args)

@@ -9,7 +9,7 @@ from ..retarget.mapping import facing_label, parts_by_name
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("map", help="print which bone of a rig plays which part (the automatic map)")
+    parser = commands.add_parser("map", help="which bone of a rig plays which part (the automatic map)")
     parser.add_argument("rig", help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
     parser.add_argument("--json", action="store_true", help="print the map as JSON, the form --map reads")
     parser.set_defaults(run=run_map)

@@ -3,15 +3,12 @@ retargeted character's (when a target is given), headings, foot contacts, constr
 health lines `inspect` or `retarget` print."""
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Set, Tuple
 
 from .. import naming, skeletons
-from ..errors import KimodoError
-from ..formats.amass import rotation_vector_to_quat
 from ..model import Motion
 from ..ops.derived_channels import detect_foot_contacts, root_headings
 from ..ops.fk import pose_globals, world_positions
@@ -59,44 +56,26 @@ def _contacts(motion: Motion, positions: List[List[Vec3]]) -> Tuple[Optional[Seq
 
 
 def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tuple[int, str]]]:
-    """Markers from a Kimodo constraints.json: root waypoints, and the constrained joints of keyframe,
-    hand, foot and end-effector entries placed by forward kinematics of the constraint's own pose."""
-    try:
-        entries = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise KimodoError("{}: not a readable constraints file ({})".format(path, error)) from error
-    if isinstance(entries, dict) and isinstance(entries.get("constraints"), list):
-        entries = entries["constraints"]
-    if not isinstance(entries, list):
-        raise KimodoError("{}: a constraints file holds a list of entries".format(path))
+    """Markers from a constraints file (Kimodo's or an Animotive request): root waypoints, and the joints
+    an entry pins (the hips of a keyframe pose, the hand or foot of an effector), placed by forward
+    kinematics of the entry's own pose, or at the request's target position."""
+    from ..constraints import read
+    from ..constraints.model import entry_poses
+
+    skeleton = motion.skeleton
     markers: List[Marker] = []
     frames: Set[Tuple[int, str]] = set()
-    skeleton = motion.skeleton
-    effectors = {"left-hand": ["LeftHand"], "right-hand": ["RightHand"], "left-foot": ["LeftFoot"],
-                 "right-foot": ["RightFoot"]}
-    for index, entry in enumerate(entries):
-        try:
-            kind = str(entry["type"])
-            indices = [int(f) for f in entry["frame_indices"]]
-            for k, frame in enumerate(indices):
-                frames.add((frame, kind))
-                if kind == "root2d":
-                    x, z = (float(v) for v in entry["smooth_root_2d"][k])
-                    markers.append((x, 0.0, z, kind, frame))
-                    continue
-                rotations = entry.get("local_joints_rot")
-                roots = entry.get("root_positions")
-                if rotations is None or roots is None or len(rotations[k]) != skeleton.joint_count:
-                    continue
-                local = [rotation_vector_to_quat([float(c) for c in v]) for v in rotations[k]]
-                positions = pose_globals(skeleton, local, [float(c) for c in roots[k]])[1]
-                names = entry.get("joint_names") or effectors.get(kind) or ["Hips"]
-                for name in names:
-                    if name in skeleton.joint_names:
-                        p = positions[skeleton.index(name)]
-                        markers.append((p[0], p[1], p[2], kind, frame))
-        except (KeyError, TypeError, ValueError, IndexError) as error:
-            raise KimodoError("{}: entry {}: not a Kimodo constraint ({})".format(path, index, error)) from error
+    for entry in read(path).entries:
+        frames.update((frame, entry.type) for frame in entry.frames)
+        if entry.smooth_root and entry.type == "root2d":
+            markers.extend((x, 0.0, z, entry.type, frame) for frame, (x, z) in zip(entry.frames, entry.smooth_root))
+        elif entry.positions:
+            markers.extend((p[0], p[1], p[2], entry.type, frame) for frame, p in zip(entry.frames, entry.positions))
+        elif entry.rotations and len(entry.rotations[0]) == skeleton.joint_count:
+            names = ["Hips"] if entry.type == "fullbody" else list(entry.base_names())
+            joints = [0 if name == "Hips" else skeleton.index(name) for name in names if name == "Hips" or name in skeleton.joint_names]
+            for frame, (_, positions) in zip(entry.frames, entry_poses(entry, skeleton)):
+                markers.extend((positions[j][0], positions[j][1], positions[j][2], entry.type, frame) for j in joints)
     return markers, frames
 
 

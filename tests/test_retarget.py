@@ -302,7 +302,7 @@ def test_bad_inputs_one_line_and_no_output(tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, "
                              "thigh_r, calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, "
-                             "CMU, Quaternius, Left/Right words\n").format(tail_path)
+                             "CMU, Quaternius, CesiumMan, Kenney, VRM, Left/Right words\n").format(tail_path)
     # A source the mapping does not know: a motion on the tail.
     source = tmp_path / "tail_motion.glb"
     source.write_bytes(glb.encode(rest_motion(tail, 3)))
@@ -399,7 +399,7 @@ def test_a_source_bvh_that_is_no_humanoid_is_refused_naming_the_file(tmp_path):
     assert result.returncode == 1
     assert result.stderr == ("{}: no humanoid legs and arms found (missing thigh_l, calf_l, upperarm_l, lowerarm_l, thigh_r, "
                              "calf_r, upperarm_r, lowerarm_r); bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
-                             "Quaternius, Left/Right words\n").format(tail)
+                             "Quaternius, CesiumMan, Kenney, VRM, Left/Right words\n").format(tail)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tail.bvh"]
 
 
@@ -474,8 +474,10 @@ def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
     output = tmp_path / "loose_run.glb"
     result = run_cli("retarget", CLIPS / "soma_02_multi_text_prompt", "--target", loose, "-o", output)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ("warning: {}: the skin's joints form 2 separate trees; the largest (42 joints, from Bone) "
-                             "is the character\n").format(loose)
+    assert result.stderr == ("warning: {0}: the skin's joints form 2 separate trees; the largest (42 joints, from Bone) "
+                             "is the character\n"
+                             "warning: {0}: saved in another pose than its bind pose (Index2R 3.05 m off its bind place); "
+                             "the bind pose (from the inverse bind matrices) is the rest\n").format(loose)
     assert validate_gltf(output)[output.name]["numErrors"] == 0
     arms, limbs, floor, _, _ = judge("soma_02_multi_text_prompt", "robot", output)
     assert arms >= 0.98 and limbs >= 0.99 and abs(floor[0]) <= 0.02

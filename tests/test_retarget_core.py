@@ -122,7 +122,7 @@ def test_a_rig_without_legs_is_refused_with_one_line():
     with pytest.raises(KimodoError) as error:
         map_humanoid(skeleton, "hero.glb")
     assert str(error.value) == ("hero.glb: no humanoid legs and arms found (missing thigh_l, calf_l); bone names tried: "
-                                "Unreal, Mixamo, Blender/Rigify, CMU, Quaternius, Left/Right words")
+                                "Unreal, Mixamo, Blender/Rigify, CMU, Quaternius, CesiumMan, Kenney, VRM, Left/Right words")
 
 
 def test_kimodo_skeletons_map_and_g1_has_no_clavicle_neck_or_head():

@@ -21,6 +21,7 @@ VERBS = {  # module name (= the verb) -> its help line
     "convert": "any Kimodo format -> any other",
     "inspect": "what a motion file holds, and its health",
     "retarget": "motion onto another humanoid rig",
+    "map": "which bone of a rig plays which part (the automatic map)",
     "join": "clips one after another, cross-faded (past Kimodo's 10 s)",
     "trim": "a range of frames, end exclusive",
     "loop": "a seamless loop cut where two poses match",

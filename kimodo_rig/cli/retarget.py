@@ -1,13 +1,17 @@
-"""`kimodo-rig retarget INPUT --target RIG -o OUT`: motion onto another humanoid rig."""
+"""`kimodo-rig retarget INPUT... --target RIG (-o OUT | --outdir DIR)`: motion onto another humanoid rig."""
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
 from pathlib import Path
 
-from .. import formats
+from .. import formats, naming
+from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..retarget import character as targets, output as retarget_output
+from ..retarget.mapping import HumanoidMap
 from ..retarget.report import format_report
 from ..retarget.solve import retarget
 from .arguments import positive_float
@@ -15,26 +19,68 @@ from .arguments import positive_float
 
 def add_parser(commands) -> None:
     parser = commands.add_parser("retarget", help="motion onto another humanoid rig")
-    parser.add_argument("input")
-    parser.add_argument("--target", required=True, help=".glb/.gltf, .bvh, or a built-in: mannequin, mixamo")
-    parser.add_argument("-o", "--output", required=True)
-    parser.add_argument("--report", help="also write the report as JSON here")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="clip folder(s) or motion file(s)")
+    parser.add_argument("--target", required=True, help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
+    parser.add_argument("-o", "--output", help="output .glb/.bvh (one input only)")
+    parser.add_argument("--outdir", metavar="DIR", help="output folder: one .glb per input, named after it")
+    parser.add_argument("--map", metavar="BONES.json", help="which bone plays which part (as `kimodo-rig map RIG --json` prints)")
+    parser.add_argument("--report", help="also write the report as JSON here (one input only)")
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
     parser.add_argument("--fps", type=positive_float)
-    parser.set_defaults(run=run_retarget)
+    parser.set_defaults(run=run_retarget, prog=parser.prog)
 
 
 def run_retarget(args: argparse.Namespace) -> int:
-    retarget_output.check_output_path(args.output)
-    motion = formats.read_file(args.input, fps=args.fps)
+    if len(args.inputs) > 1 and (args.output or args.report):
+        print("{}: -o and --report name one file; use --outdir for {} inputs".format(args.prog, len(args.inputs)), file=sys.stderr)
+        return 2
+    if not args.output and not args.outdir:
+        print("{}: give -o FILE (one input) or --outdir DIR".format(args.prog), file=sys.stderr)
+        return 2
+    if args.output:
+        retarget_output.check_output_path(args.output)
+    else:
+        outdir = Path(args.outdir)
+        if not outdir.is_dir():
+            raise KimodoError("{}: output folder {}".format(outdir, "is not a folder" if outdir.exists() else "does not exist"))
     target = targets.load_target(args.target)
+    user_map = targets.read_user_map(args.map) if args.map else None
+    target_map = targets.map_target(target, user_map, args.map or "")  # once: its warnings print once
+    if args.output:
+        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, args))
+        return 0
+    taken = set()  # type: set
+    failures = 0
+    for source in args.inputs:
+        output = Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")
+        try:
+            report = retarget_one(source, output, target, target_map, args)
+        except KimodoError as error:
+            print(str(error), file=sys.stderr)
+            failures += 1
+            continue
+        lines = report.splitlines()
+        print("{}, {} -> {}".format(lines[0], lines[-1].strip(), output))
+    return 1 if failures else 0
+
+
+def _stem(source: str) -> str:
+    """The output name of an input in a batch: its own name, only [A-Za-z0-9_-] (never a path)."""
+    path = Path(source.rstrip("/\\"))
+    name = path.name if path.is_dir() else path.stem
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "clip"
+
+
+def retarget_one(source: str, output: Path, target: targets.Target, target_map: HumanoidMap,
+                 args: argparse.Namespace) -> str:
+    """One input onto the target, written to `output`; returns the printed report."""
+    motion = formats.read_file(source, fps=args.fps)
     retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
-                                target_name=args.target, source_name=args.input)
-    retarget_output.write(retargeted, info, target, args.output)
-    report = retarget_output.report_from_output(args.output, motion, retargeted, info)
+                                target_map=target_map, target_name=args.target, source_name=source)
+    retarget_output.write(retargeted, info, target, output)
+    report = retarget_output.report_from_output(output, motion, retargeted, info)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))
-    print(format_report(Path(args.output).stem, report))
-    return 0
+    return format_report(output.stem, report)

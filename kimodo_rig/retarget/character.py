@@ -1,22 +1,26 @@
-"""Retarget targets: a rigged character (.glb/.gltf with a skin), a .bvh, or a built-in rig.
+"""Retarget targets: a rigged character (.glb/.gltf/.vrm with a skin), a .bvh, or a built-in rig.
 
 A skinned glTF's rest is its BIND pose, read from the skin's inverse bind matrices (the node transforms
-may hold any frame of any animation). Positions are metres as the bones appear in the scene, whatever
-scale nodes above or inside the armature carry; rotations are the bind matrices' rotations with scale
-removed.
+may hold any frame of any animation) and placed in the scene by the nodes above the skeleton. Positions
+are metres as the bones appear in the scene, whatever scale nodes above or inside the armature carry;
+rotations are the bind matrices' rotations with scale removed. Childless bones get a tip joint from
+their skinned vertices (or Blender's bone axis); a VRM humanoid table is carried for the mapping.
 """
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
 from ..model import Skeleton
 from ..ops.fk import rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_rotate, subtract
+from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
 
 LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent.parent / "rigs"
@@ -34,6 +38,11 @@ class Target:
     nodes: Tuple[int, ...] = ()
     scales: Tuple[Vec3, ...] = ()
     skin_to_world: Tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    humanoid_table: Tuple[Tuple[str, str], ...] = ()  # (canonical part, joint name) the file states (VRM)
+    table_label: str = ""  # where that table came from, for messages
+    # Tip joints added to the skeleton (after every joint of the file) where a limb bone has no child:
+    # (tip name, the bone's name, the tip's position in the bone NODE's own frame, scale included).
+    tips: Tuple[Tuple[str, str, Vec3], ...] = ()
 
     @property
     def has_mesh(self) -> bool:
@@ -46,9 +55,9 @@ def load_target(spec: str) -> Target:
     path = BUILTIN_TARGETS.get(spec.lower())
     if path is not None:
         target = read_gltf_target(path)
-        return Target(target.skeleton, spec, target.document, target.nodes, target.scales, target.skin_to_world)
+        return replace(target, source=spec)
     suffix = Path(spec).suffix.lower()
-    if suffix in (".glb", ".gltf"):
+    if suffix in (".glb", ".gltf", ".vrm"):
         return read_gltf_target(spec)
     if suffix == ".bvh":
         from .. import formats
@@ -62,7 +71,74 @@ def load_target(spec: str) -> Target:
                                skeleton.rest_rotations, skeleton.label), spec)
     if not Path(spec).exists():
         raise KimodoError("{}: no such file, and not a built-in target (mannequin, mixamo)".format(spec))
-    raise KimodoError("{}: a target must be a .glb/.gltf with a skin, a .bvh, or mannequin/mixamo".format(spec))
+    raise KimodoError("{}: a target must be a .glb/.gltf/.vrm with a skin, a .bvh, or mannequin/mixamo".format(spec))
+
+
+def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "") -> HumanoidMap:
+    """Which bone plays which part: the user's map when given, else the table the file states (VRM),
+    else the bone names and the rest geometry."""
+    if user_map is not None:
+        return map_from_parts(target.skeleton, user_map, map_source or "--map")
+    if target.humanoid_table:
+        return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
+    return map_humanoid(target.skeleton, target.source)
+
+
+def read_user_map(path) -> Dict[str, str]:
+    """A --map file: a JSON object, canonical part -> bone name (what `kimodo-rig map RIG --json` prints)."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise KimodoError("{}: cannot read ({})".format(path, error.strerror or error)) from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise KimodoError("{}: not JSON ({})".format(path, error)) from None
+    if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
+        raise KimodoError("{}: a map is a JSON object of part -> bone name, e.g. {{\"hips\": \"Hips\"}}".format(path))
+    return record
+
+
+def _vrm_parts(thumbs_from: str) -> Dict[str, str]:
+    """VRM humanoid bone -> canonical part. The body names are shared by VRM 0.x and 1.0; thumbs count
+    from "Proximal" in 0.x (Proximal, Intermediate, Distal) and from "Metacarpal" in 1.0."""
+    parts = {"hips": "hips", "spine": "spine_0", "chest": "spine_1", "upperChest": "spine_2", "neck": "neck_0", "head": "head"}
+    for side, s in (("left", "l"), ("right", "r")):
+        parts.update({side + "Shoulder": "clavicle_" + s, side + "UpperArm": "upperarm_" + s,
+                      side + "LowerArm": "lowerarm_" + s, side + "Hand": "hand_" + s,
+                      side + "UpperLeg": "thigh_" + s, side + "LowerLeg": "calf_" + s,
+                      side + "Foot": "foot_" + s, side + "Toes": "toe_" + s})
+        for finger, ours in (("Thumb", "thumb"), ("Index", "index"), ("Middle", "middle"), ("Ring", "ring"), ("Little", "pinky")):
+            if ours == "thumb":
+                phalanges = ("Proximal", "Intermediate", "Distal") if thumbs_from == "Proximal" else ("Metacarpal", "Proximal", "Distal")
+            else:
+                phalanges = ("Proximal", "Intermediate", "Distal")
+            for k, phalanx in enumerate(phalanges):
+                parts[side + finger + phalanx] = finger_part(ours, k, s)
+    return parts
+
+
+def _vrm_table(gltf: Dict, node_names: Dict[int, str], source: str) -> Tuple[Tuple[Tuple[str, str], ...], str]:
+    """(canonical part, joint name) pairs from a VRM humanoid table, and its label; () when none."""
+    extensions = gltf.get("extensions") or {}
+    vrm1 = ((extensions.get("VRMC_vrm") or {}).get("humanoid") or {}).get("humanBones")
+    vrm0 = ((extensions.get("VRM") or {}).get("humanoid") or {}).get("humanBones")
+    if isinstance(vrm1, dict):
+        pairs = [(bone, (entry or {}).get("node") if isinstance(entry, dict) else None) for bone, entry in vrm1.items()]
+        label, thumb_first = "VRM 1.0 humanoid table", "Metacarpal"
+    elif isinstance(vrm0, list):
+        pairs = [(entry.get("bone"), entry.get("node")) for entry in vrm0 if isinstance(entry, dict)]
+        label, thumb_first = "VRM 0.x humanoid table", "Proximal"
+    else:
+        return (), ""
+    table = []
+    parts = _vrm_parts(thumb_first)
+    for bone, node in pairs:
+        part = parts.get(bone) if isinstance(bone, str) else None
+        if part is None:
+            continue  # eyes, jaw: not driven
+        if not isinstance(node, int) or node not in node_names:
+            raise KimodoError("{}: {}: {} is node {!r}, not a joint of the skin".format(source, label, bone, node))
+        table.append((part, node_names[node]))
+    return tuple(table), label
 
 
 def read_gltf_target(path) -> Target:
@@ -125,13 +201,9 @@ def read_gltf_target(path) -> Target:
     if binds is None:
         binds = [world[n] for n in joints]
     else:
-        # Inverse bind matrices are relative to whatever space the exporter chose (an armature with a
-        # scale or an axis change above it); the character's root joint's node places that space in the scene.
-        try:
-            skin_to_world = gd.multiply4(world[joints[order[0]]], gd.invert4(binds[order[0]]))
-        except ValueError:
-            raise KimodoError("{}: the skin's root joint has a singular bind matrix".format(source)) from None
+        skin_to_world = _skin_to_world(gltf, world, node_parents, joints[order[0]], binds[order[0]])
         binds = [gd.multiply4(skin_to_world, b) for b in binds]
+        _warn_if_saved_off_bind(source, gltf, joints, order, world, binds)
     new_index = {old: new for new, old in enumerate(order)}
     positions: List[Vec3] = []
     rotations: List[Quat] = []
@@ -162,5 +234,154 @@ def read_gltf_target(path) -> Target:
             local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
     if not all(gd.is_finite(value) for value in offsets + local_rotations + scales):
         raise KimodoError("{}: the skin's bind pose is not finite numbers (scales or matrices too large?)".format(source))
+    tip_records = []
+    leaves = {order[k]: k for k in range(len(order)) if k not in set(skeleton_parents)}
+    found = _leaf_tips(document, joints, leaves, positions, [binds[old] for old in order], skin_to_world)
+    taken = set(names)
+    for k, (tip_world, local) in found.items():
+        tip_name = names[k] + "_tip"
+        while tip_name in taken:
+            tip_name += "_"
+        taken.add(tip_name)
+        names.append(tip_name)
+        skeleton_parents = skeleton_parents + (k,)
+        offsets.append(quat_rotate(quat_conjugate(rotations[k]), subtract(tip_world, positions[k])))
+        local_rotations.append((0.0, 0.0, 0.0, 1.0))
+        tip_records.append((tip_name, names[k], local))
     skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
-    return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world))
+    table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
+    return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
+                  table, label, tuple(tip_records))
+
+
+def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:
+    """A column-major 4x4 matrix applied to a point."""
+    return (m[0] * p[0] + m[4] * p[1] + m[8] * p[2] + m[12], m[1] * p[0] + m[5] * p[1] + m[9] * p[2] + m[13],
+            m[2] * p[0] + m[6] * p[1] + m[10] * p[2] + m[14])
+
+
+def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int], positions: List[Vec3],
+               binds: List[gd.Matrix4], skin_to_world: Sequence[float]) -> Dict[int, Tuple[Vec3, Vec3]]:
+    """Where each childless bone ends, from the vertices skinned to it: at bind, linear blend skinning
+    leaves every vertex where the file stores it (placed by the skin's bind space), so the bone runs from
+    its joint towards the weighted centroid of its vertices and ends at their farthest reach along that
+    line. A bone with (almost) no vertices lies along its node's +Y where the file says its exporter keeps
+    bones so (Blender), and gets nothing otherwise. `leaves`: skin joint slot -> skeleton index;
+    `positions`, `binds`: per skeleton index. Returns {skeleton index: (tip world, tip in the bone
+    node's frame)}."""
+    gltf = document.gltf
+    leaf_of_node = {joints[slot]: k for slot, k in leaves.items()}
+    samples: Dict[int, List[Tuple[float, Vec3]]] = {}
+    for node in gltf.get("nodes", []):
+        if "mesh" not in node or "skin" not in node:
+            continue
+        skin = gltf["skins"][node["skin"]]
+        skin_joints = skin.get("joints", [])
+        # Joint slot of this skin -> our leaf (skins sharing the armature list the same nodes).
+        slots = {slot: leaf_of_node[n] for slot, n in enumerate(skin_joints) if n in leaf_of_node}
+        if not slots:
+            continue
+        for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            if "POSITION" not in attributes or "JOINTS_0" not in attributes or "WEIGHTS_0" not in attributes:
+                continue
+            vertices = document.accessor(attributes["POSITION"])
+            joint_sets = document.accessor(attributes["JOINTS_0"])
+            weight_sets = document.accessor(attributes["WEIGHTS_0"])
+            for vertex, slot_set, weight_set in zip(vertices, joint_sets, weight_sets):
+                for slot, weight in zip(slot_set, weight_set):
+                    leaf = slots.get(int(slot))
+                    if leaf is not None and weight > 0.0:
+                        samples.setdefault(leaf, []).append((weight, _apply(skin_to_world, vertex)))
+    tips: Dict[int, Tuple[Vec3, Vec3]] = {}
+    for leaf, weighted in samples.items():
+        total = sum(w for w, _ in weighted)
+        if total < 3.0:
+            continue
+        start = positions[leaf]
+        centroid = tuple(sum(w * p[i] for w, p in weighted) / total for i in range(3))
+        direction = subtract(centroid, start)
+        size = sum(c * c for c in direction) ** 0.5
+        if not size > 1e-6:
+            continue
+        unit = tuple(c / size for c in direction)
+        firm = [p for w, p in weighted if w >= 0.5] or [p for _, p in weighted]
+        reach = max(sum((p[i] - start[i]) * unit[i] for i in range(3)) for p in firm)
+        tip = tuple(start[i] + unit[i] * max(reach, size) for i in range(3))
+        try:
+            local = _apply(gd.invert4(binds[leaf]), tip)
+        except ValueError:
+            continue
+        tips[leaf] = (tip, local)  # type: ignore[assignment]
+    if str((gltf.get("asset") or {}).get("generator", "")).startswith("Khronos glTF Blender I/O"):
+        # No vertices to go by, but the file says how its bones lie: Blender's exporter keeps each bone
+        # along its node's +Y. Its length is not stated; the bone's own offset from its parent stands in.
+        for slot, leaf in leaves.items():
+            node = gltf["nodes"][joints[slot]]
+            if leaf in tips or re.search(r"(end|nub|tip)$", str(node.get("name", "")).lower()):
+                continue
+            offset = gd.node_local_matrix(node)[12:15]
+            length = sum(c * c for c in offset) ** 0.5
+            if length > 1e-9:
+                local = (0.0, length, 0.0)
+                tips[leaf] = (_apply(binds[leaf], local), local)
+    return tips
+
+
+def _warn_if_saved_off_bind(source: str, gltf: Dict, joints: List[int], order: List[int], world: List[gd.Matrix4],
+                            binds: List[gd.Matrix4]) -> None:
+    """One line when the file's nodes stand far from the bind pose (the bind pose is what is used)."""
+    heights = [binds[old][13] for old in order]
+    size = max(heights) - min(heights)
+    offsets = []
+    for old in order:
+        saved, bind = world[joints[old]], binds[old]
+        distance = sum((saved[12 + i] - bind[12 + i]) ** 2 for i in range(3)) ** 0.5
+        offsets.append((distance, gltf["nodes"][joints[old]].get("name") or "joint{}".format(old)))
+    # The skeleton's root when it moved (the usual case: a saved frame moves the whole body), else the worst joint.
+    worst, name = offsets[0] if offsets[0][0] > 0.05 * size else max(offsets)
+    if size > 0 and worst > 0.05 * size:
+        LOG.warning("%s: saved in another pose than its bind pose (%s %.2f m off its bind place); the bind pose "
+                    "(from the inverse bind matrices) is the rest", source, name, worst)
+
+
+def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int], root_node: int,
+                   root_bind: gd.Matrix4) -> gd.Matrix4:
+    """Where the skin's bind space sits in the scene, from the inverse bind matrices and the nodes ABOVE
+    the skeleton (never the joints' own saved transforms, which may hold any animation frame).
+
+    Exporters write inverse bind matrices one of two ways: of the joints' scene transforms (Blender,
+    three.js: bind space is the scene), or relative to the node holding the skeleton (an armature with a
+    scale or an axis change, which then places the bind space in the scene). Both draw the mesh the same
+    in the pose the file was saved in, so the root joint's saved transform picks the reading: the one
+    whose bind transform of the root joint, relative to its parent, is nearer the saved one. A saved pose
+    turns and moves the root joint but does not rescale it or swap its axes, which is what the wrong
+    reading would need. A root joint that none of the file's own animations moves is placement, not pose:
+    its saved transform places the bind space."""
+    identity = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+    animations = gltf.get("animations") or []
+    keyed = {channel.get("target", {}).get("node") for animation in animations for channel in animation.get("channels", [])}
+    if animations and root_node not in keyed:
+        # The file's own clips never move the skeleton's root joint: it is a placement node like the ones
+        # above it (the robot's root bone stands 2.37 m above its bind place, and its clips play there).
+        try:
+            return gd.multiply4(world[root_node], gd.invert4(root_bind))
+        except ValueError:
+            return identity
+    parent = node_parents[root_node]
+    above = world[parent] if parent >= 0 else identity
+    if max(abs(a - b) for a, b in zip(above, identity)) < 1e-9:
+        return identity
+    saved = gd.node_local_matrix(gltf["nodes"][root_node])
+    try:
+        inverse_above = gd.invert4(above)
+    except ValueError:
+        return identity
+
+    def distance(skin_to_world: gd.Matrix4) -> float:
+        local = gd.multiply4(inverse_above, gd.multiply4(skin_to_world, root_bind))
+        linear = [(r, c) for r in range(3) for c in range(3)]
+        size = sum(saved[c * 4 + r] ** 2 for r, c in linear) ** 0.5 or 1.0
+        return sum((local[c * 4 + r] - saved[c * 4 + r]) ** 2 for r, c in linear) ** 0.5 / size
+
+    return identity if distance(identity) <= distance(above) else above

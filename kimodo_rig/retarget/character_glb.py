@@ -198,6 +198,8 @@ def encode(
     animated: Dict[int, List[Matrix4]] = {}
     rotations, positions = global_rotations_and_positions(motion)
     for joint, name in enumerate(skeleton.joint_names):
+        if name not in joint_nodes:
+            continue  # a tip joint: a plain node under its bone, carried by it
         scale = joint_scales.get(name, (1.0, 1.0, 1.0))
         animated[joint_nodes[name]] = [gd.trs_matrix(positions[f][joint], quat_normalize(rotations[f][joint]), scale)
                                        for f in range(motion.frame_count)]

@@ -4,17 +4,21 @@ A HumanoidMap gives each canonical part ("hips", "spine_0".., "neck_0".., "head"
 "index_01_l", ...) the joint whose rotation drives it, the joint whose position starts its segment (they
 differ on G1, whose hips and shoulders are three one-axis joints a few cm apart: the segment is measured
 joint centre to joint centre, from the roll joint to the knee or elbow) and the joints whose positions end it. Kimodo's own
-skeletons have explicit tables; every other rig is mapped by names under the common conventions, with the
-rest geometry deciding what names leave open (+X is the character's left).
+skeletons have explicit tables; a table the file states (VRM) or the user gives (--map) is the map
+(`map_from_parts`); every other rig is mapped by names under the common conventions (numbered chains such
+as CesiumMan's ordered by depth, one-bone limbs, IK-style names as a last resort), with the rest geometry
+deciding what names leave open. Facing is measured from the feet (heel to toe), and the character's left
+is up x forward: where the names put left on the other side, geometry wins.
 
 The pure functions here are shared by the offline retarget and the Unreal step: `map_humanoid`,
 `retarget_chains`, `rest_leg_reach`, `rest_corrections`.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import KimodoError
@@ -33,6 +37,8 @@ from ..rotations import (
     subtract,
 )
 from ..ops.fk import rest_pose, rest_positions
+
+LOG = logging.getLogger("kimodo_rig")
 
 SIDES = ("l", "r")
 ARM_PARTS = ("clavicle", "upperarm", "lowerarm", "hand")
@@ -55,6 +61,9 @@ class HumanoidMap:
     bones: Dict[str, int]
     anchors: Dict[str, int] = field(default_factory=dict)
     ends: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    forward: Vec3 = (0.0, 0.0, 1.0)  # the rig's facing at rest, measured (horizontal, unit)
+    whole_limbs: Tuple[str, ...] = ()  # one-bone limbs: "upperarm_l" runs shoulder to hand, "thigh_l" hip to ankle
+    warnings: Tuple[str, ...] = ()  # what the mapping had to decide against the names
 
     def has(self, part: str) -> bool:
         return part in self.bones
@@ -220,6 +229,43 @@ def split_side(name: str) -> Tuple[Optional[str], str]:
     return side, base
 
 
+_HELPER = re.compile(r"^(ik|fk|ctrl|ctl|control)|(ik|fk|ctrl|ctl|control|target|goal)$")
+_NUMBERED_NOISE = {"skeleton", "joint", "jnt", "bone", "bn", "def", ""}
+# Limb words that number a whole chain (Khronos CesiumMan: leg_joint_L_1.._5, Skeleton_arm_joint_L__4_..),
+# and the parts the chain's joints take, root to tip, by how many it has.
+_NUMBERED_CHAINS = {
+    "arm": {2: ("upperarm", "lowerarm"), 3: ("upperarm", "lowerarm", "hand"), 4: ("clavicle", "upperarm", "lowerarm", "hand")},
+    "leg": {2: ("thigh", "calf"), 3: ("thigh", "calf", "foot"), 4: ("thigh", "calf", "foot", "toe")},
+}
+
+
+def _numbered_limb(name: str) -> Optional[Tuple[str, str]]:
+    """(side, "arm"/"leg") for a numbered chain joint such as `leg_joint_L_1` or `Skeleton_arm_joint_R__2_`."""
+    tokens = [t.lower() for t in re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])", name)]
+    tokens = [t for t in tokens if t not in _NUMBERED_NOISE and not t.isdigit()]
+    sides = [t for t in tokens if t in ("l", "r", "left", "right")]
+    words = [t for t in tokens if t not in ("l", "r", "left", "right")]
+    if len(sides) == 1 and len(words) == 1 and words[0] in _NUMBERED_CHAINS and re.search(r"\d", name):
+        return sides[0][0], words[0]
+    return None
+
+
+def _spread_numbered_chain(skeleton: Skeleton, words: Dict[Tuple[str, str], List[int]], side: str) -> None:
+    """Several joints of one side called `arm` (or `leg`) and no other arm words: they are the limb's
+    chain; depth, not their numbers (CesiumMan counts down on one side and up on the other), orders them."""
+    for limb, layouts in _NUMBERED_CHAINS.items():
+        joints = sorted(words.get((side, limb), []), key=lambda j: _depth(skeleton, j))
+        parts = {part for layout in layouts.values() for part in layout}
+        if len(joints) < 2 or any((side, part) in words for part in parts):
+            continue
+        if any(skeleton.parents[b] != a for a, b in zip(joints, joints[1:])):
+            continue
+        layout = layouts[min(len(joints), max(layouts))]
+        for part, joint in zip(layout, joints):
+            words[(side, part)] = [joint]
+        words.pop((side, limb))
+
+
 def _depth(skeleton: Skeleton, joint: int) -> int:
     depth = 0
     while skeleton.parents[joint] >= 0:
@@ -251,10 +297,21 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
     centre: Dict[str, List[int]] = {}
     fingers: Dict[Tuple[str, str], List[Tuple[int, str]]] = {}
     unsided: Dict[str, List[int]] = {}
+    helpers: Dict[Tuple[str, str], List[int]] = {}
     for joint, name in enumerate(skeleton.joint_names):
         side, base = split_side(name)
         word = _WORDS.get(base)
         finger = _FINGER_WORD.match(base)
+        if word is None and not finger:
+            numbered = _numbered_limb(name)
+            if numbered is not None:
+                side, word = numbered
+            else:
+                helper = _HELPER.sub("", base)
+                if side is not None and helper != base and helper in _WORDS:
+                    # FootIK.L: an IK helper's name, taken as the part only where no plain one exists.
+                    helpers.setdefault((side, _WORDS[helper]), []).append(joint)
+                    continue
         if side is None:
             if base in _CENTRE_WORDS:
                 centre.setdefault(_CENTRE_WORDS[base], []).append(joint)
@@ -279,6 +336,8 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
             words.setdefault(("l", word), []).append(left)
             words.setdefault(("r", word), []).append(right)
 
+    for key, joints in helpers.items():
+        words.setdefault(key, joints)
     bones: Dict[str, int] = {}
     finger_ends: Dict[str, int] = {}
 
@@ -287,6 +346,7 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         return min(found, key=lambda j: _depth(skeleton, j)) if found else None
 
     for side in SIDES:
+        _spread_numbered_chain(skeleton, words, side)
         thigh = first(side, "thigh")
         calf = first(side, "calf")
         leg = first(side, "leg")
@@ -445,18 +505,185 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
 
 def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
     """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
-    legs can be found."""
+    legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
+    the names say otherwise, which side is its left (names that are the viewer's sides)."""
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
+        # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
+        # rest feet average 2 degrees off).
         return _map_from_table(skeleton, _kimodo_tables()[kimodo])
     bones, finger_ends = _map_by_names(skeleton)
-    missing = [p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm") if p + "_" + s not in bones]
+    whole = _one_bone_limbs(skeleton, bones)
+    _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
+                    "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
+    hmap = replace(_complete(skeleton, bones, {}, {}, finger_ends), whole_limbs=whole)
+    unaimed = [p + "_" + s for s in SIDES for p in ("upperarm", "lowerarm", "thigh", "calf") if p + "_" + s in hmap.bones
+               and p + "_" + s not in hmap.ends]
+    if unaimed:
+        # Never a direction from nothing: such a bone keeps its rest direction and says so.
+        message = ("{}: {} {} no child joint, no skinned vertices and no stated bone axis: kept at {} rest "
+                   "direction".format(source or skeleton.name, ", ".join(hmap.joint_name(p) for p in unaimed),
+                                      "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
+        LOG.warning("%s", message)
+        hmap = replace(hmap, warnings=hmap.warnings + (message,))
+    return _with_geometry(hmap, source or skeleton.name, check_sides=True)
+
+
+def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...]:
+    """Kenney-style limbs: one bone from shoulder to hand (`arm-left`) or hip to foot (`leg-left`). The
+    bone is the upper arm or thigh spanning the whole limb; a leg's end (its tip joint, or its lowest
+    child) is its foot, so the character has something to stand on."""
+    positions = rest_positions(skeleton)
+    whole = []
+    for side in SIDES:
+        if "upperarm_" + side in bones and not any(p + "_" + side in bones for p in ("lowerarm", "hand")):
+            whole.append("upperarm_" + side)
+        thigh = bones.get("thigh_" + side)
+        foot = bones.get("foot_" + side)
+        if thigh is not None and "calf_" + side not in bones and (foot is None or skeleton.parents[foot] == thigh):
+            children = skeleton.children(thigh)
+            if children:
+                whole.append("thigh_" + side)
+                if foot is None:
+                    bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
+        elif "calf_" + side in bones and not any(p + "_" + side in bones for p in ("foot", "toe")):
+            # A shin without a foot joint: where it ends (its tip from its vertices) is what it stands on.
+            children = skeleton.children(bones["calf_" + side])
+            if children:
+                bones["foot_" + side] = min(children, key=lambda c: positions[c][1])
+    return tuple(whole)
+
+
+def _check_complete(bones: Dict[str, int], source: str, tried: str, whole_limbs: Sequence[str] = ()) -> None:
+    spanned = {"lowerarm_" + p[-1] for p in whole_limbs if p.startswith("upperarm")}
+    spanned |= {"calf_" + p[-1] for p in whole_limbs if p.startswith("thigh")}
+    missing = [p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm")
+               if p + "_" + s not in bones and p + "_" + s not in spanned]
     if "hips" not in bones and not missing:
         missing.append("hips")
     if missing:
-        raise KimodoError("{}: no humanoid legs and arms found (missing {}); bone names tried: Unreal, Mixamo, "
-                          "Blender/Rigify, CMU, Quaternius, Left/Right words".format(source or skeleton.name, ", ".join(missing)))
-    return _complete(skeleton, bones, {}, {}, finger_ends)
+        raise KimodoError("{}: no humanoid legs and arms found (missing {}); {}".format(source, ", ".join(missing), tried))
+    if not any(p + "_" + s in bones for s in SIDES for p in ("foot", "toe")):
+        raise KimodoError("{}: no feet found (missing foot_l, foot_r): the legs end at {} with nothing below "
+                          "to stand on".format(source, "the shins"))
+
+
+def known_parts() -> Tuple[str, ...]:
+    """Every canonical part a map may name, in the order maps are printed."""
+    parts = ["hips"] + ["spine_{}".format(k) for k in range(6)] + ["neck_{}".format(k) for k in range(3)] + ["head"]
+    for side in SIDES:
+        parts += [p + "_" + side for p in ARM_PARTS + ("thigh", "calf", "foot", "toe")]
+    for side in SIDES:
+        parts += [finger_part(f, k, side) for f in FINGERS for k in range(FINGER_JOINTS)]
+    return tuple(parts)
+
+
+def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> HumanoidMap:
+    """The map a table states (canonical part -> bone name: a user's --map file, a VRM humanoid table).
+    Unknown parts or bones, and a table without two arms and two legs, are one KimodoError naming `source`."""
+    known = set(known_parts())
+    index = {name: j for j, name in enumerate(skeleton.joint_names)}
+    bones: Dict[str, int] = {}
+    for part, name in parts.items():
+        if part not in known:
+            raise KimodoError("{}: unknown part {!r} (parts are hips, spine_0.., neck_0.., head, clavicle_l, upperarm_l, "
+                              "lowerarm_l, hand_l, thigh_l, calf_l, foot_l, toe_l, index_01_l.. and the _r side)".format(source, part))
+        if not isinstance(name, str) or name not in index:
+            raise KimodoError("{}: {}: no bone named {!r} in {}".format(source, part, name, skeleton.name))
+        bones[part] = index[name]
+    for prefix in ("spine", "neck"):
+        numbers = sorted(int(p.rsplit("_", 1)[1]) for p in bones if p.startswith(prefix + "_"))
+        if numbers != list(range(len(numbers))):
+            raise KimodoError("{}: {} parts must run {}_0, {}_1, ... without gaps".format(source, prefix, prefix, prefix))
+    whole = _one_bone_limbs(skeleton, bones)
+    _check_complete(bones, source, "the table names them", whole)
+    return _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
+
+
+def parts_by_name(hmap: HumanoidMap) -> Dict[str, str]:
+    """The map as `map_from_parts` reads it: canonical part -> bone name, in the printed order."""
+    order = {part: k for k, part in enumerate(known_parts())}
+    return {part: hmap.joint_name(part) for part in sorted(hmap.bones, key=lambda p: order.get(p, len(order)))}
+
+
+# --- which way the rig faces, and which side is its left ----------------------------------------------
+
+def measure_forward(hmap: HumanoidMap) -> Optional[Vec3]:
+    """The rig's facing at rest from its feet, heel to toe (the foot joint to its toe joint, or to the
+    foot's own children), both sides averaged, on the floor plane; None when the feet say nothing."""
+    positions = rest_positions(hmap.skeleton)
+    total = [0.0, 0.0, 0.0]
+    for side in SIDES:
+        if not hmap.has("foot_" + side):
+            continue
+        foot = hmap.bones["foot_" + side]
+        ends: Tuple[int, ...] = (hmap.bones["toe_" + side],) if hmap.has("toe_" + side) else hmap.skeleton.children(foot)
+        if not ends:
+            continue
+        start = positions[hmap.anchor("foot_" + side)]
+        for j in ends:
+            vector = subtract(positions[j], start)
+            total[0] += vector[0] / len(ends)
+            total[2] += vector[2] / len(ends)
+    size = math.hypot(total[0], total[2])
+    if size < 1e-6:
+        return None
+    return (total[0] / size, 0.0, total[2] / size)
+
+
+def _named_left(hmap: HumanoidMap) -> Optional[Vec3]:
+    """Right to left as the names have it: the hip line (thighs), else the shoulder line."""
+    positions = rest_positions(hmap.skeleton)
+    for part in ("thigh", "upperarm"):
+        if hmap.has(part + "_l") and hmap.has(part + "_r"):
+            vector = subtract(positions[hmap.anchor(part + "_l")], positions[hmap.anchor(part + "_r")])
+            if math.hypot(vector[0], vector[2]) > 1e-6:
+                return vector
+    return None
+
+
+def _swap_sides(hmap: HumanoidMap) -> HumanoidMap:
+    def swapped(part: str) -> str:
+        if part.endswith("_l"):
+            return part[:-2] + "_r"
+        if part.endswith("_r"):
+            return part[:-2] + "_l"
+        return part
+
+    return replace(hmap, bones={swapped(p): j for p, j in hmap.bones.items()},
+                   anchors={swapped(p): j for p, j in hmap.anchors.items()},
+                   ends={swapped(p): j for p, j in hmap.ends.items()})
+
+
+def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool) -> HumanoidMap:
+    """The map with its measured facing; with `check_sides`, left and right taken from the geometry
+    (+X-of-the-rig = up x forward) where the names disagree, with one warning."""
+    forward = measure_forward(hmap)
+    named_left = _named_left(hmap)
+    if forward is None:
+        if named_left is None:
+            return hmap
+        # No feet to measure: the named hip line gives the facing (forward = left x up).
+        size = math.hypot(named_left[0], named_left[2])
+        return replace(hmap, forward=(-named_left[2] / size, 0.0, named_left[0] / size))
+    hmap = replace(hmap, forward=forward)
+    if check_sides and named_left is not None:
+        geometric_left = (forward[2], 0.0, -forward[0])
+        if named_left[0] * geometric_left[0] + named_left[2] * geometric_left[2] < 0.0:
+            message = ("{}: the bones named left are on the character's right (viewer-side names?); "
+                       "sides are taken from the rig's geometry".format(source))
+            LOG.warning("%s", message)
+            hmap = replace(_swap_sides(hmap), warnings=hmap.warnings + (message,))
+    return hmap
+
+
+def facing_label(forward: Vec3) -> str:
+    """"+Z", "-Z", "+X", "-X" within 5 degrees of an axis, else the yaw from +Z in degrees."""
+    yaw = math.degrees(math.atan2(forward[0], forward[2]))
+    for angle, label in ((0.0, "+Z"), (90.0, "+X"), (-90.0, "-X"), (180.0, "-Z"), (-180.0, "-Z")):
+        if abs(yaw - angle) <= 5.0:
+            return label
+    return "{:.0f} deg".format(yaw)
 
 
 # --- chain tables for IK rigs --------------------------------------------------------------------------
@@ -485,7 +712,7 @@ def retarget_chains(humanoid: Union[HumanoidMap, Skeleton]) -> Tuple[List[Chain]
     for side, word in (("l", "Left"), ("r", "Right")):
         if hmap.has("clavicle_" + side):
             chains.append(Chain(word + "Clavicle", name("clavicle_" + side), name("clavicle_" + side)))
-        arm_end = "hand_" + side if hmap.has("hand_" + side) else "lowerarm_" + side
+        arm_end = next(p + "_" + side for p in ("hand", "lowerarm", "upperarm") if hmap.has(p + "_" + side))
         chains.append(Chain(word + "Arm", name("upperarm_" + side), name(arm_end)))
         leg_end = next(p + "_" + side for p in ("toe", "foot", "calf") if hmap.has(p + "_" + side))
         chains.append(Chain(word + "Leg", name("thigh_" + side), name(leg_end)))
@@ -546,6 +773,7 @@ class Link:
     weight: float
     source_part: str
     aim: bool
+    span: Tuple[int, ...] = ()  # a one-bone limb: the source joints its direction runs between (start, end)
 
 
 def link_parts(source: HumanoidMap, target: HumanoidMap) -> List[Link]:
@@ -567,6 +795,13 @@ def link_parts(source: HumanoidMap, target: HumanoidMap) -> List[Link]:
             nearest = source_chain[int(round(at))]
             links.append(Link(part, joint, (source.bones[source_chain[low]], source.bones[source_chain[high]]),
                               at - low, nearest, True))
+        elif part in target.whole_limbs and source.has(part):
+            # The whole limb follows the source's root-to-end line (shoulder to wrist, hip to ankle).
+            end = ("hand_" if part.startswith("upperarm") else "foot_") + part[-1]
+            source_joint = source.bones[part]
+            if source.has(end):
+                span = (source.anchor(part), source.anchor(end))
+                links.append(Link(part, joint, (source_joint, source_joint), 0.0, part, True, span))
         elif source.has(part):
             source_joint = source.bones[part]
             links.append(Link(part, joint, (source_joint, source_joint), 0.0, part, part not in DELTA_ONLY_PARTS))
@@ -597,13 +832,9 @@ class RestCorrections:
 
 
 def facing_between(source: HumanoidMap, target: HumanoidMap) -> Quat:
-    """The yaw taking the source's left-to-right hip line onto the target's (identity when both face +Z)."""
-    ps = rest_positions(source.skeleton)
-    pt = rest_positions(target.skeleton)
-    vs = subtract(ps[source.bones["thigh_l"]], ps[source.bones["thigh_r"]])
-    vt = subtract(pt[target.bones["thigh_l"]], pt[target.bones["thigh_r"]])
-    # Always about +Y (quat_between would pick any axis for opposite lines: a rig facing -Z).
-    turn = math.atan2(vt[0], vt[2]) - math.atan2(vs[0], vs[2])
+    """The yaw taking the source's measured facing onto the target's (identity when both face +Z)."""
+    # Always about +Y (quat_between would pick any axis for opposite directions: a rig facing -Z).
+    turn = math.atan2(target.forward[0], target.forward[2]) - math.atan2(source.forward[0], source.forward[2])
     return quat_from_axis_angle((0.0, 1.0, 0.0), turn)
 
 
@@ -630,7 +861,8 @@ def rest_corrections(source: Union[HumanoidMap, Skeleton], target: Union[Humanoi
         link = by_joint.get(joint)
         turn = IDENTITY
         if link is not None and link.aim:
-            wanted = smap.segment(link.source_part, source_positions)
+            wanted = (subtract(source_positions[link.span[1]], source_positions[link.span[0]]) if link.span
+                      else smap.segment(link.source_part, source_positions))
             have = tmap.segment(link.part, target_positions)
             if wanted is not None and have is not None:
                 # The segment as the parents' offsets have already carried it.

@@ -2,6 +2,7 @@
 measuring the report from the file as written."""
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -33,10 +34,10 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     """The character with the new animation when the target carries a mesh, else a box rig of the
     target skeleton."""
     if target.document is not None and target.has_mesh:
-        document = target.document
+        document = _with_tip_nodes(target)
         names = target.skeleton.joint_names
-        joint_nodes = {name: target.nodes[i] for i, name in enumerate(names)}
-        scales = {name: target.scales[i] for i, name in enumerate(names)}
+        joint_nodes = dict(zip(names, target.nodes))  # tip joints (after the file's own) have no node to animate
+        scales = dict(zip(names, target.scales))
         skin_to_world: Sequence[float] = target.skin_to_world
     else:
         rig = info.target
@@ -49,11 +50,27 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     rig = info.target
     rotations, positions = rest_pose(rig)
     bind_worlds = {name: gd.trs_matrix(positions[j], rotations[j], scales.get(name, (1.0, 1.0, 1.0)))
-                   for j, name in enumerate(rig.joint_names)}
+                   for j, name in enumerate(rig.joint_names) if name in joint_nodes}
     return character_glb.encode(
         document, motion, joint_nodes, scales, root_track=info.root_track, root_node_name=info.root_bone,
         new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds,
     )
+
+
+def _with_tip_nodes(target: Target) -> gd.Document:
+    """The character's document with one plain node per tip joint, under its bone at the tip's place, so
+    the written file carries where each childless limb bone ends (read back like any joint)."""
+    document = target.document
+    if not target.tips:
+        return document  # type: ignore[return-value]
+    gltf = copy.deepcopy(document.gltf)  # type: ignore[union-attr]
+    nodes = gltf["nodes"]
+    node_of = dict(zip(target.skeleton.joint_names, target.nodes))
+    for tip_name, bone, local in target.tips:
+        nodes.append({"name": tip_name, "translation": list(local)})
+        parent = nodes[node_of[bone]]
+        parent["children"] = list(parent.get("children", [])) + [len(nodes) - 1]
+    return gd.Document(gltf, document.binary, document.source)  # type: ignore[union-attr]
 
 
 def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:

@@ -4,7 +4,9 @@ Order of work, parent before child on the target:
 1. rest correction (humanoid.rest_corrections): each aimed target bone turned at rest so its segment
    points where the source's does at rest;
 2. per frame, the source bone's world rotation relative to its own rest applied on top (feet, toes, head
-   and hips: that change only, on the target's own rest); unmapped bones keep their rest;
+   and hips: that change only, on the target's own rest; a one-bone limb: the swing of the source's
+   shoulder-to-wrist or hip-to-ankle line), all in the target's measured facing; unmapped bones keep
+   their rest;
 3. bone lengths stay the target's; the hips travel by the source's path scaled by the ratio of the two
    rest leg reaches (never the first frame: a clip that starts crouched stays crouched);
 4. floor, every frame: the target's lowest toe sits as far from its bind-pose toe height as the source's
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
@@ -23,6 +25,7 @@ from ..rotations import (
     IDENTITY,
     Quat,
     Vec3,
+    quat_between,
     quat_conjugate,
     quat_from_axis_angle,
     quat_multiply,
@@ -35,6 +38,7 @@ from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest
 from .mapping import (
     FINGERS,
     HumanoidMap,
+    facing_label,
     RestCorrections,
     find_root_bone,
     floor_parts,
@@ -64,6 +68,9 @@ class RetargetInfo:
     root_bone: Optional[str] = None  # --root-motion root: the target's root bone, or NEW_ROOT_NAME
     root_is_new: bool = False
     root_track: Optional[Tuple[Tuple[Vec3, Quat], ...]] = None  # world position and rotation per frame
+    forward: Vec3 = (0.0, 0.0, 1.0)  # the character's facing measured from its rest geometry (unit, horizontal)
+    facing: str = "+Z"  # the same as a label: "+Z", "-Z", "+X", "-X", or "<yaw from +Z> deg"
+    warnings: Tuple[str, ...] = ()  # decisions against the rig's names (already logged once)
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
@@ -109,11 +116,12 @@ def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> T
 
 def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> HumanoidMap:
     new = {old: i for i, old in enumerate(order)}
-    return HumanoidMap(
-        skeleton,
-        {part: new[j] for part, j in hmap.bones.items() if j in new},
-        {part: new[j] for part, j in hmap.anchors.items() if j in new},
-        {part: tuple(new[j] for j in joints) for part, joints in hmap.ends.items() if all(j in new for j in joints)},
+    return replace(
+        hmap,
+        skeleton=skeleton,
+        bones={part: new[j] for part, j in hmap.bones.items() if j in new},
+        anchors={part: new[j] for part, j in hmap.anchors.items() if j in new},
+        ends={part: tuple(new[j] for j in joints) for part, joints in hmap.ends.items() if all(j in new for j in joints)},
     )
 
 
@@ -175,6 +183,7 @@ def retarget(
 
     source_globals, source_positions = global_rotations_and_positions(motion)
     source_rest = rest_global_rotations(motion.skeleton)
+    source_rest_positions = rest_positions(motion.skeleton)
     inverse_source_rest = [quat_conjugate(q) for q in source_rest]
     inverse_facing = quat_conjugate(facing)
     links = {link.target_joint: link for link in corrections.links}
@@ -188,7 +197,14 @@ def retarget(
         frame_globals = source_globals[frame]
         for joint in range(count):
             link = links.get(joint)
-            if link is not None:
+            if link is not None and link.span:
+                # A one-bone limb: the turn taking the source's rest root-to-end line to this frame's.
+                start, end = link.span
+                delta = quat_between(subtract(source_rest_positions[end], source_rest_positions[start]),
+                                     subtract(source_positions[frame][end], source_positions[frame][start]))
+                delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
+                rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+            elif link is not None:
                 a, b = link.source_joints
                 delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                 if b != a and link.weight > 0.0:
@@ -271,5 +287,6 @@ def retarget(
         reach_source=reach_source, reach_target=reach_target, floor_shift=floor_shift,
         chains_mapped=chains_mapped, left_at_rest=tuple(left),
         root_bone=root_bone, root_is_new=root_is_new, root_track=root_track,
+        forward=tmap.forward, facing=facing_label(tmap.forward), warnings=tmap.warnings,
     )
     return result, info

@@ -1,0 +1,460 @@
+"""Test rigs of the kinds real characters come in, built from the shared rigs with pygltflib + numpy
+(nothing here imports kimodo_rig). Each builder takes a loaded pygltflib.GLTF2 and changes it in place;
+`load` and `save` read and write files. Shared by the retarget, feet and Blender-extension tests.
+
+    gltf = load(MANNEQUIN)
+    turn_scene(gltf, 180)               # the character now faces -Z (a VRM 0.x avatar)
+    save(gltf, tmp_path / "back.glb")
+
+Kinds (../shared/rigs/README.md): saved in another pose than the bind pose (`pose_nodes`), facing -Z or +X
+(`turn_scene`), viewer-side names (`swap_side_names`), an armature scaled or rotated from Z-up
+(`wrap_armature`), leaf limb bones and one-bone limbs (`drop_joints`, `kenney_like`), unknown naming
+(`rename`, `cesium_like`), IK helpers off a root bone (`add_helper_joint`), .vrm humanoid tables
+(`add_vrm_table`).
+"""
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+import pygltflib
+
+DATA = Path(__file__).resolve().parent / "data"
+MANNEQUIN = DATA / "rigs" / "mpfb2" / "mpfb2_game_engine.glb"
+MIXAMO = DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb"
+ROBOT = DATA / "rigs" / "quaternius" / "RobotExpressive.glb"
+FEMALE_DRESS = DATA / "rigs" / "quaternius" / "quaternius_female_dress.glb"
+
+_DTYPES = {5120: np.int8, 5121: np.uint8, 5122: np.int16, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
+_WIDTHS = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+
+
+def load(path) -> pygltflib.GLTF2:
+    gltf = pygltflib.GLTF2().load(str(path))
+    gltf.convert_buffers(pygltflib.BufferFormat.BINARYBLOB)
+    return gltf
+
+
+def save(gltf: pygltflib.GLTF2, path) -> Path:
+    """Writes a binary glTF (also for a .vrm name)."""
+    path = Path(path)
+    gltf.save_binary(str(path))
+    return path
+
+
+# --- accessors ---------------------------------------------------------------------------------------
+
+def read_accessor(gltf: pygltflib.GLTF2, index: int) -> np.ndarray:
+    """(count, width) array in the accessor's own type (MAT4: (count, 4, 4) row-major)."""
+    accessor = gltf.accessors[index]
+    view = gltf.bufferViews[accessor.bufferView]
+    dtype = np.dtype(_DTYPES[accessor.componentType])
+    width = _WIDTHS[accessor.type]
+    stride = view.byteStride or dtype.itemsize * width
+    start = (view.byteOffset or 0) + (accessor.byteOffset or 0)
+    blob = gltf.binary_blob()
+    rows = [np.frombuffer(blob, dtype, width, start + i * stride) for i in range(accessor.count)]
+    values = np.array(rows, dtype=dtype)
+    if accessor.type == "MAT4":
+        return values.reshape(-1, 4, 4).transpose(0, 2, 1)
+    return values
+
+
+def add_accessor(gltf: pygltflib.GLTF2, values: np.ndarray, kind: str, component: int = 5126, bounds: bool = False) -> int:
+    """A new accessor holding `values` ((count, width), or (count, 4, 4) for MAT4), appended to the blob."""
+    values = np.asarray(values)
+    if kind == "MAT4":
+        values = values.transpose(0, 2, 1).reshape(-1, 16)
+    values = values.reshape(len(values), -1).astype(_DTYPES[component])
+    blob = bytearray(gltf.binary_blob() or b"")
+    while len(blob) % 8:
+        blob.append(0)
+    offset = len(blob)
+    data = values.tobytes()
+    blob += data
+    gltf.bufferViews.append(pygltflib.BufferView(buffer=0, byteOffset=offset, byteLength=len(data)))
+    accessor = pygltflib.Accessor(bufferView=len(gltf.bufferViews) - 1, componentType=component,
+                                  count=len(values), type=kind)
+    if bounds:
+        accessor.min = values.min(axis=0).tolist()
+        accessor.max = values.max(axis=0).tolist()
+    gltf.accessors.append(accessor)
+    gltf.set_binary_blob(bytes(blob))
+    gltf.buffers[0].byteLength = len(blob)
+    return len(gltf.accessors) - 1
+
+
+# --- node transforms ----------------------------------------------------------------------------------
+
+def quat_matrix(q: Sequence[float]) -> np.ndarray:
+    x, y, z, w = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def matrix_quat(m: np.ndarray) -> List[float]:
+    m = np.asarray(m, dtype=np.float64)
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = np.sqrt(trace + 1.0) * 2
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, s / 4]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        q = [s / 4, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        q = [(m[0, 1] + m[1, 0]) / s, s / 4, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+    else:
+        s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, s / 4, (m[1, 0] - m[0, 1]) / s]
+    q = np.array(q)
+    return (q / np.linalg.norm(q)).tolist()
+
+
+def axis_angle_quat(axis: Sequence[float], degrees: float) -> List[float]:
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    half = np.radians(degrees) / 2
+    return list(axis * np.sin(half)) + [float(np.cos(half))]
+
+
+def local_matrix(node: pygltflib.Node) -> np.ndarray:
+    if node.matrix:
+        return np.array(node.matrix, dtype=np.float64).reshape(4, 4).T
+    m = np.eye(4)
+    m[:3, :3] = quat_matrix(node.rotation or [0, 0, 0, 1]) * np.array(node.scale or [1, 1, 1], dtype=np.float64)
+    m[:3, 3] = node.translation or [0, 0, 0]
+    return m
+
+
+def set_local_matrix(node: pygltflib.Node, m: np.ndarray) -> None:
+    """TRS from a matrix without shear (rotation x scale, scale may be negative only with a mirror: not used)."""
+    scale = np.linalg.norm(m[:3, :3], axis=0)
+    node.matrix = None
+    node.translation = m[:3, 3].tolist()
+    node.rotation = matrix_quat(m[:3, :3] / scale)
+    node.scale = scale.tolist()
+
+
+def parents(gltf: pygltflib.GLTF2) -> List[int]:
+    result = [-1] * len(gltf.nodes)
+    for index, node in enumerate(gltf.nodes):
+        for child in node.children or []:
+            result[child] = index
+    return result
+
+
+def world_matrices(gltf: pygltflib.GLTF2) -> np.ndarray:
+    """(nodes, 4, 4) world matrices of the nodes as saved."""
+    parent = parents(gltf)
+    world: Dict[int, np.ndarray] = {}
+
+    def of(index: int) -> np.ndarray:
+        if index not in world:
+            local = local_matrix(gltf.nodes[index])
+            world[index] = local if parent[index] < 0 else of(parent[index]) @ local
+        return world[index]
+
+    return np.array([of(i) for i in range(len(gltf.nodes))])
+
+
+def node_index(gltf: pygltflib.GLTF2, name: str) -> int:
+    for index, node in enumerate(gltf.nodes):
+        if node.name == name:
+            return index
+    raise KeyError(name)
+
+
+def bind_worlds(gltf: pygltflib.GLTF2, skin: int = 0) -> Dict[str, np.ndarray]:
+    """Bind world matrix per joint name: inverse of each inverse bind matrix, placed in the scene by the
+    skin root's parent (its non-joint ancestors) as saved."""
+    joints = list(gltf.skins[skin].joints)
+    ibm = read_accessor(gltf, gltf.skins[skin].inverseBindMatrices).astype(np.float64)
+    return {gltf.nodes[j].name: np.linalg.inv(m) for j, m in zip(joints, ibm)}
+
+
+# --- builders -----------------------------------------------------------------------------------------
+
+def pose_nodes(gltf: pygltflib.GLTF2, *, animation: Optional[int] = None, frame: int = 10, seed: int = 1,
+               degrees: float = 25.0, hips: str = "", hips_move=(0.12, -0.2, 0.3)) -> None:
+    """Save the rig in another pose than its bind pose: each joint node takes the TRS of `frame` of an
+    animation the file carries (or a random turn up to `degrees` when it has none), and the node `hips`
+    (default: the skin's first root joint) moves by `hips_move` metres (in its parent's frame). The
+    inverse bind matrices are left as they were."""
+    joints = sorted({j for skin in gltf.skins for j in skin.joints})
+    if animation is not None:
+        chosen = gltf.animations[animation]
+        for channel in chosen.channels:
+            sampler = chosen.samplers[channel.sampler]
+            values = read_accessor(gltf, sampler.output).astype(np.float64)
+            value = values[min(frame, len(values) - 1)].tolist()
+            node = gltf.nodes[channel.target.node]
+            if node.matrix:
+                set_local_matrix(node, local_matrix(node))
+            setattr(node, channel.target.path, value)
+    else:
+        rng = np.random.default_rng(seed)
+        for j in joints:
+            node = gltf.nodes[j]
+            if node.matrix:
+                set_local_matrix(node, local_matrix(node))
+            turn = axis_angle_quat(rng.normal(size=3), rng.uniform(-degrees, degrees))
+            rotation = quat_matrix(node.rotation or [0, 0, 0, 1]) @ quat_matrix(turn)
+            node.rotation = matrix_quat(rotation)
+    parent = parents(gltf)
+    root = node_index(gltf, hips) if hips else min(gltf.skins[0].joints, key=lambda j: _depth(parent, j))
+    node = gltf.nodes[root]
+    if node.matrix:
+        set_local_matrix(node, local_matrix(node))
+    node.translation = (np.array(node.translation or [0, 0, 0]) + np.asarray(hips_move)).tolist()
+
+
+def _depth(parent: Sequence[int], node: int) -> int:
+    return 0 if parent[node] < 0 else 1 + _depth(parent, parent[node])
+
+
+def _skinned_primitives(gltf: pygltflib.GLTF2):
+    for node in gltf.nodes:
+        if node.mesh is not None and node.skin is not None:
+            for primitive in gltf.meshes[node.mesh].primitives:
+                yield primitive
+
+
+def turn_scene(gltf: pygltflib.GLTF2, degrees: float, axis=(0.0, 1.0, 0.0)) -> None:
+    """Turn the whole character in its scene (180: it faces -Z like a VRM 0.x avatar; 90: +X): a new top
+    node carries the turn, skinned vertices and inverse bind matrices follow, as an exporter writes it."""
+    m = np.eye(4)
+    m[:3, :3] = quat_matrix(axis_angle_quat(axis, degrees))
+    _transform_scene(gltf, m)
+
+
+def _transform_scene(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
+    top = pygltflib.Node(name="Turned", children=list(gltf.scenes[gltf.scene or 0].nodes))
+    set_local_matrix(top, m)
+    gltf.nodes.append(top)
+    gltf.scenes[gltf.scene or 0].nodes = [len(gltf.nodes) - 1]
+    _transform_vertices(gltf, m)
+    inverse = np.linalg.inv(m)
+    for skin in gltf.skins:
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        skin.inverseBindMatrices = add_accessor(gltf, ibm @ inverse, "MAT4")
+
+
+def _transform_vertices(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
+    """Skinned vertices (positions, normals, tangents) moved by the affine `m`, into new accessors."""
+    normals = np.linalg.inv(m[:3, :3]).T
+    done = set()
+    for primitive in _skinned_primitives(gltf):
+        for attribute in ("POSITION", "NORMAL", "TANGENT"):
+            index = getattr(primitive.attributes, attribute, None)
+            if index is None or (attribute, index) in done:
+                continue
+            done.add((attribute, index))
+            values = read_accessor(gltf, index).astype(np.float64)
+            if attribute == "POSITION":
+                values = values @ m[:3, :3].T + m[:3, 3]
+            else:
+                turned = values[:, :3] @ (normals if attribute == "NORMAL" else m[:3, :3]).T
+                values[:, :3] = turned / np.linalg.norm(turned, axis=1, keepdims=True)
+            setattr(primitive.attributes, attribute, add_accessor(gltf, values, "VEC{}".format(values.shape[1]),
+                                                                  bounds=attribute == "POSITION"))
+
+
+def wrap_armature(gltf: pygltflib.GLTF2, *, scale: float = 1.0, z_up: bool = False, ibm: str = "world") -> None:
+    """Put the character under an armature node scaled by `scale` (and turned from Z-up when `z_up`)
+    while it looks the same in the scene: every node below is re-expressed in the armature's units and
+    axes (bone translations divided by the scale, as an exporter writes a centimetre rig). `ibm`:
+    "world" (inverse bind matrices of the joints' scene transforms, as Blender writes them) or
+    "armature" (relative to the armature node, vertices too; the armature places them in the scene)."""
+    w = np.eye(4)
+    w[:3, :3] = (quat_matrix(axis_angle_quat((1, 0, 0), -90.0)) if z_up else np.eye(3)) * scale
+    inverse = np.linalg.inv(w)
+    for node in gltf.nodes:
+        if node.mesh is not None and not (node.children or []):
+            local = inverse @ local_matrix(node)  # rigid meshes keep their scene place
+        else:
+            local = inverse @ local_matrix(node) @ w
+        set_local_matrix(node, local)
+    armature = pygltflib.Node(name="Armature", children=list(gltf.scenes[gltf.scene or 0].nodes))
+    set_local_matrix(armature, w)
+    gltf.nodes.append(armature)
+    gltf.scenes[gltf.scene or 0].nodes = [len(gltf.nodes) - 1]
+    for skin in gltf.skins:
+        matrices = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        matrices = inverse @ matrices if ibm == "world" else inverse @ matrices @ w
+        skin.inverseBindMatrices = add_accessor(gltf, matrices, "MAT4")
+    if ibm == "armature":
+        _transform_vertices(gltf, inverse)
+
+
+def rename(gltf: pygltflib.GLTF2, names) -> None:
+    """Rename nodes: `names` is {old: new} or a function old -> new (return the name to keep it)."""
+    for node in gltf.nodes:
+        if node.name is None:
+            continue
+        node.name = names(node.name) if callable(names) else names.get(node.name, node.name)
+
+
+_SIDE_SWAPS = ((r"\.L\b", ".R"), (r"\.R\b", ".L"), (r"_l$", "_r"), (r"_r$", "_l"), (r"^Left", "Right"),
+               (r"^Right", "Left"), (r"Left", "Right"), (r"Right", "Left"), (r"(?<=[a-z])L$", "R"), (r"(?<=[a-z])R$", "L"),
+               (r"_l_", "_r_"), (r"_r_", "_l_"), (r"-left", "-right"), (r"-right", "-left"), (r"_L_", "_R_"), (r"_R_", "_L_"))
+
+
+def swap_side(name: str) -> str:
+    """The name with its side word swapped (thigh_l <-> thigh_r, Foot.L <-> Foot.R, LeftArm <-> RightArm)."""
+    for pattern, replacement in _SIDE_SWAPS:
+        swapped, count = re.subn(pattern, replacement, name)
+        if count:
+            return swapped
+    return name
+
+
+def swap_side_names(gltf: pygltflib.GLTF2) -> None:
+    """Viewer-side names: every left bone is called right and the other way round."""
+    rename(gltf, swap_side)
+
+
+def drop_joints(gltf: pygltflib.GLTF2, names: Iterable[str], weights_to: Optional[Dict[str, str]] = None) -> None:
+    """Remove joints (and everything below them) from the rig: they leave the scene and every skin, and
+    their vertices are weighted to the nearest kept ancestor joint (a forearm keeps its hand's mesh).
+    `weights_to` ({joint: other joint}) moves the weights of kept joints too (a forearm no vertex follows)."""
+    parent = parents(gltf)
+    moved = {node_index(gltf, a): node_index(gltf, b) for a, b in (weights_to or {}).items()}
+    drop = set()
+    stack = [node_index(gltf, name) for name in names]
+    while stack:
+        node = stack.pop()
+        drop.add(node)
+        stack.extend(gltf.nodes[node].children or [])
+    for index, node in enumerate(gltf.nodes):
+        if node.children:
+            node.children = [c for c in node.children if c not in drop]
+    for scene in gltf.scenes:
+        scene.nodes = [n for n in scene.nodes if n not in drop]
+    remapped = {}
+    for skin_index, skin in enumerate(gltf.skins):
+        joints = list(skin.joints)
+        kept = [j for j in joints if j not in drop]
+        new_index = {}
+        for k, j in enumerate(joints):
+            target = j
+            while target in drop:
+                target = parent[target]
+            target = moved.get(target, target)
+            new_index[k] = kept.index(target) if target in kept else 0
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        skin.inverseBindMatrices = add_accessor(gltf, np.array([m for j, m in zip(joints, ibm) if j not in drop]), "MAT4")
+        skin.joints = kept
+        remapped[skin_index] = new_index
+    done = set()
+    for node in gltf.nodes:
+        if node.mesh is None or node.skin is None:
+            continue
+        for primitive in gltf.meshes[node.mesh].primitives:
+            for attribute in ("JOINTS_0", "JOINTS_1"):
+                index = getattr(primitive.attributes, attribute, None)
+                if index is None or index in done:
+                    continue
+                done.add(index)
+                values = read_accessor(gltf, index)
+                lookup = np.vectorize(lambda k: remapped[node.skin].get(int(k), 0))
+                new = lookup(values).astype(values.dtype)
+                setattr(primitive.attributes, attribute,
+                        add_accessor(gltf, new, "VEC4", component=gltf.accessors[index].componentType))
+    for node in sorted(drop, reverse=True):
+        gltf.nodes[node].name = "dropped_" + (gltf.nodes[node].name or "")
+        gltf.nodes[node].mesh = None if gltf.nodes[node].skin is None else gltf.nodes[node].mesh
+    # Orphaned nodes stay in the list (indices keep), out of every scene and skin.
+
+
+def add_helper_joint(gltf: pygltflib.GLTF2, name: str, parent_name: str, at_world: Sequence[float]) -> None:
+    """A joint no vertex follows (an IK target, a pole), placed at `at_world` metres under `parent_name`,
+    added to every skin that holds its parent."""
+    parent = node_index(gltf, parent_name)
+    world = world_matrices(gltf)
+    local = np.linalg.inv(world[parent]) @ np.append(np.asarray(at_world, dtype=np.float64), 1.0)
+    gltf.nodes.append(pygltflib.Node(name=name, translation=local[:3].tolist()))
+    new = len(gltf.nodes) - 1
+    gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [new]
+    offset = np.eye(4)
+    offset[:3, 3] = local[:3]
+    for skin in gltf.skins:
+        if parent not in skin.joints:
+            continue
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        bind = np.linalg.inv(ibm[list(skin.joints).index(parent)]) @ offset
+        skin.joints = list(skin.joints) + [new]
+        skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
+
+
+# VRM humanoid bone names of the canonical parts, for tables written onto test rigs.
+VRM_BONES = ("hips", "spine", "chest", "upperChest", "neck", "head",
+             "leftShoulder", "leftUpperArm", "leftLowerArm", "leftHand",
+             "rightShoulder", "rightUpperArm", "rightLowerArm", "rightHand",
+             "leftUpperLeg", "leftLowerLeg", "leftFoot", "leftToes",
+             "rightUpperLeg", "rightLowerLeg", "rightFoot", "rightToes")
+
+MANNEQUIN_VRM = {"hips": "pelvis", "spine": "spine_01", "chest": "spine_02", "upperChest": "spine_03", "neck": "neck_01",
+                 "head": "head"}
+for _side, _s in (("left", "l"), ("right", "r")):
+    MANNEQUIN_VRM.update({_side + "Shoulder": "clavicle_" + _s, _side + "UpperArm": "upperarm_" + _s,
+                          _side + "LowerArm": "lowerarm_" + _s, _side + "Hand": "hand_" + _s,
+                          _side + "UpperLeg": "thigh_" + _s, _side + "LowerLeg": "calf_" + _s,
+                          _side + "Foot": "foot_" + _s, _side + "Toes": "ball_" + _s})
+
+
+def add_vrm_table(gltf: pygltflib.GLTF2, bones: Dict[str, str], version: int = 0) -> None:
+    """The VRM humanoid table ({VRM bone: node name}): VRM 0.x `extensions.VRM.humanoid.humanBones` as a
+    list of {bone, node}, VRM 1.0 `extensions.VRMC_vrm.humanoid.humanBones` as {bone: {node}}."""
+    nodes = {bone: node_index(gltf, name) for bone, name in bones.items()}
+    extensions = dict(gltf.extensions or {})
+    if version == 0:
+        extensions["VRM"] = {"specVersion": "0.0", "humanoid": {"humanBones": [{"bone": b, "node": n, "useDefaultValues": True}
+                                                                                for b, n in nodes.items()]}}
+        used = "VRM"
+    else:
+        extensions["VRMC_vrm"] = {"specVersion": "1.0", "humanoid": {"humanBones": {b: {"node": n} for b, n in nodes.items()}}}
+        used = "VRMC_vrm"
+    gltf.extensions = extensions
+    gltf.extensionsUsed = sorted(set(gltf.extensionsUsed or []) | {used})
+
+
+# Khronos CesiumMan's naming, on the mannequin's bones (its arms count down on the left, up on the right).
+CESIUM_NAMES = {"pelvis": "Skeleton_torso_joint_1", "spine_01": "Skeleton_torso_joint_2", "spine_02": "torso_joint_3",
+                "spine_03": "torso_joint_4", "neck_01": "Skeleton_neck_joint_1", "head": "Skeleton_neck_joint_2",
+                "clavicle_l": "Skeleton_arm_joint_L__5_", "upperarm_l": "Skeleton_arm_joint_L__4_",
+                "lowerarm_l": "Skeleton_arm_joint_L__3_", "hand_l": "Skeleton_arm_joint_L__2_",
+                "clavicle_r": "Skeleton_arm_joint_R", "upperarm_r": "Skeleton_arm_joint_R__2_",
+                "lowerarm_r": "Skeleton_arm_joint_R__3_", "hand_r": "Skeleton_arm_joint_R__4_",
+                "thigh_l": "leg_joint_L_1", "calf_l": "leg_joint_L_2", "foot_l": "leg_joint_L_3", "ball_l": "leg_joint_L_5",
+                "thigh_r": "leg_joint_R_1", "calf_r": "leg_joint_R_2", "foot_r": "leg_joint_R_3", "ball_r": "leg_joint_R_5"}
+
+
+def cesium_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Khronos CesiumMan names its joints (fingers dropped: CesiumMan has none)."""
+    fingers = [n.name for n in gltf.nodes if n.name and re.match(r"^(thumb|index|middle|ring|pinky)_01_[lr]$", n.name)]
+    drop_joints(gltf, fingers)
+    rename(gltf, CESIUM_NAMES)
+
+
+def kenney_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Kenney's blocky characters are rigged: one bone per limb, shoulder to hand
+    (`arm-left`) and hip to foot (`leg-left`), the rest of each limb's mesh weighted to it."""
+    drop_joints(gltf, ["lowerarm_l", "lowerarm_r", "calf_l", "calf_r"])
+    rename(gltf, {"upperarm_l": "arm-left", "upperarm_r": "arm-right", "thigh_l": "leg-left", "thigh_r": "leg-right",
+                  "pelvis": "torso", "spine_01": "body"})
+
+
+def copy_gltf(gltf: pygltflib.GLTF2) -> pygltflib.GLTF2:
+    return copy.deepcopy(gltf)
+
+
+def variant(path, tmp_path: Path, name: str, *builders: Callable[[pygltflib.GLTF2], None]) -> Path:
+    """Load `path`, apply the builders in order, save as tmp_path/name."""
+    gltf = load(path)
+    for build in builders:
+        build(gltf)
+    return save(gltf, Path(tmp_path) / name)

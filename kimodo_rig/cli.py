@@ -10,18 +10,18 @@ from typing import List, Optional, Sequence
 
 from . import __version__, formats, naming
 from .errors import KimodoError
-from .formats import glb, raw
+from .formats import glb, limits, raw
 from .formats.options import WriteOptions
 from .ops.summary import summarize
 
 
-def _positive_float(text: str) -> float:
+def _frames_per_second(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
+    if not limits.MIN_FPS <= value <= limits.MAX_FPS:  # what every reader accepts from a file
+        raise argparse.ArgumentTypeError("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
     return value
 
 
@@ -39,7 +39,7 @@ def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:
     convert.add_argument("output")
     convert.add_argument("--format", choices=sorted(formats.FORMATS), help="output format (default: by extension)")
     convert.add_argument("--input-format", choices=sorted(formats.FORMATS), help="input format (default: by extension)")
-    convert.add_argument("--fps", type=_positive_float, help="frame rate where the input does not carry one")
+    convert.add_argument("--fps", type=_frames_per_second, help="frame rate where the input does not carry one")
     convert.add_argument("--rest", choices=("seed", "tpose"), default="seed", help="rest of SOMA BVH output")
     convert.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin", help="joint names in .glb output")
     convert.set_defaults(run=run_convert)
@@ -47,7 +47,7 @@ def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="what a motion file holds, and its health")
     inspect.add_argument("input")
     inspect.add_argument("--json", action="store_true", help="print JSON")
-    inspect.add_argument("--fps", type=_positive_float)
+    inspect.add_argument("--fps", type=_frames_per_second)
     inspect.set_defaults(run=run_inspect)
 
     retarget = commands.add_parser("retarget", help="motion onto another humanoid rig")
@@ -57,7 +57,7 @@ def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:
     retarget.add_argument("--report", help="also write the report as JSON here")
     retarget.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     retarget.add_argument("--root-motion", choices=("hips", "root"), default="hips")
-    retarget.add_argument("--fps", type=_positive_float)
+    retarget.add_argument("--fps", type=_frames_per_second)
     retarget.set_defaults(run=run_retarget)
     return parser
 
@@ -66,7 +66,7 @@ def add_glb_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("clips", nargs="+", metavar="CLIP", help="clip folder(s) written by kimodo.cpp")
     parser.add_argument("-o", dest="output", metavar="FILE", help="output file (one clip only)")
     parser.add_argument("--outdir", metavar="DIR", help="output folder")
-    parser.add_argument("--fps", type=_positive_float, default=30.0, help="frame rate (default 30)")
+    parser.add_argument("--fps", type=_frames_per_second, default=30.0, help="frame rate (default 30)")
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin",
                         help="joint names: mannequin (Unreal names for SMPL-X) or native (default mannequin)")
     parser.set_defaults(run=run_glb, prog=parser.prog)  # messages name the command the user typed

@@ -23,14 +23,14 @@ def frame_rate(value: float, source: str, what: str = "frame rate") -> float:
     except (TypeError, ValueError, OverflowError):
         rate = math.nan
     if not MIN_FPS <= rate <= MAX_FPS:  # also refuses NaN
-        raise KimodoError("{}: {} {:.6g} fps is outside {:g} to {:g} fps".format(source, what, rate, MIN_FPS, MAX_FPS))
+        raise KimodoError("{}: {} {!r} fps is outside {:g} to {:g} fps".format(source, what, rate, MIN_FPS, MAX_FPS))
     return rate
 
 
 def frame_rate_of_period(seconds: float, source: str, what: str = "frame time") -> float:
     """The frame rate of a frame period, refused (before any division) unless it gives MIN_FPS..MAX_FPS."""
     if not (math.isfinite(seconds) and 1.0 / MAX_FPS <= seconds <= 1.0 / MIN_FPS):
-        raise KimodoError("{}: {} {:.6g} s is not a frame period ({:g} to {:g} fps)".format(
+        raise KimodoError("{}: {} {!r} s is not a frame period ({:g} to {:g} fps)".format(
             source, what, seconds, MIN_FPS, MAX_FPS))
     return frame_rate(1.0 / seconds, source, what)
 

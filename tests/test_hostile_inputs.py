@@ -424,3 +424,49 @@ def test_a_fifo_as_retarget_target_is_refused_without_blocking(seeds, tmp_path):
     result = _cli_with_timeout("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
     assert (result.returncode, result.stderr) == (1, "{}: not a regular file (a device, pipe or socket); not read\n".format(path))
     assert not list(out.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------- retarget targets
+# Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
+# writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).
+
+def _rig_with(seeds, change) -> bytes:
+    gltf, binary = _glb_chunks(seeds["glb_rig"].read_bytes())
+    change(gltf)
+    return _glb(gltf, binary)
+
+
+def _under_a_chain(gltf, count: int = 3000) -> None:
+    nodes = gltf["nodes"]
+    start = len(nodes)
+    children = {c for node in nodes for c in node.get("children", [])}
+    roots = [i for i in range(start) if i not in children]
+    nodes.extend({"name": "n{}".format(i), "children": [start + i + 1]} for i in range(count - 1))
+    nodes.append({"name": "last", "children": roots})
+    gltf["scenes"] = [{"nodes": [start]}]
+
+
+def test_retarget_onto_a_rig_under_3000_nodes_works(seeds, tmp_path):
+    path = tmp_path / "deep_rig.glb"
+    path.write_bytes(_rig_with(seeds, _under_a_chain))
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", tmp_path / "out.glb")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.glb").is_file()
+
+
+def test_retarget_onto_a_rig_whose_bind_scale_is_1e_31_gets_one_line(seeds, tmp_path):
+    """An inverse bind matrix scaled by 1e31 (one flipped byte) is invertible, but the joint's world then
+    is not: the writer's invert4 raised ValueError."""
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    accessor = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]
+    at = gltf["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0) + 64
+    binary = bytearray(binary)
+    struct.pack_into("<f", binary, at, 1e31)  # joint 1's matrix, first element
+    path = tmp_path / "scaled_rig.glb"
+    path.write_bytes(_glb(gltf, bytes(binary)))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
+    assert (result.returncode, result.stderr) == (
+        1, "{}: a node above a joint has a singular transform (zero scale?): it cannot carry the motion\n".format(path))
+    assert not list(out.iterdir())

@@ -443,17 +443,23 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
     animation = document.gltf["animations"][animation_index]
     times: Optional[List[float]] = None
     channels: Dict[int, Dict[str, List[Tuple[float, ...]]]] = {}
+    inputs_seen = set()
+    cubic_values: Dict[int, List[Tuple[float, ...]]] = {}
     for channel in animation["channels"]:
         sampler = animation["samplers"][channel["sampler"]]
-        key_times = [t[0] for t in document.accessor(sampler["input"])]
-        if times is None or len(key_times) > len(times):
-            times = key_times
+        if sampler["input"] not in inputs_seen:  # channels share their key times: one pass per accessor
+            inputs_seen.add(sampler["input"])
+            key_times = document.accessor(sampler["input"])
+            if times is None or len(key_times) > len(times):
+                times = [t[0] for t in key_times]
         target = channel["target"]
         if "node" not in target:
             continue
         values = document.accessor(sampler["output"])
         if sampler.get("interpolation") == "CUBICSPLINE":
-            values = values[1::3]
+            if sampler["output"] not in cubic_values:
+                cubic_values[sampler["output"]] = values[1::3]
+            values = cubic_values[sampler["output"]]
         channels.setdefault(target["node"], {})[target["path"]] = values
     return times or [], channels
 

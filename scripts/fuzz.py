@@ -7,7 +7,7 @@ Standard library only (it imports kimodo_rig from this checkout). Seeds are cut 
 few frames: Kimodo's SOMA BVH, the CMU BVH, both Kimodo NPZ layouts (also re-zipped deflate, bzip2 and
 lzma), an AMASS NPZ, the G1 CSV, a motion .glb and .gltf, the MPFB2 rig, a raw clip and a meta.json.
 Each case mutates one seed (bytes, text, numbers, glTF JSON, .npy headers, zip fields) and runs a
-command on it in-process: inspect, convert to .glb or .bvh, or retarget onto the mutated rig. The first
+command on it in-process: inspect, convert to .glb or .bvh, or (rig and .gltf) retarget onto it. The first
 cases are files that are not files: a symlink to /dev/zero and a FIFO for every extension.
 
 A case passes when the command exits 0, or exits 1 with one stderr line of at most a few hundred
@@ -308,13 +308,17 @@ def mutate_gltf(gltf: dict, binary: bytes, rng: random.Random) -> Tuple[str, dic
     elif how == "nest":  # spelled out by dump_json: json itself cannot build 2,000 levels
         gltf["extras"] = NEST.format(rng.choice([60, 500, 2000]))
     elif how == "nodes":
-        count = rng.choice([100, 12000])
+        count = rng.choice([100, 3000, 12000])
         start = len(nodes)
         chain = rng.random() < 0.5
         nodes.extend({"name": "n{}".format(i), "children": [start + i + 1] if chain and i < count - 1 else []}
                      for i in range(count))
-        if nodes[:start]:
+        if nodes[:start] and rng.random() < 0.5:  # below the first node
             nodes[0].setdefault("children", []).append(start)
+        elif nodes[:start]:  # above every root: the rig hangs under a deep chain
+            children = {c for node in nodes[:start] for c in node.get("children", []) if isinstance(c, int)}
+            nodes[-1]["children"] = [i for i in range(start) if i not in children]
+            chain = True
         if rng.random() < 0.3:
             nodes[-1]["children"] = [start]
     else:
@@ -511,7 +515,7 @@ def run_command(arguments: List[str], out: Path, input_path: Path) -> Outcome:
 
 
 def choose_command(kind: str, path: Path, out: Path, rng: random.Random, clip: Path) -> List[str]:
-    if kind == "glb_rig":
+    if kind in ("glb_rig", "gltf_motion") or path.suffix == ".gltf":  # a .gltf is read as a target only
         return ["retarget", str(clip), "--target", str(path), "-o", str(out / "r.glb")]
     roll = rng.random()
     if roll < 0.75:

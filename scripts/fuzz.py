@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import bz2
 import contextlib
 import io
 import json

@@ -242,7 +242,7 @@ def mutate_text(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
         text = text[:at] + open_ * depth + close * depth + text[at:]
     elif how == "token":
         at = rng.randrange(len(text) + 1)
-        text = text[:at] + rng.choice(["a", "9", "\n", " "]) * rng.choice([1000, 100000]) + text[at:]
+        text = text[:at] + rng.choice(["a", "9", "\n", " ", '\\"', '"']) * rng.choice([1000, 100000]) + text[at:]
     elif how == "joints":  # many siblings where a hierarchy is
         at = text.find("JOINT")
         if at >= 0:

@@ -464,3 +464,13 @@ def test_retarget_onto_a_rig_whose_bind_scale_is_1e_31_gets_one_line(seeds, tmp_
     assert (result.returncode, result.stderr) == (
         1, "{}: a node above a joint has a singular transform (zero scale?): it cannot carry the motion\n".format(path))
     assert not list(out.iterdir())
+
+
+def test_json_of_escaped_quotes_without_an_end_is_refused_in_one_pass(tmp_path):
+    """The nesting pre-scan first removed strings with a pattern that, for `"\\"\\"\\"...` with no closing
+    quote, rescanned from every quote (10 KB: 5 s)."""
+    path = tmp_path / "quotes.gltf"
+    path.write_text('{"asset": "' + '\\"' * 200000, encoding="utf-8")
+    result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
+                               "--target", path, "-o", tmp_path / "r.glb")  # the timeout: a hang fails, not waits
+    assert (result.returncode, result.stderr) == (1, "{}: not a glTF file\n".format(path))

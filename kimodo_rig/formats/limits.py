@@ -12,8 +12,8 @@ from ..errors import KimodoError
 MIN_FPS = 1.0
 MAX_FPS = 1000.0
 MAX_JSON_DEPTH = 64  # glTF nests about 6 deep; its extras rarely more than a few levels
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
+# A string (to its closing quote, or to the end when it has none: never scanned twice) or a bracket.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
 def frame_rate(value: float, source: str, what: str = "frame rate") -> float:
@@ -43,8 +43,11 @@ def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     depth = 0
-    for bracket in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket.group() in "[{" else -1
+    for token in _JSON_TOKEN.finditer(text):
+        first = token.group()[0]
+        if first == '"':
+            continue
+        depth += 1 if first in "[{" else -1
         if depth > MAX_JSON_DEPTH:
             raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
     try:

@@ -474,3 +474,28 @@ def test_json_of_escaped_quotes_without_an_end_is_refused_in_one_pass(tmp_path):
     result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
                                "--target", path, "-o", tmp_path / "r.glb")  # the timeout: a hang fails, not waits
     assert (result.returncode, result.stderr) == (1, "{}: not a glTF file\n".format(path))
+
+
+def test_lzma_members_asking_for_a_4_gib_dictionary_read_in_little_memory(seeds, tmp_path):
+    """Found by scripts/fuzz.py (seed 7, case 15599): LZMA properties ask for the dictionary, allocated up
+    front; 0xFFFFFFFF raised MemoryError. No match reaches further back than the declared output."""
+    data = bytearray(_npz(_current_members(seeds), zipfile.ZIP_LZMA))
+    at = 0
+    while True:
+        at = data.find(b"PK\x03\x04", at)
+        if at < 0:
+            break
+        name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
+        properties = at + 30 + name_length + extra_length + 4  # after the version and properties-size fields
+        struct.pack_into("<I", data, properties + 1, 0xFFFFFFFF)
+        at += 4
+    path = tmp_path / "dictionary.npz"
+    path.write_bytes(bytes(data))
+    tracemalloc.start()
+    try:
+        motion = read_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert motion.frame_count == 6 and motion.joint_count == 77
+    assert peak < 64 << 20, peak

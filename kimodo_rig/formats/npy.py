@@ -251,6 +251,7 @@ class _MemberReader:
         raw.compress_type, raw.file_size, raw.CRC = zipfile.ZIP_STORED, info.compress_size, None
         self._raw = archive.open(raw)
         self._method = info.compress_type
+        self._declared = info.file_size
         self._decompressor = None  # type: ignore[var-annotated]
         if self._method == zipfile.ZIP_DEFLATED:
             self._decompressor = zlib.decompressobj(-15)
@@ -279,7 +280,7 @@ class _MemberReader:
         if self._method == zipfile.ZIP_STORED:
             return self._raw.read(min(size, _CHUNK))
         if self._method == zipfile.ZIP_LZMA and self._decompressor is None:
-            self._decompressor = _lzma_decompressor(self._raw)
+            self._decompressor = _lzma_decompressor(self._raw, self._declared)
         decompressor = self._decompressor
         while True:
             if decompressor.eof:
@@ -297,8 +298,10 @@ class _MemberReader:
                 return out
 
 
-def _lzma_decompressor(raw):
-    """Zip's LZMA member: a 4-byte header (version, properties size), LZMA1 properties, the raw stream."""
+def _lzma_decompressor(raw, declared: int):
+    """Zip's LZMA member: a 4-byte header (version, properties size), LZMA1 properties, the raw stream.
+    The dictionary the properties ask for (up to 4 GiB, allocated up front) is capped at the declared
+    size: no match can reach further back than the output, which stops there."""
     header = raw.read(4)
     if len(header) != 4:
         raise EOFError("truncated LZMA header")
@@ -308,7 +311,7 @@ def _lzma_decompressor(raw):
     position, literal = divmod(properties[0], 9)
     position_bits, literal_position_bits = divmod(position, 5)
     return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{
-        "id": lzma.FILTER_LZMA1, "dict_size": struct.unpack("<I", properties[1:5])[0],
+        "id": lzma.FILTER_LZMA1, "dict_size": max(4096, min(struct.unpack("<I", properties[1:5])[0], declared)),
         "lc": literal, "lp": literal_position_bits, "pb": position_bits}])
 
 

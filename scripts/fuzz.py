@@ -537,7 +537,7 @@ def worker(args) -> int:
         pass
     logging.getLogger("kimodo_rig").setLevel(logging.ERROR)  # warnings are not the contract's line
     logging.getLogger("kimodo_rig").addHandler(logging.NullHandler())
-    work = Path(tempfile.mkdtemp(prefix="kimodo-fuzz-"))
+    work = Path(tempfile.mkdtemp(prefix="worker-", dir=args.work))  # the supervisor removes args.work
     report = sys.__stdout__
     try:
         seeds = build_seeds(work)
@@ -610,9 +610,17 @@ def supervise(args) -> int:
     start = args.start
     total = 1 if args.only is not None else args.cases - args.start
     began = time.time()
+    args.work = tempfile.mkdtemp(prefix="kimodo-fuzz-")  # a killed worker cannot clean up after itself
+    try:
+        return _supervise(args, counts, failures, slowest, start, total, began)
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+
+
+def _supervise(args, counts, failures, slowest, start, total, began) -> int:
     while True:
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--start", str(start)]
-        for option in ("cases", "seed", "memory_mb", "case_seconds", "keep", "only"):
+        for option in ("cases", "seed", "memory_mb", "case_seconds", "keep", "only", "work"):
             value = getattr(args, option)
             if value is not None:
                 command += ["--" + option.replace("_", "-"), str(value)]
@@ -691,6 +699,7 @@ def main(argv=None) -> int:
     parser.add_argument("--plant", action="store_true", help="plant a crash, a slow case, a memory hog and a hang "
                                                              "(cases 3, 6, 9, 12): the fuzzer must report each")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     return worker(args) if args.worker else supervise(args)
 

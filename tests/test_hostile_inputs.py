@@ -256,19 +256,24 @@ def test_damaged_lzma_and_bzip2_members_get_one_line(seeds, tmp_path, method):
     assert str(caught.value).startswith("{}: local_rot_mats.npy: ".format(path))
 
 
+def _zeros_npz(method: int, megabytes: int) -> bytes:
+    """An .npz whose local_rot_mats.npy is `megabytes` MB of float32 zeros, compressed with `method`."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        with archive.open("local_rot_mats.npy", "w", force_zip64=True) as stream:
+            stream.write(_npy_header("<f4", (megabytes << 18,)))
+            for _ in range(megabytes):
+                stream.write(b"\0" * (1 << 20))
+        archive.writestr("root_positions.npy", _npy(np.zeros((1, 3), "<f4")))
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA, zipfile.ZIP_DEFLATED],
                          ids=["bzip2", "lzma", "deflate"])
 def test_compressed_member_lying_about_its_size_is_cut_at_the_declared_size(seeds, tmp_path, method):
     """zipfile trusts a bzip2 or lzma member's declared size and decompresses whole chunks: 2.3 KB took
     1.4 GB. A member declaring 4 KB that expands to 64 MB must be refused after reading about 4 KB."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
-        with archive.open("local_rot_mats.npy", "w", force_zip64=True) as stream:
-            stream.write(_npy_header("<f4", (16 << 20,)))
-            for _ in range(64):
-                stream.write(b"\0" * (1 << 20))
-        archive.writestr("root_positions.npy", _npy(np.zeros((1, 3), "<f4")))
-    data = bytearray(buffer.getvalue())
+    data = bytearray(_zeros_npz(method, 64))
     for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size, both headers
         at = data.index(signature)
         if data[at + offset:at + offset + 4] != b"\xff\xff\xff\xff":
@@ -290,15 +295,8 @@ def test_declared_size_over_the_budget_is_refused_before_decompressing(seeds, tm
     """DEFLATE at 1028:1 passed the ratio check; bzip2 and lzma were not checked at all."""
     from kimodo_rig.formats import npy
 
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
-        with archive.open("local_rot_mats.npy", "w", force_zip64=True) as stream:
-            stream.write(_npy_header("<f4", (40 << 20,)))
-            for _ in range(160):
-                stream.write(b"\0" * (1 << 20))
-        archive.writestr("root_positions.npy", _npy(np.zeros((1, 3), "<f4")))
     path = tmp_path / "big.npz"
-    path.write_bytes(buffer.getvalue())
+    path.write_bytes(_zeros_npz(method, 160))
     declared = 160 << 20
     declared += len(_npy_header("<f4", (40 << 20,)))
     _refused(path, "local_rot_mats.npy: declares {} bytes, more than kimodo-rig reads from an .npz ({} bytes)".format(

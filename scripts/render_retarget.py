@@ -17,9 +17,9 @@ from mathutils import Vector
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kimodo_rig import retarget_output, targets  # noqa: E402
+from kimodo_rig.retarget import character as targets, output as retarget_output  # noqa: E402
 from kimodo_rig.formats import raw  # noqa: E402
-from kimodo_rig.ops.retarget import retarget  # noqa: E402
+from kimodo_rig.retarget.solve import retarget  # noqa: E402
 
 CLIP = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt"
 TARGET = sys.argv[2] if len(sys.argv) > 2 else str(ROOT / "tests" / "data" / "rigs" / "quaternius" / "RobotExpressive.glb")

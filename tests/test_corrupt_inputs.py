@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import CLIPS, NPZ, REFERENCE, RIGS, run_cli
-from kimodo_rig import targets
+from kimodo_rig.retarget import character as targets
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import glb, raw, read_file
 from kimodo_rig.model import Motion

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_cli
-from kimodo_rig import targets
+from kimodo_rig.retarget import character as targets
 from kimodo_rig.errors import MAX_MESSAGE, KimodoError
 from kimodo_rig.formats import gltf_document, read_file
 from test_corrupt_inputs import _glb, _glb_chunks, _npy, _npy_header, seeds  # noqa: F401 - seeds is a fixture

@@ -220,9 +220,9 @@ def test_a_prefix_only_soma_to_mixamo_map_is_caught_by_knee_bending(tmp_path):
 
     from kimodo_rig.formats import raw
     from kimodo_rig.ops.fk import world_positions
-    from kimodo_rig.ops.humanoid import map_humanoid
-    from kimodo_rig.ops.retarget import retarget
-    from kimodo_rig.targets import load_target
+    from kimodo_rig.retarget.mapping import map_humanoid
+    from kimodo_rig.retarget.solve import retarget
+    from kimodo_rig.retarget.character import load_target
 
     clip = "soma_03_full_body_keyframes"
     motion = raw.read(CLIPS / clip)

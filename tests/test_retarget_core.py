@@ -14,11 +14,11 @@ from gltf_judge import Glb
 from kimodo_rig import skeletons
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.model import Skeleton
-from kimodo_rig.ops import humanoid
-from kimodo_rig.ops.humanoid import link_parts, map_humanoid, rest_corrections, rest_leg_reach, retarget_chains
-from kimodo_rig.ops.retarget_report import Report, format_report, measure_report
+from kimodo_rig.retarget import mapping as humanoid
+from kimodo_rig.retarget.mapping import link_parts, map_humanoid, rest_corrections, rest_leg_reach, retarget_chains
+from kimodo_rig.retarget.report import Report, format_report, measure_report
 from kimodo_rig.rotations import quat_multiply, quat_rotate
-from kimodo_rig.targets import load_target
+from kimodo_rig.retarget.character import load_target
 
 ISSUE_KEYS = ["skeleton", "joints", "chains_mapped", "left_at_rest", "reach_source_cm", "reach_target_cm",
               "arm_correction_max_deg", "arms_match", "arms_match_worst_bone", "limb_cosine_mean", "limb_cosine_min",

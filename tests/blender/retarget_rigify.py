@@ -15,8 +15,8 @@ sys.path.insert(0, str(ROOT))
 
 from kimodo_rig.formats import raw  # noqa: E402
 from kimodo_rig.ops.fk import world_positions  # noqa: E402
-from kimodo_rig.ops.retarget import retarget  # noqa: E402
-from kimodo_rig import retarget_output, targets  # noqa: E402
+from kimodo_rig.retarget.solve import retarget  # noqa: E402
+from kimodo_rig.retarget import character as targets, output as retarget_output  # noqa: E402
 
 clip, work = Path(sys.argv[1]), Path(sys.argv[2])
 bpy.ops.wm.read_factory_settings(use_empty=True)

@@ -31,8 +31,8 @@ from ..rotations import (
     quat_slerp,
     subtract,
 )
-from .fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
-from .humanoid import (
+from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
+from .mapping import (
     FINGERS,
     HumanoidMap,
     RestCorrections,

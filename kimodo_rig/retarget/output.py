@@ -6,16 +6,17 @@ import logging
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from . import formats
-from .errors import KimodoError
-from .files import write_bytes_atomic
-from .formats import character_glb, glb
-from .formats import gltf_document as gd
-from .model import Motion, rest_motion
-from .ops.fk import rest_pose, world_positions
-from .ops.retarget import RetargetInfo
-from .ops.retarget_report import Report, measure_report
-from .targets import Target
+from .. import formats
+from ..errors import KimodoError
+from ..files import write_bytes_atomic
+from ..formats import glb
+from ..formats import gltf_document as gd
+from ..model import Motion, rest_motion
+from ..ops.fk import rest_pose, world_positions
+from . import character_glb
+from .solve import RetargetInfo
+from .report import Report, measure_report
+from .character import Target
 
 LOG = logging.getLogger("kimodo_rig")
 OUTPUT_EXTENSIONS = (".glb", ".bvh")

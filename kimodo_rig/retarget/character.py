@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .errors import KimodoError
-from .formats import gltf_document as gd
-from .model import Skeleton
-from .ops.fk import rest_positions
-from .rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_rotate, subtract
+from ..errors import KimodoError
+from ..formats import gltf_document as gd
+from ..model import Skeleton
+from ..ops.fk import rest_positions
+from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_rotate, subtract
 
 LOG = logging.getLogger("kimodo_rig")
-RIGS = Path(__file__).resolve().parent / "rigs"
+RIGS = Path(__file__).resolve().parent.parent / "rigs"
 BUILTIN_TARGETS = {"mannequin": RIGS / "mpfb2_game_engine.glb", "mixamo": RIGS / "mpfb2_mixamo.glb"}
 
 
@@ -51,7 +51,7 @@ def load_target(spec: str) -> Target:
     if suffix in (".glb", ".gltf"):
         return read_gltf_target(spec)
     if suffix == ".bvh":
-        from . import formats
+        from .. import formats
 
         # A BVH rest has no floor: stand it on y = 0 by its lowest joint, as a character file would be.
         skeleton = formats.read_file(spec).skeleton

@@ -16,7 +16,7 @@ from ..errors import KimodoError
 from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import Quat, Vec3, quat_normalize
-from . import gltf_document as gd
+from ..formats import gltf_document as gd
 
 Matrix4 = gd.Matrix4
 SELF_CHECK_TOLERANCE_M = 1e-3  # float32 keys on a 100x-scaled armature stay well inside this

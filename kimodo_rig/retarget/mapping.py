@@ -32,7 +32,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .fk import rest_pose, rest_positions
+from ..ops.fk import rest_pose, rest_positions
 
 SIDES = ("l", "r")
 ARM_PARTS = ("clavicle", "upperarm", "lowerarm", "hand")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence
 
 from ..rotations import IDENTITY, Quat, Vec3, dot, normalize, quat_rotate
-from .humanoid import ARM_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
+from .mapping import ARM_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
 
 LEFT_AT_REST_SHOWN = 2
 
@@ -89,7 +89,7 @@ def measure_report(
     hips_path = [target_positions[f][hips] for f in range(frames)]
     floor = floor_parts(target_map)
     bind = target_map.skeleton
-    from .fk import rest_positions
+    from ..ops.fk import rest_positions
 
     bind_positions = rest_positions(bind)
     bind_floor = min(bind_positions[j][1] for j in floor)

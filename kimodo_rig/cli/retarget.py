@@ -1,0 +1,40 @@
+"""`kimodo-rig retarget INPUT --target RIG -o OUT`: motion onto another humanoid rig."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .. import formats
+from ..files import write_bytes_atomic
+from ..retarget import character as targets, output as retarget_output
+from ..retarget.report import format_report
+from ..retarget.solve import retarget
+from .arguments import frames_per_second
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser("retarget", help="motion onto another humanoid rig")
+    parser.add_argument("input")
+    parser.add_argument("--target", required=True, help=".glb/.gltf, .bvh, or a built-in: mannequin, mixamo")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--report", help="also write the report as JSON here")
+    parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
+    parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
+    parser.add_argument("--fps", type=frames_per_second)
+    parser.set_defaults(run=run_retarget)
+
+
+def run_retarget(args: argparse.Namespace) -> int:
+    retarget_output.check_output_path(args.output)
+    motion = formats.read_file(args.input, fps=args.fps)
+    target = targets.load_target(args.target)
+    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
+                                target_name=args.target, source_name=args.input)
+    retarget_output.write(retargeted, info, target, args.output)
+    report = retarget_output.report_from_output(args.output, motion, retargeted, info)
+    if args.report:
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+        write_bytes_atomic(args.report, text.encode("utf-8"))
+    print(format_report(Path(args.output).stem, report))
+    return 0

@@ -497,3 +497,18 @@ def test_lzma_members_asking_for_a_4_gib_dictionary_read_in_little_memory(seeds,
         tracemalloc.stop()
     assert motion.frame_count == 6 and motion.joint_count == 77
     assert peak < 64 << 20, peak
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / "constraints.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    else:
+        os.symlink("/dev/zero", str(path))
+    code = "from kimodo_rig.constraints.fields import load_json; load_json({!r})".format(str(path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]

@@ -1,15 +1,75 @@
-"""Whole-or-nothing output: write beside the target, then rename over it."""
+"""Inputs read only from regular files, within a size budget; whole-or-nothing output: write beside the
+target, then rename over it."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
-from typing import Callable, Union
+from typing import BinaryIO, Callable, Union
 
 from .errors import KimodoError
 
 PathLike = Union[str, "os.PathLike[str]"]
+MAX_INPUT_BYTES = 1 << 30  # no motion or character file is a gigabyte; a device or a runaway file is refused
+_CHUNK = 1 << 20
+
+
+def open_input(path: PathLike, source: str = "") -> BinaryIO:
+    """`path` opened for binary reading, refused unless it is a regular file (after symlinks) of at most
+    MAX_INPUT_BYTES: a symlink to /dev/zero would read forever, a FIFO would block forever. The file is
+    opened non-blocking and checked again by its descriptor, so a swap after the first look changes nothing."""
+    source = source or str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise KimodoError("{}: no such file".format(source)) from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+        raise KimodoError("{}: cannot read ({})".format(source, getattr(error, "strerror", None) or error)) from error
+    _require_regular(info, source)
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as error:
+        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
+    try:
+        _require_regular(os.fstat(handle), source)
+    except BaseException:
+        os.close(handle)
+        raise
+    return io.open(handle, "rb")
+
+
+def read_input(path: PathLike, source: str = "") -> bytes:
+    """The bytes of regular file `path` (see open_input), read in chunks up to its size as opened."""
+    source = source or str(path)
+    with open_input(path, source) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        parts = []
+        left = size + 1  # one byte more: a file that grows while read is noticed, not read without end
+        try:
+            while left > 0:
+                part = stream.read(min(_CHUNK, left))
+                if not part:
+                    break
+                parts.append(part)
+                left -= len(part)
+        except OSError as error:
+            raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
+    if left <= 0:
+        raise KimodoError("{}: the file grew while it was read".format(source))
+    return b"".join(parts)
+
+
+def _require_regular(info: os.stat_result, source: str) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise KimodoError("{}: is a folder, not a file".format(source))
+    if not stat.S_ISREG(info.st_mode):
+        raise KimodoError("{}: not a regular file (a device, pipe or socket); not read".format(source))
+    if info.st_size > MAX_INPUT_BYTES:
+        raise KimodoError("{}: {} bytes is more than a motion or character file may hold ({})".format(
+            source, info.st_size, MAX_INPUT_BYTES))
 
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:

@@ -47,6 +47,11 @@ class Skeleton:
         for index, parent in enumerate(self.parents):
             if parent >= index or (parent < 0 and index != 0):
                 raise ValueError("joints must be ordered parent before child with a single root at 0")
+        children: Tuple[list, ...] = tuple([] for _ in range(count))
+        for index, parent in enumerate(self.parents):
+            if parent >= 0:
+                children[parent].append(index)
+        object.__setattr__(self, "_children", tuple(tuple(c) for c in children))  # not a field: no eq/repr
 
     @property
     def joint_count(self) -> int:
@@ -56,7 +61,8 @@ class Skeleton:
         return self.joint_names.index(joint_name)
 
     def children(self, joint: int) -> Tuple[int, ...]:
-        return tuple(j for j, parent in enumerate(self.parents) if parent == joint)
+        """Joints whose parent is `joint`, in index order (a lookup: writers ask this of every joint)."""
+        return self._children[joint]  # type: ignore[attr-defined]
 
     def renamed(self, names: Sequence[str]) -> "Skeleton":
         return Skeleton(self.name, tuple(names), self.parents, self.rest_offsets, self.rest_rotations, self.label)

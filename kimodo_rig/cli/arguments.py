@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from .. import formats
-from ..formats import glb
+from ..formats import glb, limits
 from ..formats.options import WriteOptions
 
 
@@ -15,6 +15,16 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
     if not value > 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
+    return value
+
+
+def frames_per_second(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+    if not limits.MIN_FPS <= value <= limits.MAX_FPS:  # what every reader accepts from a file
+        raise argparse.ArgumentTypeError("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
     return value
 
 
@@ -31,7 +41,7 @@ def non_negative_int(text: str) -> int:
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """What a verb that reads motions and writes one takes, as `convert` names them."""
     parser.add_argument("--format", choices=sorted(formats.FORMATS), help="output format (default: by extension)")
-    parser.add_argument("--fps", type=positive_float, help="frame rate where an input does not carry one")
+    parser.add_argument("--fps", type=frames_per_second, help="frame rate where an input does not carry one")
     parser.add_argument("--rest", choices=("seed", "tpose"), default="seed", help="rest of SOMA BVH output")
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin", help="joint names in .glb output")
 

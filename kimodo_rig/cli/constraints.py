@@ -18,7 +18,7 @@ from ..constraints.fields import FieldError, load_json
 from ..constraints.model import SKELETON_OF_JOINT_COUNT, ConstraintSet, Problem, Request, skeleton_label
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
-from .arguments import positive_float
+from .arguments import frames_per_second, positive_float
 
 DEFAULT_MODEL = "kimodo-soma-rp"
 
@@ -32,7 +32,7 @@ def add_parser(commands) -> None:
     checking.add_argument("file")
     checking.add_argument("--motion", help="a motion to measure against (anything convert reads)")
     checking.add_argument("--json", action="store_true", help="print JSON")
-    checking.add_argument("--fps", type=positive_float)
+    checking.add_argument("--fps", type=frames_per_second)
     checking.set_defaults(run=run_check)
 
     extracting = verbs.add_parser("extract", help="the constraints that would ask Kimodo for a motion")
@@ -43,7 +43,7 @@ def add_parser(commands) -> None:
     extracting.add_argument("--start", type=int, default=0, help="the motion frame a generation starts at (default 0)")
     extracting.add_argument("--tail", type=int, metavar="N", help="the last N frames as fullbody at frames 0..N-1")
     extracting.add_argument("--format", choices=("kimodo", "animotive"), default="kimodo")
-    extracting.add_argument("--fps", type=positive_float)
+    extracting.add_argument("--fps", type=frames_per_second)
     _request_arguments(extracting)
     extracting.set_defaults(run=run_extract)
 

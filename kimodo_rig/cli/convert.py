@@ -9,7 +9,7 @@ from typing import Tuple
 from .. import formats, naming
 from ..formats import glb
 from ..formats.options import WriteOptions
-from .arguments import positive_float
+from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
 from .glb import output_folder_problem
 
@@ -23,7 +23,7 @@ def add_parser(commands) -> None:
                          "named after the input, in --format")
     convert.add_argument("--format", choices=sorted(formats.FORMATS), help="output format (default: by extension)")
     convert.add_argument("--input-format", choices=sorted(formats.FORMATS), help="input format (default: by extension)")
-    convert.add_argument("--fps", type=positive_float, help="frame rate where the input does not carry one")
+    convert.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     convert.add_argument("--rest", choices=("seed", "tpose"), default="seed", help="rest of SOMA BVH output")
     convert.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin", help="joint names in .glb output")
     add_jobs_argument(convert)

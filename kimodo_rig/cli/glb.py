@@ -10,7 +10,7 @@ from .. import naming
 from ..files import write_bytes_atomic
 from ..formats import glb, raw
 from ..formats.options import WriteOptions
-from .arguments import positive_float
+from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
 
 
@@ -23,7 +23,7 @@ def add_glb_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("clips", nargs="+", metavar="CLIP", help="clip folder(s) written by kimodo.cpp")
     parser.add_argument("-o", dest="output", metavar="FILE", help="output file (one clip only)")
     parser.add_argument("--outdir", metavar="DIR", help="output folder (created if missing)")
-    parser.add_argument("--fps", type=positive_float, default=30.0, help="frame rate (default 30)")
+    parser.add_argument("--fps", type=frames_per_second, default=30.0, help="frame rate (default 30)")
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin",
                         help="joint names: mannequin (Unreal names for SMPL-X) or native (default mannequin)")
     add_jobs_argument(parser)

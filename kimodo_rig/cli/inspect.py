@@ -6,14 +6,14 @@ import json
 
 from .. import formats
 from ..ops.summary import summarize
-from .arguments import positive_float
+from .arguments import frames_per_second
 
 
 def add_parser(commands) -> None:
     inspect = commands.add_parser("inspect", help="what a motion file holds, and its health")
     inspect.add_argument("input")
     inspect.add_argument("--json", action="store_true", help="print JSON")
-    inspect.add_argument("--fps", type=positive_float)
+    inspect.add_argument("--fps", type=frames_per_second)
     inspect.set_defaults(run=run_inspect)
 
 

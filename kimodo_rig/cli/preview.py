@@ -7,7 +7,7 @@ from pathlib import Path
 from .. import formats
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
-from .arguments import positive_float
+from .arguments import frames_per_second
 
 OUTPUTS = (".svg", ".html")
 
@@ -19,7 +19,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--target", help="also show the motion retargeted onto this rig (.glb/.gltf/.bvh, mannequin, mixamo)")
     parser.add_argument("--constraints", help="Kimodo constraints.json to mark on the sheet")
     parser.add_argument("--in-place", action="store_true", help="with --target: remove horizontal travel")
-    parser.add_argument("--fps", type=positive_float, help="frame rate where the input does not carry one")
+    parser.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     parser.set_defaults(run=run_preview)
 
 

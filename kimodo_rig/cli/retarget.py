@@ -14,7 +14,7 @@ from ..retarget import character as targets, output as retarget_output
 from ..retarget.mapping import HumanoidMap
 from ..retarget.report import format_report
 from ..retarget.solve import retarget
-from .arguments import positive_float
+from .arguments import frames_per_second
 
 
 def add_parser(commands) -> None:
@@ -27,7 +27,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--report", help="also write the report as JSON here (one input only)")
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
-    parser.add_argument("--fps", type=positive_float)
+    parser.add_argument("--fps", type=frames_per_second)
     parser.set_defaults(run=run_retarget, prog=parser.prog)
 
 

@@ -7,6 +7,7 @@ import math
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from ..files import read_input
 from .model import Entry, Problem
 
 
@@ -15,11 +16,7 @@ class FieldError(Exception):
 
 
 def load_json(path) -> Any:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(path, error.strerror or error)) from error
+    data = read_input(path, str(path))  # a regular file only: a FIFO or /dev/zero would block or never end
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:

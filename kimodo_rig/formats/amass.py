@@ -26,6 +26,7 @@ from ..rotations import (
 )
 from . import npy
 from .kimodo_npz import require_finite
+from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
 
 NAME = "amass"
@@ -37,6 +38,7 @@ BODY_JOINTS = 21
 # files are missing; the assets are not redistributable here, so the fallback is what we write.
 BETA_COUNT = 16
 HAND_VALUES = 90
+MAX_ROTATION_VECTOR = 1e4  # radians; AMASS angles are below 2 pi, and 1e154 overflows squaring
 
 
 def recognises(path) -> bool:
@@ -47,7 +49,8 @@ def recognises(path) -> bool:
 def read(path, *, fps: Optional[float] = None) -> Motion:
     if not recognises(path):
         raise KimodoError("{}: not an AMASS NPZ (needs trans, and root_orient with pose_body or poses)".format(path))
-    arrays = npy.read_npz(path, ("trans", "root_orient", "pose_body", "poses", "mocap_frame_rate", "mocap_framerate"))
+    arrays = npy.read_npz(path, ("trans", "root_orient", "pose_body", "poses", "mocap_frame_rate", "mocap_framerate"),
+                          numbers=True)
     trans = arrays["trans"]
     if len(trans.shape) != 2 or trans.shape[1] != 3 or trans.shape[0] == 0:
         raise KimodoError("{}: trans has shape {}, expected [frames, 3]".format(path, list(trans.shape)))
@@ -67,10 +70,11 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     for key in ("trans", "root_orient", "pose_body", "poses"):
         if key in arrays:
             require_finite(path, key, arrays[key].values)
+            if key != "trans" and any(abs(v) > MAX_ROTATION_VECTOR for v in arrays[key].values):
+                raise KimodoError("{}: {} holds an angle beyond {:g} radians: not a rotation vector".format(
+                    path, key, MAX_ROTATION_VECTOR))
     rate = arrays.get("mocap_frame_rate") or arrays.get("mocap_framerate")
-    file_fps = float(rate.values[0]) if rate is not None and rate.size == 1 and rate.kind != "U" else None
-    if file_fps is not None and not (math.isfinite(file_fps) and file_fps > 0):
-        raise KimodoError("{}: mocap_frame_rate {} is not a frame rate".format(path, file_fps))
+    file_fps = frame_rate(rate.values[0], str(path), "mocap_frame_rate") if rate is not None and rate.size == 1 else None
 
     skeleton = skeletons.load("smplx22")
     pelvis_rest = skeletons.data("smplx22")["root_rest_position_m"]
@@ -86,7 +90,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         body = frame * (stride or BODY_JOINTS * 3) + body_start
         for joint in range(BODY_JOINTS):
             rotations.extend(rotation_vector_to_quat(body_values[body + joint * 3:body + joint * 3 + 3]))
-    chosen_fps = file_fps or (float(fps) if fps else 30.0)  # --fps only where the file carries none
+    chosen_fps = file_fps or (frame_rate(fps, str(path)) if fps else 30.0)  # --fps only where the file carries none
     return Motion(skeleton, rotations, roots, chosen_fps, name=Path(path).stem)
 
 

@@ -23,13 +23,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..files import write_bytes_atomic
+from ..files import read_input, write_bytes_atomic
 from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import (
     Quat, Vec3, add, cross, dot, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_conjugate,
     quat_from_axis_angle, quat_multiply, quat_norm, quat_rotate, quat_to_matrix, subtract,
 )
+from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
 
 NAME = "csv"
@@ -69,10 +70,8 @@ def _g1() -> _G1:
 
 def _parse_rows(path) -> List[List[float]]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KimodoError("{}: no such file".format(path)) from None
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_input(path, str(path)).decode("utf-8")
+    except UnicodeDecodeError as error:
         raise KimodoError("{}: cannot be read as text ({})".format(path, error)) from error
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -116,7 +115,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         for q in frame:
             rotations.extend(q)
     name = Path(path).stem
-    return Motion(g1.skeleton, rotations, roots, float(fps) if fps else 30.0, name=name)
+    return Motion(g1.skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0, name=name)
 
 
 def _best_hinge_angle(axis: Vec3, sources: Sequence[Vec3], targets: Sequence[Vec3], fallback: Quat) -> float:

@@ -17,8 +17,9 @@ from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
 from ..ops.fk import positions_by_frame, rest_pose, rest_positions
-from ..rotations import cross, length, normalize, quat_normalize, subtract
+from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
 from . import gltf_document as gd
+from .limits import frame_rate, frame_rate_of_period
 from .options import DEFAULT, WriteOptions
 
 NAME = "glb"
@@ -26,6 +27,7 @@ DESCRIPTION = "binary glTF 2.0: skeleton, one box per bone, baked animation"
 EXTENSIONS = (".glb",)
 SELF_CHECK_TOLERANCE_M = 1e-5
 NAME_STYLES = ("mannequin", "native")
+UNIT_TOLERANCE = 1e-3  # rotation keys read back: |q| within this of 1, as raw clips must be
 
 
 def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
@@ -280,9 +282,13 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         raise KimodoError("{}: the animation has no keyframes".format(source))
     if not gd.is_finite(times) or any(later <= earlier for earlier, later in zip(times, times[1:])):
         raise KimodoError("{}: the animation's key times are not increasing finite numbers".format(source))
-    rate = fps or (round((frames - 1) / (times[-1] - times[0]), 3) if frames > 1 else 30.0)
-    if not math.isfinite(rate):
-        raise KimodoError("{}: the animation's key times give no frame rate".format(source))
+    if fps:
+        rate = frame_rate(fps, source)
+    elif frames > 1:
+        period = (times[-1] - times[0]) / (frames - 1)
+        rate = round(frame_rate_of_period(period, source, "the key times' frame period"), 3)
+    else:
+        rate = 30.0
 
     def keys(node: int, path: str, width: int):
         values = channels.get(node, {}).get(path)
@@ -304,6 +310,10 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         roots.extend(translation[frame] if translation else gltf["nodes"][root_node].get("translation", (0.0, 0.0, 0.0)))
     if not (gd.is_finite(rotations) and gd.is_finite(roots)):
         raise KimodoError("{}: the animation holds values that are not finite numbers".format(source))
+    for at in range(0, len(rotations), 4):  # as the raw reader requires: a zero or scaled key is no rotation
+        if not abs(quat_norm(rotations[at:at + 4]) - 1.0) <= UNIT_TOLERANCE:
+            raise KimodoError("{}: the animation's rotation keys are not unit quaternions (frame {}, joint {})".format(
+                source, at // 4 // builtin.joint_count, at // 4 % builtin.joint_count))
     return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
 
 

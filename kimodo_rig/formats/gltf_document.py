@@ -7,11 +7,12 @@ import math
 import struct
 import sys
 from array import array
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from ..files import read_input
 from ..rotations import Quat, Vec3, matrix_to_quat
+from .limits import parse_json
 
 GLB_MAGIC = 0x46546C67  # "glTF"
 CHUNK_JSON = 0x4E4F534A
@@ -29,6 +30,9 @@ _TYPE_SIZES = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 
 # An accessor without a buffer view is all zeros: no bytes back its count, so cap it (animation keys and
 # bind matrices never come this way in practice).
 MAX_ZERO_ITEMS = 1 << 16
+# Items all accessors of one document may decode together, beyond one per byte of the binary chunk:
+# accessors may overlap (or have no data at all), so without a budget a small file decodes to gigabytes.
+DECODE_BUDGET_ITEMS = 1 << 20
 
 
 class DocumentBuilder:
@@ -123,10 +127,24 @@ class Document:
         self.gltf = gltf
         self.binary = binary
         self.source = source
+        self._decoded: Dict[int, List[Tuple[float, ...]]] = {}
+        self._budget = DECODE_BUDGET_ITEMS + len(binary)
 
     def accessor(self, index: int) -> List[Tuple[float, ...]]:
         """The items of accessor `index` (indices and types already checked by check_structure); the bytes
-        it reads must lie inside its buffer view and the view inside the binary chunk."""
+        it reads must lie inside its buffer view and the view inside the binary chunk. Each accessor is
+        decoded once (channels share their key times), and all of them together within a budget."""
+        if index not in self._decoded:
+            self._decoded[index] = self._decode(index)
+        return self._decoded[index]
+
+    def _spend(self, index: int, count: int) -> None:
+        if count > self._budget:
+            raise KimodoError("{}: accessor {} takes the items decoded past {} (accessors overlap or have no "
+                              "data)".format(self.source, index, DECODE_BUDGET_ITEMS + len(self.binary)))
+        self._budget -= count
+
+    def _decode(self, index: int) -> List[Tuple[float, ...]]:
         accessor = self.gltf["accessors"][index]
         width = _TYPE_SIZES[accessor["type"]]
         fmt = _COMPONENT_FORMATS[accessor["componentType"]]
@@ -135,6 +153,7 @@ class Document:
         if "bufferView" not in accessor:
             if count > MAX_ZERO_ITEMS:
                 raise KimodoError("{}: accessor {} declares {} items without data".format(self.source, index, count))
+            self._spend(index, count)
             return [tuple(0.0 for _ in range(width))] * count
         view = self.gltf["bufferViews"][accessor["bufferView"]]
         if view.get("buffer", 0) != 0:
@@ -152,6 +171,7 @@ class Document:
         if stride < size * width or end > view_length:
             raise KimodoError("{}: accessor {} reads {} items past the end of buffer view {} ({} of {} bytes)".format(
                 self.source, index, count, accessor["bufferView"], end, view_length))
+        self._spend(index, count)
         items = [struct.unpack_from("<{}{}".format(width, fmt), self.binary, view_start + start + i * stride)
                  for i in range(count)]
         if accessor.get("normalized"):
@@ -185,7 +205,7 @@ def parse_glb(data: bytes, source: str) -> Document:
     """Split a .glb into its JSON and BIN chunks; a .gltf with an embedded data: URI buffer is accepted too."""
     if data[:4] != b"glTF":
         try:
-            gltf = json.loads(data.decode("utf-8"))
+            gltf = parse_json(data, source, "the glTF JSON")
         except (UnicodeDecodeError, ValueError) as error:
             raise KimodoError("{}: not a glTF file".format(source)) from error
         if not isinstance(gltf, dict):
@@ -205,7 +225,7 @@ def parse_glb(data: bytes, source: str) -> Document:
             if len(chunk) != length:
                 raise KimodoError("{}: truncated GLB chunk".format(source))
             if kind == CHUNK_JSON:
-                gltf = json.loads(chunk.decode("utf-8"))
+                gltf = parse_json(chunk, source, "the GLB's JSON chunk")
             elif kind == CHUNK_BIN:
                 binary = chunk
             at += 8 + length
@@ -293,13 +313,17 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
         numbers(node, "rotation", 4, where)
         numbers(node, "scale", 3, where)
         numbers(node, "matrix", 16, where)
+    state = [0] * len(nodes)  # 0 not walked, 1 on the walk now, 2 known to reach a root
     for i in range(len(nodes)):  # each node has one parent at most, so a walk up ends or loops
-        seen, node = set(), i
-        while node >= 0:
-            if node in seen:
-                raise fail("nodes[{}]".format(i), "is its own ancestor (the node hierarchy has a cycle)")
-            seen.add(node)
+        walk, node = [], i
+        while node >= 0 and state[node] == 0:
+            state[node] = 1
+            walk.append(node)
             node = parents[node]
+        if node >= 0 and state[node] == 1:
+            raise fail("nodes[{}]".format(node), "is its own ancestor (the node hierarchy has a cycle)")
+        for walked in walk:  # each node is walked once: linear in the node count
+            state[walked] = 2
     for i, skin in enumerate(records("skins")):
         where = "skins[{}]".format(i)
         joints = skin.get("joints", [])
@@ -368,11 +392,7 @@ def _is_number(value: Any) -> bool:
 def read_file(path) -> Document:
     """Read and parse a .glb (or a .gltf with an embedded buffer) from disk."""
     source = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(source, error.strerror or error)) from error
-    return parse_glb(data, source)
+    return parse_glb(read_input(path, source), source)
 
 
 def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
@@ -468,17 +488,23 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
     animation = document.gltf["animations"][animation_index]
     times: Optional[List[float]] = None
     channels: Dict[int, Dict[str, List[Tuple[float, ...]]]] = {}
+    inputs_seen = set()
+    cubic_values: Dict[int, List[Tuple[float, ...]]] = {}
     for channel in animation["channels"]:
         sampler = animation["samplers"][channel["sampler"]]
-        key_times = [t[0] for t in document.accessor(sampler["input"])]
-        if times is None or len(key_times) > len(times):
-            times = key_times
+        if sampler["input"] not in inputs_seen:  # channels share their key times: one pass per accessor
+            inputs_seen.add(sampler["input"])
+            key_times = document.accessor(sampler["input"])
+            if times is None or len(key_times) > len(times):
+                times = [t[0] for t in key_times]
         target = channel["target"]
         if "node" not in target:
             continue
         values = document.accessor(sampler["output"])
         if sampler.get("interpolation") == "CUBICSPLINE":
-            values = values[1::3]
+            if sampler["output"] not in cubic_values:
+                cubic_values[sampler["output"]] = values[1::3]
+            values = cubic_values[sampler["output"]]
         channels.setdefault(target["node"], {})[target["path"]] = values
     return times or [], channels
 

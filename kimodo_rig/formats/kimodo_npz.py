@@ -10,7 +10,6 @@ Kimodo's export does.
 """
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from pathlib import Path
@@ -18,12 +17,14 @@ from typing import Dict, List, Optional, Sequence
 
 from .. import skeletons
 from ..errors import KimodoError
+from ..files import read_input
 from ..model import Motion
 from ..ops import derived_channels
 from ..ops.expand import soma30_to_soma77
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import Mat3, matrix_to_quat, matrix_transpose, matrix_multiply, quat_to_matrix
 from . import npy
+from .limits import frame_rate, parse_json
 from .options import DEFAULT, WriteOptions
 
 NAME = "kimodo-npz"
@@ -91,9 +92,9 @@ def _prompt_beside(path: Path) -> str:
     if there is one beside the NPZ."""
     meta = path.parent / "meta.json"
     try:
-        record = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else {}
+        record = parse_json(read_input(meta), str(meta), "meta.json") if meta.is_file() else {}
         text = record.get("text") or (record.get("texts") or [""])[0]
-    except (OSError, ValueError, AttributeError, IndexError, TypeError):
+    except (KimodoError, ValueError, AttributeError, IndexError, TypeError, KeyError):  # no prompt, not an error
         return ""
     return text.strip().splitlines()[0].strip() if isinstance(text, str) and text.strip() else ""
 
@@ -105,7 +106,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
                           "and global_rot_mats; has {})".format(path, ", ".join(names) or "no arrays"))
     current = set(CURRENT_KEYS) <= set(names)
     wanted = CURRENT_KEYS + ("foot_contacts",) if current else OLDER_KEYS + ("foot_contacts",)
-    arrays = npy.read_npz(path, wanted)
+    arrays = npy.read_npz(path, wanted, numbers=True)
     if current:
         frames, joints = _shape(path, arrays, "local_rot_mats", (None, None, 3, 3))[:2]
         _shape(path, arrays, "root_positions", (frames, 3))
@@ -141,7 +142,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         require_finite(path, "foot_contacts", contacts)
     source = Path(path)
     name = source.parent.resolve().name if source.stem == "motion" else source.stem
-    return Motion(skeleton, rotations, roots, float(fps) if fps else 30.0, foot_contacts=contacts,
+    return Motion(skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0, foot_contacts=contacts,
                   name=name, prompt=_prompt_beside(source))
 
 

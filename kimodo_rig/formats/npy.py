@@ -8,6 +8,9 @@ which `numpy.load(..., allow_pickle=False)` reads.
 from __future__ import annotations
 
 import ast
+import bz2
+import contextlib
+import copy
 import io
 import math
 import struct
@@ -16,13 +19,25 @@ import zipfile
 import zlib
 from array import array
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 from ..errors import KimodoError
-from ..files import write_bytes_atomic
+from ..files import open_input, write_bytes_atomic
+
+try:
+    import lzma
+except ImportError:  # some Python builds lack it; LZMA members are then refused
+    lzma = None  # type: ignore[assignment]
 
 MAGIC = b"\x93NUMPY"
+MAX_HEADER_BYTES = 10000  # numpy's own cap (numpy.lib.format: max_header_size); literal_eval is not for megabytes
+MAX_MEMBER_BYTES = 128 << 20  # one array, decompressed: a 77-joint clip of 45,000 frames fits
+MAX_ARCHIVE_BYTES = 256 << 20  # all arrays read from one archive, decompressed
 _DEFLATE_MAX_RATIO = 1100  # deflate expands at most about 1032-fold; a zip declaring more is lying
+_CHUNK = 1 << 16  # compressed bytes fed to a decompressor at a time; its output is capped as well
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
+            zipfile.ZIP_LZMA: "lzma"}
+_DECOMPRESSION_ERRORS = (zlib.error, OSError, EOFError, ValueError) + ((lzma.LZMAError,) if lzma else ())
 _HEADER_ALIGNMENT = 64  # numpy pads headers so the data starts 64-byte aligned
 _FLOAT_CODES = {2: "e", 4: "f", 8: "d"}
 _INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
@@ -63,12 +78,16 @@ def _header_span(data: bytes, path, member: str) -> Tuple[int, int]:
         raise _fail(path, member, "not a .npy array (bad magic)")
     major = data[6]
     if major == 1:
-        return 10, struct.unpack_from("<H", data, 8)[0]
-    if major in (2, 3):
+        start, length = 10, struct.unpack_from("<H", data, 8)[0]
+    elif major in (2, 3):
         if len(data) < 12:
             raise _fail(path, member, "truncated .npy header")
-        return 12, struct.unpack_from("<I", data, 8)[0]
-    raise _fail(path, member, ".npy format version {}.{} is not supported".format(major, data[7]))
+        start, length = 12, struct.unpack_from("<I", data, 8)[0]
+    else:
+        raise _fail(path, member, ".npy format version {}.{} is not supported".format(major, data[7]))
+    if length > MAX_HEADER_BYTES:
+        raise _fail(path, member, ".npy header of {} bytes is longer than numpy allows ({})".format(length, MAX_HEADER_BYTES))
+    return start, length
 
 
 def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
@@ -80,9 +99,10 @@ def _parse_header(data: bytes, path, member: str) -> Tuple[dict, int]:
     try:
         text = raw.decode("utf-8" if major == 3 else "latin-1")
         header = ast.literal_eval(text.strip())  # a Python literal, never code
-    except (ValueError, SyntaxError, UnicodeDecodeError) as error:
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as error:  # TypeError: {{}: 1}
         raise _fail(path, member, "unreadable .npy header") from error
-    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+    if (not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}
+            or not isinstance(header["fortran_order"], bool)):
         raise _fail(path, member, "unreadable .npy header")
     return header, start + length
 
@@ -178,29 +198,121 @@ def parse_npy(data: bytes, path="", member: str = "array") -> NpyArray:
     if len(body) != body_bytes:
         raise _shorter(path, member, len(body), body_bytes)
     count = body_bytes // (size * 4 if kind == "U" else size)
-    values = _decode_values(body, order, kind, size, count)
+    try:
+        values = _decode_values(body, order, kind, size, count)
+    except UnicodeDecodeError:  # a '<U' array holding code points beyond Unicode
+        raise _fail(path, member, "holds text that is not valid UTF-32") from None
     if header["fortran_order"]:
         values = _fortran_to_c(values, shape)
     canonical = "|b1" if kind == "b" else ("<" if size > 1 or kind == "U" else "|") + kind + str(size)
     return NpyArray(canonical, shape, values)
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path) -> NpyArray:
-    """One archive member, its sizes checked before anything large is read: the zip's declared size
-    against the bytes stored, and the .npy header's declared data against the zip's size."""
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path, budget: int) -> NpyArray:
+    """One archive member, its sizes checked before anything is decompressed: the zip's declared size
+    against `budget` (and, for stored and deflated members, against the bytes stored), then the .npy
+    header's declared data against the zip's size. Decompression is streamed and capped at the declared
+    size, whatever the compressed data would expand to."""
     member = info.filename
+    if info.compress_type not in _METHODS or (info.compress_type == zipfile.ZIP_LZMA and lzma is None):
+        raise _fail(path, member, "compression method {} is not supported".format(info.compress_type))
+    if info.flag_bits & 0x1:
+        raise _fail(path, member, "is encrypted")
     stored_limit = info.compress_size * (1 if info.compress_type == zipfile.ZIP_STORED else _DEFLATE_MAX_RATIO)
     if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) and info.file_size > stored_limit:
         raise _fail(path, member, "the archive declares {} bytes but stores {}".format(info.file_size, info.compress_size))
-    with archive.open(info) as stream:
+    if info.file_size > budget:
+        raise _fail(path, member, "declares {} bytes, more than kimodo-rig reads from an .npz ({} bytes)".format(
+            info.file_size, budget))
+    with _MemberReader(archive, info) as stream:
         data = stream.read(12)
         start, length = _header_span(data, path, member)
         data += stream.read(max(0, min(start + length, info.file_size) - len(data)))
         _, offset, _, _, body_bytes = _layout(data, path, member)
         if offset + body_bytes > info.file_size:
             raise _shorter(path, member, info.file_size - offset, body_bytes)
-        data += stream.read(offset + body_bytes - len(data))
+        data += stream.read(info.file_size - len(data))
+        if len(data) != info.file_size:
+            raise _fail(path, member, "holds {} bytes, not the {} the archive declares".format(len(data), info.file_size))
+        if stream.read(1):
+            raise _fail(path, member, "holds more than the {} bytes the archive declares".format(info.file_size))
+        if zlib.crc32(data) != info.CRC:
+            raise _fail(path, member, "is damaged (its CRC-32 does not match)")
     return parse_npy(data, path, member)
+
+
+class _MemberReader:
+    """A zip member's bytes, decompressed by us rather than by zipfile: zipfile hands bzip2 and lzma
+    whole compressed chunks with no output cap (177 bytes of bzip2 expand to 200 MB). Here every
+    decompressor call asks for at most what `read` still wants."""
+
+    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+        raw = copy.copy(info)  # the member's stored bytes, as if it were not compressed
+        raw.compress_type, raw.file_size, raw.CRC = zipfile.ZIP_STORED, info.compress_size, None
+        self._raw = archive.open(raw)
+        self._method = info.compress_type
+        self._declared = info.file_size
+        self._decompressor = None  # type: ignore[var-annotated]
+        if self._method == zipfile.ZIP_DEFLATED:
+            self._decompressor = zlib.decompressobj(-15)
+        elif self._method == zipfile.ZIP_BZIP2:
+            self._decompressor = bz2.BZ2Decompressor()
+        self._tail = b""  # deflate's input not consumed yet
+
+    def __enter__(self) -> "_MemberReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._raw.close()
+
+    def read(self, size: int) -> bytes:
+        parts = []
+        while size > 0:
+            part = self._next(size)
+            if not part:
+                break
+            parts.append(part)
+            size -= len(part)
+        return b"".join(parts)
+
+    def _next(self, size: int) -> bytes:
+        """Up to `size` decompressed bytes; b"" at the end of the data."""
+        if self._method == zipfile.ZIP_STORED:
+            return self._raw.read(min(size, _CHUNK))
+        if self._method == zipfile.ZIP_LZMA and self._decompressor is None:
+            self._decompressor = _lzma_decompressor(self._raw, self._declared)
+        decompressor = self._decompressor
+        while True:
+            if decompressor.eof:
+                return b""
+            if self._method == zipfile.ZIP_DEFLATED:
+                data = self._tail or self._raw.read(_CHUNK)
+                out = decompressor.decompress(data, size)  # b"" in: what zlib still holds comes out
+                self._tail = decompressor.unconsumed_tail
+            else:
+                data = self._raw.read(_CHUNK) if decompressor.needs_input else b""
+                if decompressor.needs_input and not data:
+                    return b""
+                out = decompressor.decompress(data, size)
+            if out or not data:
+                return out
+
+
+def _lzma_decompressor(raw, declared: int):
+    """Zip's LZMA member: a 4-byte header (version, properties size), LZMA1 properties, the raw stream.
+    The dictionary the properties ask for (up to 4 GiB, allocated up front) is capped at the declared
+    size: no match can reach further back than the output, which stops there."""
+    header = raw.read(4)
+    if len(header) != 4:
+        raise EOFError("truncated LZMA header")
+    properties = raw.read(struct.unpack("<H", header[2:4])[0])
+    if len(properties) != 5 or properties[0] >= 9 * 5 * 5:
+        raise ValueError("bad LZMA properties")
+    position, literal = divmod(properties[0], 9)
+    position_bits, literal_position_bits = divmod(position, 5)
+    return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{
+        "id": lzma.FILTER_LZMA1, "dict_size": max(4096, min(struct.unpack("<I", properties[1:5])[0], declared)),
+        "lc": literal, "lp": literal_position_bits, "pb": position_bits}])
 
 
 def npz_names(path) -> List[str]:
@@ -209,20 +321,26 @@ def npz_names(path) -> List[str]:
         return [_array_name(name) for name in archive.namelist() if name.endswith(".npy")]
 
 
-def read_npz(path, names: Iterable[str] = ()) -> Dict[str, NpyArray]:
-    """Arrays of an .npz by name; `names` limits reading to those present among them (all if empty)."""
+def read_npz(path, names: Iterable[str] = (), *, numbers: bool = False) -> Dict[str, NpyArray]:
+    """Arrays of an .npz by name; `names` limits reading to those present among them (all if empty).
+    `numbers`: refuse text arrays among them (every array a motion reader takes holds numbers)."""
     wanted = set(names)
     arrays = {}
+    budget = MAX_ARCHIVE_BYTES
     with _open_zip(path) as archive:
-        for member in archive.namelist():
+        for info in archive.infolist():
+            member = info.filename
             name = _array_name(member)
             if not member.endswith(".npy") or (wanted and name not in wanted):
                 continue
             try:
-                arrays[name] = _read_member(archive, archive.getinfo(member), path)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError,
-                    RuntimeError, zlib.error) as error:  # RuntimeError: an encrypted member
+                arrays[name] = _read_member(archive, info, path, min(budget, MAX_MEMBER_BYTES))
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) + _DECOMPRESSION_ERRORS as error:
+                # RuntimeError: an encrypted member; ValueError: a name that is not UTF-8
                 raise _fail(path, member, "cannot be read from the archive ({})".format(error)) from error
+            budget -= info.file_size
+            if numbers and arrays[name].kind == "U":
+                raise _fail(path, member, "holds text ({}) where numbers are expected".format(arrays[name].dtype))
     return arrays
 
 
@@ -230,15 +348,17 @@ def _array_name(member: str) -> str:
     return member[:-4] if member.endswith(".npy") else member
 
 
-def _open_zip(path) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(str(path))
-    except FileNotFoundError:
-        raise KimodoError("{}: no such file".format(path)) from None
-    except (zipfile.BadZipFile, OSError) as error:
-        raise KimodoError("{}: not an .npz file (not a zip archive)".format(path)) from error
-    except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version or name field
-        raise KimodoError("{}: unreadable .npz (zip) archive ({})".format(path, error)) from error
+@contextlib.contextmanager
+def _open_zip(path) -> Iterator[zipfile.ZipFile]:
+    with open_input(path, str(path)) as stream:
+        try:
+            archive = zipfile.ZipFile(stream)
+        except (zipfile.BadZipFile, OSError) as error:
+            raise KimodoError("{}: not an .npz file (not a zip archive)".format(path)) from error
+        except (NotImplementedError, ValueError, EOFError) as error:  # e.g. a damaged version or name field
+            raise KimodoError("{}: unreadable .npz (zip) archive ({})".format(path, error)) from error
+        with archive:
+            yield archive
 
 
 # ---- writing ---------------------------------------------------------------------------------------------

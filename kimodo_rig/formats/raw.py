@@ -12,6 +12,7 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_folder_atomic
 from ..model import Motion
+from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
 
 NAME = "raw"
@@ -88,7 +89,7 @@ def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float
         text = prompt_path.read_text(encoding="utf-8", errors="replace").strip()
         prompt = text.splitlines()[0].strip() if text else ""
     return Motion(
-        skeleton, rotations, roots, float(fps) if fps else 30.0, name=folder.resolve().name, prompt=prompt
+        skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0, name=folder.resolve().name, prompt=prompt
     )
 
 

@@ -124,7 +124,7 @@ def _insert_root(gltf: Dict[str, Any], builder: gd.DocumentBuilder, document: gd
     for scene in gltf.get("scenes", []):
         if hips_node in scene.get("nodes", []):
             scene["nodes"] = [root if n == hips_node else n for n in scene["nodes"]]
-    inverse_bind = gd.multiply4(gd.invert4(root_world), list(skin_to_world))
+    inverse_bind = gd.multiply4(_inverse(root_world, document.source), list(skin_to_world))
     for skin in gltf.get("skins", []):
         if hips_node not in skin.get("joints", []):
             continue
@@ -139,14 +139,18 @@ def _insert_root(gltf: Dict[str, Any], builder: gd.DocumentBuilder, document: gd
     return root
 
 
-def _pose_at_bind(gltf: Dict[str, Any], nodes_to_pose: Dict[int, Matrix4], bind: Dict[int, Matrix4]) -> None:
+def _pose_at_bind(gltf: Dict[str, Any], nodes_to_pose: Dict[int, Matrix4], bind: Dict[int, Matrix4], source: str) -> None:
     """Give joints the motion does not drive their bind pose (a file may be saved in any frame): each
     node's TRS becomes its bind world relative to its parent's bind world (or the parent's node world)."""
     nodes = gltf["nodes"]
     parents = gd.node_parents(gltf)
 
     def depth(node: int) -> int:
-        return 0 if parents[node] < 0 else 1 + depth(parents[node])
+        count = 0
+        while parents[node] >= 0:  # a loop, not recursion: the rig may hang under thousands of nodes
+            node = parents[node]
+            count += 1
+        return count
 
     for node in sorted(nodes_to_pose, key=depth):
         parent = parents[node]
@@ -154,11 +158,20 @@ def _pose_at_bind(gltf: Dict[str, Any], nodes_to_pose: Dict[int, Matrix4], bind:
             local = nodes_to_pose[node]
         else:
             parent_world = bind[parent] if parent in bind else gd.world_matrices(gltf, {}, [parent], parents)[0]
-            local = gd.multiply4(gd.invert4(parent_world), nodes_to_pose[node])
+            local = gd.multiply4(_inverse(parent_world, source), nodes_to_pose[node])
         translation, rotation, scale = gd.decompose4(local)
         record = nodes[node]
         record.pop("matrix", None)
         record.update({"translation": list(translation), "rotation": list(rotation), "scale": list(scale)})
+
+
+def _inverse(matrix: Sequence[float], source: str) -> Matrix4:
+    """invert4, with a singular matrix (a node scaled to zero above a joint) as the user's error."""
+    try:
+        return gd.invert4(matrix)
+    except ValueError:
+        raise KimodoError("{}: a node above a joint has a singular transform (zero scale?): it cannot carry the "
+                          "motion".format(source)) from None
 
 
 def document_accessor(builder: gd.DocumentBuilder, document: gd.Document, index: int) -> List[Tuple[float, ...]]:
@@ -191,7 +204,7 @@ def encode(
     if bind_worlds:
         _pose_at_bind(gltf, {joint_nodes[name]: world for name, world in bind_worlds.items()
                              if name not in skeleton.joint_names and not (root_track is not None and name == root_node_name)},
-                      {joint_nodes[name]: world for name, world in bind_worlds.items()})
+                      {joint_nodes[name]: world for name, world in bind_worlds.items()}, document.source)
     static_world = gd.world_matrices(gltf, {})
     hips_node = joint_nodes[skeleton.joint_names[0]]
 
@@ -223,21 +236,23 @@ def encode(
         world: Dict[int, Matrix4] = {}
 
         def world_of(node: int) -> Matrix4:
-            if node in world:
-                return world[node]
-            if node in animated:
-                value = animated[node][frame]
-            else:
-                parent = parents[node]
-                local = gd.node_local_matrix(nodes[node])
-                value = local if parent < 0 else gd.multiply4(world_of(parent), local)
-            world[node] = value
-            return value
+            chain = []  # nodes not known yet, walked up without recursion (a rig under 3,000 nodes)
+            while node >= 0 and node not in world and node not in animated:
+                chain.append(node)
+                node = parents[node]
+            if node >= 0 and node not in world:
+                world[node] = animated[node][frame]
+            value = world[node] if node >= 0 else None
+            for known in reversed(chain):
+                local = gd.node_local_matrix(nodes[known])
+                value = local if value is None else gd.multiply4(value, local)
+                world[known] = value
+            return value  # type: ignore[return-value]
 
         for node in animated:
             parent = parents[node]
             desired = animated[node][frame]
-            local = desired if parent < 0 else gd.multiply4(gd.invert4(world_of(parent)), desired)
+            local = desired if parent < 0 else gd.multiply4(_inverse(world_of(parent), document.source), desired)
             locals_[node].append(gd.decompose4(local))
 
     times = builder.add_accessor([(f / motion.fps,) for f in range(frames)], "SCALAR", with_bounds=True)

@@ -1,0 +1,56 @@
+"""What any reader accepts from a file, stated once: frame rates, JSON nesting. Hostile input (a frame
+time of 1e-320 s, JSON nested 2,000 deep) is refused here in one line rather than deep in a writer."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Union
+
+from ..errors import KimodoError
+
+MIN_FPS = 1.0
+MAX_FPS = 1000.0
+MAX_JSON_DEPTH = 64  # glTF nests about 6 deep; its extras rarely more than a few levels
+# A string (to its closing quote, or to the end when it has none: never scanned twice) or a bracket.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+
+
+def frame_rate(value: float, source: str, what: str = "frame rate") -> float:
+    """`value` as frames per second, or a KimodoError unless it is finite and within MIN_FPS..MAX_FPS."""
+    try:
+        rate = float(value)
+    except (TypeError, ValueError, OverflowError):
+        rate = math.nan
+    if not MIN_FPS <= rate <= MAX_FPS:  # also refuses NaN
+        raise KimodoError("{}: {} {!r} fps is outside {:g} to {:g} fps".format(source, what, rate, MIN_FPS, MAX_FPS))
+    return rate
+
+
+def frame_rate_of_period(seconds: float, source: str, what: str = "frame time") -> float:
+    """The frame rate of a frame period, refused (before any division) unless it gives MIN_FPS..MAX_FPS."""
+    if not (math.isfinite(seconds) and 1.0 / MAX_FPS <= seconds <= 1.0 / MIN_FPS):
+        raise KimodoError("{}: {} {!r} s is not a frame period ({:g} to {:g} fps)".format(
+            source, what, seconds, MIN_FPS, MAX_FPS))
+    return frame_rate(1.0 / seconds, source, what)
+
+
+def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
+    """json.loads, refusing nesting deeper than MAX_JSON_DEPTH before parsing (json.loads raises
+    RecursionError near 1,000 levels, and a parsed structure that deep breaks whoever walks it).
+    Raises KimodoError for the depth; ValueError and UnicodeDecodeError for malformed JSON pass on to
+    the caller, which knows what the file was meant to be."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        first = token.group()[0]
+        if first == '"':
+            continue
+        depth += 1 if first in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
+    try:
+        return json.loads(text)
+    except RecursionError:  # not reached after the scan; kept so no RecursionError can escape
+        raise KimodoError("{}: {} nests too deeply to read".format(source, what)) from None

@@ -1,0 +1,514 @@
+"""Hostile inputs: one regression test for each way issue 9's fuzzing broke the one-line contract, built
+from the project's own test files (the seeds of test_corrupt_inputs). Each asserts the exact line; the
+memory cases measure the reader's allocations with tracemalloc, the blocking ones run the command line
+with a timeout. Speed is not asserted here: benchmarks/bench_linear.py shows the fixes are linear."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import tracemalloc
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_cli
+from kimodo_rig.retarget import character as targets
+from kimodo_rig.errors import MAX_MESSAGE, KimodoError
+from kimodo_rig.formats import gltf_document, read_file
+from test_corrupt_inputs import _glb, _glb_chunks, _npy, _npy_header, seeds  # noqa: F401 - seeds is a fixture
+
+
+def _refused(path, message: str, reader=read_file) -> None:
+    with pytest.raises(KimodoError) as caught:
+        reader(path)
+    assert str(caught.value) == "{}: {}".format(path, message)
+
+
+def _refusal_and_peak(path):
+    """The KimodoError line reading `path` gives, and the most memory Python allocated meanwhile."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(KimodoError) as caught:
+            read_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return str(caught.value), peak
+
+
+def _bvh_with(seeds, tmp_path, old: str, new, name: str = "hostile.bvh") -> Path:
+    data = seeds["bvh_soma"].read_bytes()
+    assert old.encode() in data
+    path = tmp_path / name
+    path.write_bytes(data.replace(old.encode(), new if isinstance(new, bytes) else new.encode("utf-8"), 1))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- BVH
+
+@pytest.mark.parametrize("count, shown", [("\u00b2".encode("utf-8"), "\u00b2"), (b"\xb3", "\u00b3")],
+                         ids=["superscript_utf8", "latin1_byte_b3"])
+def test_bvh_channel_count_in_superscript_digits_is_refused(seeds, tmp_path, count, shown):
+    """str.isdigit() took '\u00b2' (and '\u00b3', what byte 0xB3 of a latin-1 file reads as); int() refused it."""
+    text = seeds["bvh_soma"].read_text(encoding="utf-8")
+    line = text[:text.index("CHANNELS 3")].count("\n") + 1
+    path = _bvh_with(seeds, tmp_path, "CHANNELS 3", b"CHANNELS " + count)
+    _refused(path, "line {}: expected a channel count (0 to 6), got {!r}".format(line, shown))
+
+
+@pytest.mark.parametrize("frame_time, shown", [("1e-320", "1e-320"), ("200", "200.0"), ("0.0001", "0.0001")])
+def test_bvh_frame_time_outside_1_to_1000_fps_is_refused(seeds, tmp_path, frame_time, shown):
+    """1e-320 s overflowed the rate; 200 s rounded it to 0 and inspect divided by zero."""
+    old = next(line for line in seeds["bvh_soma"].read_text(encoding="utf-8").splitlines() if line.startswith("Frame Time"))
+    path = _bvh_with(seeds, tmp_path, old, "Frame Time: " + frame_time)
+    _refused(path, "Frame Time {} s is not a frame period (1 to 1000 fps)".format(shown))
+    result = run_cli("inspect", path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "{}: Frame Time {} s is not a frame period (1 to 1000 fps)\n".format(path, shown))
+
+
+@pytest.mark.parametrize("number", ["1_0", "\u0661\u0662", "infinity"])
+def test_bvh_numbers_float_takes_but_bvh_never_writes_are_refused(seeds, tmp_path, number):
+    first = seeds["bvh_soma"].read_text(encoding="utf-8").splitlines()[-1].split()[0]
+    text = seeds["bvh_soma"].read_text(encoding="utf-8").splitlines()
+    text[-1] = " ".join([number] + text[-1].split()[1:])
+    path = tmp_path / "odd.bvh"
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    assert first != number
+    with pytest.raises(KimodoError) as caught:
+        read_file(path)
+    assert str(caught.value) in ("{}: line {}: {!r} is not a number".format(path, len(text), number),
+                                 "{}: line {}: value 1 is {}".format(path, len(text), number))
+
+
+def test_bvh_with_thousands_of_sibling_joints_converts_to_glb(tmp_path):
+    """The .glb writer asked every joint for its children by scanning all joints (quadratic)."""
+    joints = "".join("  JOINT j{} {{ OFFSET 0.1 0.2 0.3 CHANNELS 3 Zrotation Yrotation Xrotation End Site {{ OFFSET 0 1 0 }} }}\n"
+                     .format(i) for i in range(3000))
+    path = tmp_path / "wide.bvh"
+    path.write_text("HIERARCHY\nROOT r {\n OFFSET 0 0 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation "
+                    "Yrotation Xrotation\n" + joints + "}\nMOTION\nFrames: 1\nFrame Time: 0.033333\n"
+                    + "0 " * (6 + 3 * 3000) + "\n", encoding="utf-8")
+    result = run_cli("convert", path, tmp_path / "wide.glb")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("{}: wide, 3001 joints, 1 frames".format(path))
+
+
+# ---------------------------------------------------------------------------------------------- glTF
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_gltf_json_nested_2000_deep_is_refused_in_text_and_in_a_glb(seeds, tmp_path):
+    """json.loads raised RecursionError (a 4 KB file)."""
+    text = tmp_path / "deep.gltf"
+    text.write_text('{"asset": {"version": "2.0"}, "extras": ' + _deep(2000) + "}", encoding="utf-8")
+    _refused(text, "the glTF JSON nests more than 64 levels deep", lambda p: targets.load_target(str(p)))
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    gltf["extras"] = "DEEP"
+    data = _glb(gltf, binary)
+    chunk = json.dumps(gltf).encode("utf-8")
+    deep = chunk.replace(b'"DEEP"', _deep(2000).encode("ascii"))
+    deep += b" " * (-len(deep) % 4)
+    binary_part = data[20 + struct.unpack_from("<I", data, 12)[0]:]
+    glb_path = tmp_path / "deep.glb"
+    glb_path.write_bytes(struct.pack("<III", 0x46546C67, 2, 20 + len(deep) + len(binary_part))
+                         + struct.pack("<II", len(deep), 0x4E4F534A) + deep + binary_part)
+    _refused(glb_path, "the GLB's JSON chunk nests more than 64 levels deep")  # as a motion
+    _refused(glb_path, "the GLB's JSON chunk nests more than 64 levels deep", lambda p: targets.load_target(str(p)))
+
+
+def test_meta_json_nested_2000_deep_beside_an_npz_leaves_the_prompt_empty(tmp_path):
+    """The demo clips' meta.json gives the prompt; a hostile one raised RecursionError from json.loads."""
+    from conftest import NPZ
+
+    folder = tmp_path / "clip"
+    folder.mkdir()
+    (folder / "motion.npz").write_bytes((NPZ / "soma_01_single_text_prompt" / "motion.npz").read_bytes())
+    (folder / "meta.json").write_text('{"text": ' + _deep(2000) + "}", encoding="utf-8")
+    motion = read_file(folder / "motion.npz")
+    assert motion.prompt == "" and motion.frame_count > 0
+
+
+def test_node_cycle_in_12000_nodes_is_found(seeds, tmp_path):
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    start = len(gltf["nodes"])
+    gltf["nodes"] += [{"children": [start + i + 1]} for i in range(11999)] + [{"children": [start]}]
+    path = tmp_path / "cycle.glb"
+    path.write_bytes(_glb(gltf, binary))
+    _refused(path, "nodes[{}] is its own ancestor (the node hierarchy has a cycle)".format(start))
+
+
+def test_accessor_without_buffer_view_shared_by_every_channel_is_decoded_once(seeds, tmp_path):
+    """Every channel's keys from one data-less accessor of 65,536 items: decoded for each channel, the
+    290 KB file took 2 GB. Now one list, shared, and refused for not matching the key times."""
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    gltf["accessors"].append({"componentType": 5126, "count": 65536, "type": "VEC4"})
+    shared = len(gltf["accessors"]) - 1
+    for sampler in gltf["animations"][0]["samplers"]:
+        sampler["output"] = shared
+    document = gltf_document.parse_glb(_glb(gltf, binary), "shared.glb")
+    assert document.accessor(shared) is document.accessor(shared)
+    path = tmp_path / "shared.glb"
+    path.write_bytes(_glb(gltf, binary))
+    message, peak = _refusal_and_peak(path)
+    assert message == "{}: the rotation keys of node 0 do not match the animation's 6 key times".format(path)
+    assert peak < 20 << 20, peak
+
+
+def test_accessors_without_buffer_views_beyond_the_decode_budget_are_refused(seeds, tmp_path):
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    first = len(gltf["accessors"])
+    for index, sampler in enumerate(gltf["animations"][0]["samplers"]):
+        gltf["accessors"].append({"componentType": 5126, "count": 65536, "type": "VEC4"})
+        sampler["output"] = first + index
+    path = tmp_path / "zeros.glb"
+    path.write_bytes(_glb(gltf, binary))
+    budget = gltf_document.DECODE_BUDGET_ITEMS + len(binary)
+    overflowing = first + budget // 65536  # the accessor that takes the total past the budget
+    _refused(path, "accessor {} takes the items decoded past {} (accessors overlap or have no data)".format(
+        overflowing, budget))
+
+
+def _with_times(seeds, tmp_path, times) -> Path:
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    accessor = gltf["accessors"][gltf["animations"][0]["samplers"][0]["input"]]
+    view = gltf["bufferViews"][accessor["bufferView"]]
+    binary = bytearray(binary)
+    struct.pack_into("<{}f".format(len(times)), binary, view.get("byteOffset", 0) + accessor.get("byteOffset", 0), *times)
+    accessor["max"] = [max(times)]
+    path = tmp_path / "times.glb"
+    path.write_bytes(_glb(gltf, bytes(binary)))
+    return path
+
+
+def test_key_times_spanning_10000_s_are_refused(seeds, tmp_path):
+    """Six keys over 10,000 s rounded the rate to 0 fps."""
+    path = _with_times(seeds, tmp_path, [i * 2000.0 for i in range(6)])
+    _refused(path, "the key times' frame period 2000.0 s is not a frame period (1 to 1000 fps)")
+
+
+@pytest.mark.parametrize("scale, shown", [(0.0, "frame 0, joint 0"), (2.0, "frame 0, joint 0")])
+def test_zero_or_scaled_rotation_keys_are_refused_as_the_raw_reader_does(seeds, tmp_path, scale, shown):
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    sampler = gltf["animations"][0]["samplers"][gltf["animations"][0]["channels"][0]["sampler"]]
+    accessor = gltf["accessors"][sampler["output"]]
+    at = gltf["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0)
+    binary = bytearray(binary)
+    q = struct.unpack_from("<4f", binary, at)
+    struct.pack_into("<4f", binary, at, *(c * scale for c in q))
+    path = tmp_path / "keys.glb"
+    path.write_bytes(_glb(gltf, bytes(binary)))
+    _refused(path, "the animation's rotation keys are not unit quaternions ({})".format(shown))
+
+
+# ---------------------------------------------------------------------------------------------- NPZ
+
+def _npz(members, method=zipfile.ZIP_STORED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        for name, data in members:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _current_members(seeds):
+    with zipfile.ZipFile(seeds["npz_current"]) as archive:
+        return [(info.filename, archive.read(info)) for info in archive.infolist()]
+
+
+def _replace(members, name, data):
+    return [(n, data if n == name else d) for n, d in members]
+
+
+def test_text_arrays_where_numbers_are_expected_are_refused(seeds, tmp_path):
+    """A '<U1' local_rot_mats raised TypeError deep in the matrix code."""
+    members = _current_members(seeds)
+    path = tmp_path / "text.npz"
+    path.write_bytes(_npz(_replace(members, "local_rot_mats.npy", _npy(np.array(["a"] * 9).reshape(1, 1, 3, 3)))))
+    _refused(path, "local_rot_mats.npy: holds text (<U1) where numbers are expected")
+
+
+def test_invalid_utf32_in_a_text_member_is_refused(seeds, tmp_path):
+    members = _current_members(seeds)
+    path = tmp_path / "utf32.npz"
+    path.write_bytes(_npz(_replace(members, "root_positions.npy", _npy_header("<U1", (2,)) + b"\xff\xff\xff\xff" * 2)))
+    _refused(path, "root_positions.npy: holds text that is not valid UTF-32")
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_LZMA, zipfile.ZIP_BZIP2], ids=["lzma", "bzip2"])
+def test_damaged_lzma_and_bzip2_members_get_one_line(seeds, tmp_path, method):
+    """LZMAError is not an OSError: it escaped."""
+    data = bytearray(_npz(_current_members(seeds), method))
+    start = data.index(b"local_rot_mats.npy") + len("local_rot_mats.npy")
+    data[start + 40:start + 60] = b"\x00" * 20
+    path = tmp_path / "damaged.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(KimodoError) as caught:
+        read_file(path)
+    assert str(caught.value).startswith("{}: local_rot_mats.npy: ".format(path))
+
+
+def _zeros_npz(method: int, megabytes: int) -> bytes:
+    """An .npz whose local_rot_mats.npy is `megabytes` MB of float32 zeros, compressed with `method`."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        with archive.open("local_rot_mats.npy", "w", force_zip64=True) as stream:
+            stream.write(_npy_header("<f4", (megabytes << 18,)))
+            for _ in range(megabytes):
+                stream.write(b"\0" * (1 << 20))
+        archive.writestr("root_positions.npy", _npy(np.zeros((1, 3), "<f4")))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA, zipfile.ZIP_DEFLATED],
+                         ids=["bzip2", "lzma", "deflate"])
+def test_compressed_member_lying_about_its_size_is_cut_at_the_declared_size(seeds, tmp_path, method):
+    """zipfile trusts a bzip2 or lzma member's declared size and decompresses whole chunks: 2.3 KB took
+    1.4 GB. A member declaring 4 KB that expands to 64 MB must be refused after reading about 4 KB."""
+    data = bytearray(_zeros_npz(method, 64))
+    for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # uncompressed size, both headers
+        at = data.index(signature)
+        if data[at + offset:at + offset + 4] != b"\xff\xff\xff\xff":
+            struct.pack_into("<I", data, at + offset, 4096)
+        else:  # zip64: the size lives in the extra field, first 8 bytes of its data
+            name_length, extra_length = struct.unpack_from("<HH", data, at + (28 if offset == 24 else 26))
+            extra = at + (46 if offset == 24 else 30) + name_length
+            struct.pack_into("<Q", data, extra + 4, 4096)
+    path = tmp_path / "bomb.npz"
+    path.write_bytes(bytes(data))
+    message, peak = _refusal_and_peak(path)
+    assert message.startswith("{}: local_rot_mats.npy: ".format(path))
+    assert peak < 16 << 20, "reading a member that declares 4 KB took {} MB".format(peak >> 20)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA, zipfile.ZIP_DEFLATED],
+                         ids=["bzip2", "lzma", "deflate"])
+def test_declared_size_over_the_budget_is_refused_before_decompressing(seeds, tmp_path, method):
+    """DEFLATE at 1028:1 passed the ratio check; bzip2 and lzma were not checked at all."""
+    from kimodo_rig.formats import npy
+
+    path = tmp_path / "big.npz"
+    path.write_bytes(_zeros_npz(method, 160))
+    declared = 160 << 20
+    declared += len(_npy_header("<f4", (40 << 20,)))
+    _refused(path, "local_rot_mats.npy: declares {} bytes, more than kimodo-rig reads from an .npz ({} bytes)".format(
+        declared, npy.MAX_MEMBER_BYTES))
+
+
+@pytest.mark.parametrize("header, message", [
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }" + b" " * 30000 + b"\n",
+     ".npy header of 30060 bytes is longer than numpy allows (10000)"),
+    (b"{{}: 1}\n", "unreadable .npy header"),
+    (b"{'descr': '<f4', 'fortran_order': 'x', 'shape': (1, 3), }\n", "unreadable .npy header"),
+])
+def test_npy_headers_numpy_would_refuse_are_refused(seeds, tmp_path, header, message):
+    """A 30 KB header went to literal_eval (MemoryError); {{}: 1} raised TypeError."""
+    members = _current_members(seeds)
+    body = b"\0" * 12
+    member = b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header + body
+    path = tmp_path / "header.npz"
+    path.write_bytes(_npz(_replace(members, "root_positions.npy", member)))
+    _refused(path, "root_positions.npy: " + message)
+
+
+def test_a_4_mb_npy_header_gets_a_short_line(seeds, tmp_path):
+    """It took 13 s and 2 GB, and the error line was 6 MB."""
+    members = _current_members(seeds)
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (" + b"1, " * ((4 << 20) // 3) + b"), }\n"
+    path = tmp_path / "long.npz"
+    path.write_bytes(_npz(_replace(members, "root_positions.npy",
+                                   b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header)))
+    result = run_cli("inspect", path)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "{}: root_positions.npy: .npy header of {} bytes is longer than numpy allows (10000)\n".format(
+        path, len(header))
+
+
+def test_member_name_with_a_newline_stays_one_line(seeds, tmp_path):
+    members = [("local_rot_mats.npy", b"not a .npy file")] + [m for m in _current_members(seeds) if m[0] != "local_rot_mats.npy"]
+    members = [("local_rot_mats.npy" if n == "local_rot_mats.npy" else n, d) for n, d in members]
+    members.append(("x\nroot_positions.npy", b"junk"))
+    path = tmp_path / "newline.npz"
+    path.write_bytes(_npz(members))
+    result = run_cli("inspect", path)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and len(result.stderr) <= MAX_MESSAGE + 1, result.stderr
+
+
+def test_any_error_line_is_one_line_of_at_most_max_message_characters():
+    text = str(KimodoError("walk.npz: " + "x\ny" * 100000))
+    assert "\n" not in text and len(text) <= MAX_MESSAGE and text.startswith("walk.npz: x\\ny")
+
+
+def _amass_npz(tmp_path, **changes) -> Path:
+    arrays = {"trans": np.zeros((2, 3), "<f4"), "root_orient": np.zeros((2, 3), "<f4"),
+              "pose_body": np.zeros((2, 63), "<f4"), "mocap_frame_rate": np.float64(30.0)}
+    arrays.update(changes)
+    path = tmp_path / "amass.npz"
+    np.savez(path, **arrays)
+    return path
+
+
+def test_amass_rotation_vectors_near_1e154_are_refused(tmp_path):
+    """Squaring them overflowed (OverflowError from ** 2)."""
+    pose = np.zeros((2, 63), "<f8")
+    pose[1, 4] = 1e154
+    _refused(_amass_npz(tmp_path, pose_body=pose), "pose_body holds an angle beyond 10000 radians: not a rotation vector")
+
+
+def test_amass_frame_rate_of_1e_300_is_refused(tmp_path):
+    """It was accepted, and the .glb writer then could not pack the key times."""
+    _refused(_amass_npz(tmp_path, mocap_frame_rate=np.float64(1e-300)),
+             "mocap_frame_rate 1e-300 fps is outside 1 to 1000 fps")
+
+
+# ---------------------------------------------------------------------------------------------- not files
+
+EXTENSIONS = (".bvh", ".glb", ".gltf", ".npz", ".csv")
+
+
+def _reader(extension: str):
+    """.gltf is read as a retarget target only; the rest as motions."""
+    return (lambda p: targets.load_target(str(p))) if extension == ".gltf" else read_file
+
+
+@pytest.mark.parametrize("extension", EXTENSIONS)
+def test_a_symlink_to_dev_zero_is_refused_unread(tmp_path, extension):
+    """It read until MemoryError."""
+    path = tmp_path / ("zero" + extension)
+    os.symlink("/dev/zero", str(path))
+    _refused(path, "not a regular file (a device, pipe or socket); not read", _reader(extension))
+
+
+def _cli_with_timeout(*args, timeout=60):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "kimodo_rig"] + [str(a) for a in args], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize("extension", EXTENSIONS)
+def test_a_fifo_is_refused_without_blocking(tmp_path, extension):
+    """It hung forever, in open() (no writer) or in read()."""
+    path = tmp_path / ("fifo" + extension)
+    os.mkfifo(str(path))
+    if extension == ".gltf":
+        result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
+                                   "--target", path, "-o", tmp_path / "r.glb")
+    else:
+        result = _cli_with_timeout("inspect", path)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "{}: not a regular file (a device, pipe or socket); not read\n".format(path))
+
+
+def test_a_fifo_as_retarget_target_is_refused_without_blocking(seeds, tmp_path):
+    path = tmp_path / "fifo.glb"
+    os.mkfifo(str(path))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = _cli_with_timeout("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
+    assert (result.returncode, result.stderr) == (1, "{}: not a regular file (a device, pipe or socket); not read\n".format(path))
+    assert not list(out.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------- retarget targets
+# Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
+# writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).
+
+def _rig_with(seeds, change) -> bytes:
+    gltf, binary = _glb_chunks(seeds["glb_rig"].read_bytes())
+    change(gltf)
+    return _glb(gltf, binary)
+
+
+def _under_a_chain(gltf, count: int = 3000) -> None:
+    nodes = gltf["nodes"]
+    start = len(nodes)
+    children = {c for node in nodes for c in node.get("children", [])}
+    roots = [i for i in range(start) if i not in children]
+    nodes.extend({"name": "n{}".format(i), "children": [start + i + 1]} for i in range(count - 1))
+    nodes.append({"name": "last", "children": roots})
+    gltf["scenes"] = [{"nodes": [start]}]
+
+
+def test_retarget_onto_a_rig_under_3000_nodes_works(seeds, tmp_path):
+    path = tmp_path / "deep_rig.glb"
+    path.write_bytes(_rig_with(seeds, _under_a_chain))
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", tmp_path / "out.glb")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.glb").is_file()
+
+
+def test_retarget_onto_a_rig_whose_bind_scale_is_1e_31_gets_one_line(seeds, tmp_path):
+    """An inverse bind matrix scaled by 1e31 (one flipped byte) is invertible, but the joint's world then
+    is not: the writer's invert4 raised ValueError."""
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    accessor = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]
+    at = gltf["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0) + 64
+    binary = bytearray(binary)
+    struct.pack_into("<f", binary, at, 1e31)  # joint 1's matrix, first element
+    path = tmp_path / "scaled_rig.glb"
+    path.write_bytes(_glb(gltf, bytes(binary)))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
+    assert (result.returncode, result.stderr) == (
+        1, "{}: a node above a joint has a singular transform (zero scale?): it cannot carry the motion\n".format(path))
+    assert not list(out.iterdir())
+
+
+def test_json_of_escaped_quotes_without_an_end_is_refused_in_one_pass(tmp_path):
+    """The nesting pre-scan first removed strings with a pattern that, for `"\\"\\"\\"...` with no closing
+    quote, rescanned from every quote (10 KB: 5 s)."""
+    path = tmp_path / "quotes.gltf"
+    path.write_text('{"asset": "' + '\\"' * 200000, encoding="utf-8")
+    result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
+                               "--target", path, "-o", tmp_path / "r.glb")  # the timeout: a hang fails, not waits
+    assert (result.returncode, result.stderr) == (1, "{}: not a glTF file\n".format(path))
+
+
+def test_lzma_members_asking_for_a_4_gib_dictionary_read_in_little_memory(seeds, tmp_path):
+    """Found by scripts/fuzz.py (seed 7, case 15599): LZMA properties ask for the dictionary, allocated up
+    front; 0xFFFFFFFF raised MemoryError. No match reaches further back than the declared output."""
+    data = bytearray(_npz(_current_members(seeds), zipfile.ZIP_LZMA))
+    at = 0
+    while True:
+        at = data.find(b"PK\x03\x04", at)
+        if at < 0:
+            break
+        name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
+        properties = at + 30 + name_length + extra_length + 4  # after the version and properties-size fields
+        struct.pack_into("<I", data, properties + 1, 0xFFFFFFFF)
+        at += 4
+    path = tmp_path / "dictionary.npz"
+    path.write_bytes(bytes(data))
+    tracemalloc.start()
+    try:
+        motion = read_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert motion.frame_count == 6 and motion.joint_count == 77
+    assert peak < 64 << 20, peak
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / "constraints.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    else:
+        os.symlink("/dev/zero", str(path))
+    code = "from kimodo_rig.constraints.fields import load_json; load_json({!r})".format(str(path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]

@@ -1,8 +1,10 @@
 """Kimodo's NPZ, both layouts, on every Kimodo skeleton (chosen by joint count).
 
 - Current layout (kimodo/exports/motion_io.py): local_rot_mats [T,J,3,3], root_positions [T,3],
-  global_rot_mats [T,J,3,3], posed_joints [T,J,3], foot_contacts [T,4] bool, smooth_root_pos [T,3],
-  global_root_heading [T,2]; float32.
+  global_rot_mats [T,J,3,3], posed_joints [T,J,3], foot_contacts bool, smooth_root_pos [T,3],
+  global_root_heading [T,2]; float32. foot_contacts is [T,4] (left heel, left toe, right heel, right toe:
+  what Kimodo's models label) or [T,6] (left heel, toe, toe end, then the right: every joint of the
+  somaskel77 foot chain, as the current exporter labels them); both are kept as read.
 - Older layout (the demo clips' motion.npz): posed_joints, global_rot_mats, foot_contacts; the local
   rotation is G[parent]^T G[j] and the root position is posed_joints[:, 0].
 The writer writes the current layout with all seven keys, a SOMA 30 motion expanded to SOMA 77 first, as
@@ -18,7 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..model import Motion
+from ..model import CONTACT_LAYOUTS, Motion
 from ..ops import derived_channels
 from ..ops.expand import soma30_to_soma77
 from ..ops.fk import global_rotations_and_positions
@@ -136,7 +138,10 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         raise KimodoError("{}: holds no frames".format(path))
     contacts = None
     if "foot_contacts" in arrays:
-        _shape(path, arrays, "foot_contacts", (frames, 4))
+        shape = arrays["foot_contacts"].shape
+        if len(shape) != 2 or shape[0] != frames or shape[1] not in CONTACT_LAYOUTS:
+            raise KimodoError("{}: foot_contacts has shape {}, expected [{}, 4] or [{}, 6]".format(
+                path, list(shape), frames, frames))
         contacts = array("d", arrays["foot_contacts"].values)
         require_finite(path, "foot_contacts", contacts)
     source = Path(path)
@@ -176,7 +181,7 @@ def arrays_of(motion: Motion) -> List:
         "posed_joints": npy.float32((frames, joints, 3), posed),
         "global_rot_mats": npy.float32((frames, joints, 3, 3), global_values),
         "local_rot_mats": npy.float32((frames, joints, 3, 3), local_values),
-        "foot_contacts": npy.NpyArray("|b1", (frames, 4), contacts),
+        "foot_contacts": npy.NpyArray("|b1", (frames, len(contacts) // frames), contacts),
         "smooth_root_pos": npy.float32((frames, 3), (c for p in smooth for c in p)),
         "root_positions": npy.float32((frames, 3), motion.root_positions),
         "global_root_heading": npy.float32((frames, 2), (c for h in headings for c in h)),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import formats
 from ..files import write_bytes_atomic
-from ..retarget import character as targets, output as retarget_output
+from ..retarget import character as targets, feet, output as retarget_output
 from ..retarget.report import format_report
 from ..retarget.solve import retarget
 from .arguments import positive_float
@@ -22,6 +22,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
     parser.add_argument("--fps", type=positive_float)
+    parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
+                        help="keep the feet as the solve leaves them (they still stand on the floor)")
     parser.set_defaults(run=run_retarget)
 
 
@@ -31,6 +33,7 @@ def run_retarget(args: argparse.Namespace) -> int:
     target = targets.load_target(args.target)
     retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
                                 target_name=args.target, source_name=args.input)
+    retargeted = feet.place_feet(retargeted, motion, info, target, lock=args.foot_lock)
     retarget_output.write(retargeted, info, target, args.output)
     report = retarget_output.report_from_output(args.output, motion, retargeted, info)
     if args.report:

@@ -131,7 +131,7 @@ def feet_figures(output: Path, rig: Path, foot_names: Dict[str, str], toe_names:
             sole = posed[0][:, 1] <= posed[0][:, 1].min() + 0.02 * _height(out)
             distance = np.hypot(*(posed[0][:, [0, 2]] - heel[0][[0, 2]]).T)
             front = np.argmax(np.where(sole, distance, -1.0))
-            toe = posed[:, front]
+            toe = posed[:, front]  # no toe bone: the sole's front, the farthest sole vertex from the ankle
         for channel, point in ((0, heel), (1, toe)):
             on = contacts[:frames, 2 * s + channel].astype(bool)
             both = on[:-1] & on[1:]

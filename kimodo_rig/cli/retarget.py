@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 from .. import formats
 from ..files import write_bytes_atomic
 from ..retarget import character as targets, feet, output as retarget_output
-from ..retarget.report import format_report
+from ..retarget.report import format_report, report_warnings
 from ..retarget.solve import retarget
 from .arguments import positive_float
+
+LOG = logging.getLogger("kimodo_rig")
 
 
 def add_parser(commands) -> None:
@@ -35,9 +38,12 @@ def run_retarget(args: argparse.Namespace) -> int:
                                 target_name=args.target, source_name=args.input)
     retargeted = feet.place_feet(retargeted, motion, info, target, lock=args.foot_lock)
     retarget_output.write(retargeted, info, target, args.output)
-    report = retarget_output.report_from_output(args.output, motion, retargeted, info)
+    report = retarget_output.report_from_output(args.output, motion, retargeted, info, target)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))
     print(format_report(Path(args.output).stem, report))
+    problems = report_warnings(report)
+    if problems:
+        LOG.warning("%s: %s", Path(args.output).name, "; ".join(problems))
     return 0

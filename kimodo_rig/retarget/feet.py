@@ -27,6 +27,7 @@ from ..model import Motion, Skeleton
 from ..ops import derived_channels
 from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
 from ..rotations import (
+    IDENTITY,
     Quat,
     Vec3,
     add,
@@ -40,7 +41,9 @@ from ..rotations import (
     quat_multiply,
     quat_normalize,
     quat_rotate,
+    quat_slerp,
     scale,
+    sphere_directions,
     subtract,
 )
 from ..formats import gltf_document as gd
@@ -50,9 +53,7 @@ from .solve import RetargetInfo
 
 BLEND_FRAMES = 4
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
-BALL_FRACTION = 0.67  # SOMA's toe base lies 13.2 cm ahead of its ankle, its toe end 19.7 cm
-MAX_POINTS = 160  # per foot or hand: a subsample keeps the pass fast on dense meshes
-REFERENCE_HEIGHT_M = 1.7
+DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
 REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
 
 Matrix4 = gd.Matrix4
@@ -76,6 +77,16 @@ def subtree(skeleton: Skeleton, joint: int) -> List[int]:
         if skeleton.parents[j] in inside:
             inside.add(j)
     return sorted(inside)
+
+
+def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:
+    """The hand, or where the map names none, the forearm's first child (a palm bone by another name)."""
+    if tmap.has("hand_" + side):
+        return tmap.bones["hand_" + side]
+    if not tmap.has("lowerarm_" + side):
+        return None
+    children = tmap.skeleton.children(tmap.bones["lowerarm_" + side])
+    return children[0] if children else None
 
 
 def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
@@ -166,11 +177,19 @@ def _as_point(world: Vec3, weights: Dict[int, float], rotations: Sequence[Quat],
                  for j, w in sorted(weights.items()))
 
 
-def _thin(items: List, count: int) -> List:
-    if len(items) <= count:
-        return items
-    step = len(items) / float(count)
-    return [items[int(i * step)] for i in range(count)]
+def _extremes(items: List, count: int) -> List:
+    """The items (vertex, weights) farthest out in `count` directions, per bone that carries them most
+    (a toe turns against its foot): the lowest point of a foot or a hand, however it turns, is one of
+    them (nearly: skinning bends a little)."""
+    groups: Dict[int, List[int]] = {}
+    for index, (_, weights) in enumerate(items):
+        groups.setdefault(max(weights, key=lambda j: weights[j]), []).append(index)
+    chosen = set()
+    directions = sphere_directions(count)
+    for members in groups.values():
+        for direction in directions:
+            chosen.add(max(members, key=lambda i: dot(items[i][0], direction)))
+    return [items[i] for i in sorted(chosen)]
 
 
 def find_soles(target: Target, info: RetargetInfo) -> Soles:
@@ -186,28 +205,24 @@ def find_soles(target: Target, info: RetargetInfo) -> Soles:
     for side in SIDES:
         foot = tmap.bones["foot_" + side]
         foot_joints = set(subtree(skeleton, foot))
-        hand_part = "hand_" + side if tmap.has("hand_" + side) else "lowerarm_" + side
-        hand_joints = set(subtree(skeleton, tmap.bones[hand_part])) if tmap.has(hand_part) else set()
+        hand = hand_joint(tmap, side)
+        hand_joints = set(subtree(skeleton, hand)) if hand is not None else set()
         on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
         on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in hand_joints) >= 0.5]
         toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
         if on_foot:
             lowest = min(v[1] for v, _ in on_foot)
             sole = sorted((item for item in on_foot if item[0][1] <= lowest + SOLE_BAND * height), key=lambda i: i[0][1])
-            feet[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _thin(sole, MAX_POINTS))
-            if toes[side] is None:
-                # No toe bone: a toe contact pins the ball of the sole, where Kimodo's toe joint sits
-                # along its foot (BALL_FRACTION of the way from the ankle to the sole's front).
+            feet[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_foot, DIRECTIONS))
+            if toes[side] is None:  # no toe bone: a toe contact pins the sole's front (a rigid foot rolls on it)
                 ankle = positions[foot]
-                front = max(sole, key=lambda item: math.hypot(item[0][0] - ankle[0], item[0][2] - ankle[2]))[0]
-                ball = (ankle[0] + BALL_FRACTION * (front[0] - ankle[0]), ankle[2] + BALL_FRACTION * (front[2] - ankle[2]))
-                under = min(sole, key=lambda item: math.hypot(item[0][0] - ball[0], item[0][2] - ball[1]))
-                toes[side] = _as_point(under[0], under[1], rotations, positions)
+                front = max(sole, key=lambda item: math.hypot(item[0][0] - ankle[0], item[0][2] - ankle[2]))
+                toes[side] = _as_point(front[0], front[1], rotations, positions)
         else:
             from_mesh = False
             feet[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(foot_joints))
         if on_hand:
-            hands[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _thin(on_hand, MAX_POINTS))
+            hands[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_hand, DIRECTIONS))
         else:
             hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(hand_joints))
     rest_floor = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in feet[side])
@@ -363,6 +378,9 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: T
         roots[frame * 3 + 1] += shift
         poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
 
+    if lock:
+        for side in SIDES:
+            _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
     goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock else [None] * frames
              for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
@@ -380,11 +398,47 @@ def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.
     return min(posed_point(p, rotations, positions)[1] for p in points) + lift[1]
 
 
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
+                    poses) -> None:
+    """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
+    from the first such frame (turned about the ankle), and eased back to the animation's over
+    BLEND_FRAMES after."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    frames = len(poses)
+    deltas: List[Optional[Quat]] = [None] * frames
+    held: Optional[Quat] = None
+    for frame in range(frames):
+        if flags[frame][0] and flags[frame][1]:
+            animated = poses[frame][0][foot]
+            if held is None:
+                held = animated
+            deltas[frame] = quat_normalize(quat_multiply(held, quat_conjugate(animated)))
+        else:
+            held = None
+    for frame in range(frames):
+        delta = deltas[frame]
+        if delta is None:  # eased out after a flat span
+            for step in range(1, BLEND_FRAMES + 1):
+                earlier = deltas[frame - step] if frame - step >= 0 else None
+                if earlier is not None:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    delta = quat_slerp(IDENTITY, earlier, x * x * (3.0 - 2.0 * x))
+                    break
+        if delta is None:
+            continue
+        rotations, positions = poses[frame]
+        ankle = positions[foot]
+        for j in chain:
+            rotations[j] = quat_normalize(quat_multiply(delta, rotations[j]))
+            positions[j] = add(ankle, quat_rotate(delta, subtract(positions[j], ankle)))
+
+
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
                 floor: float) -> List[Optional[Vec3]]:
     """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
-    the heel (the foot joint) or the toe point where it lands, its lowest sole point on the floor; when
-    the heel lifts the toe stays, when it comes down it stays where the toe put it."""
+    the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
+    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout."""
     foot = tmap.bones["foot_" + side]
     toe_point = soles.toe_points.get(side)
     frames = len(poses)
@@ -414,7 +468,10 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             if pin_toe is None:
                 pin_toe = add(toe, start)
             goal = add(pin_toe, subtract(ankle, toe))
-        offset = subtract(goal, ankle)
+        # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
+        # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
+        grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
+        offset = (goal[0] - ankle[0], grounded - ankle[1], goal[2] - ankle[2])
         offsets[frame] = offset
         if heel_on and toe_on:
             pin_toe = add(toe, offset)
@@ -426,37 +483,38 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
                  poses, roots: array, floor: float) -> None:
-    """Bring each foot to its goal with two-bone IK. Where a leg cannot reach its goal the hips come down
-    (eased over BLEND_FRAMES either side); no foot ends under the floor."""
+    """Bring each foot to its goal with two-bone IK. Where a leg cannot reach its goal the hips come down,
+    where it cannot fold so far they go up (eased over BLEND_FRAMES either side); no foot ends under the
+    floor."""
     frames = len(poses)
-    drops = []
+    downs, ups = [], []
     for frame in range(frames):
         _, positions = poses[frame]
-        need = 0.0
+        down = up = 0.0
         for side in SIDES:
             goal = goals[side][frame]
             if goal is None:
                 continue
             hip, knee, ankle = (positions[tmap.bones[p + "_" + side]] for p in ("thigh", "calf", "foot"))
-            reach = (length(subtract(knee, hip)) + length(subtract(ankle, knee))) * REACH_LIMIT
+            upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+            longest = (upper + lower) * REACH_LIMIT
+            shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
             dx, dy, dz = subtract(goal, hip)
             horizontal = dx * dx + dz * dz
-            if horizontal + dy * dy > reach * reach:
-                # Lower the hip by `drop` so that |goal - (hip - drop)| = reach (the goal is below the hip).
-                need = max(need, max(0.0, -dy - math.sqrt(max(0.0, reach * reach - horizontal))))
-        drops.append(need)
-    eased = []
-    for t in range(frames):
-        best = 0.0
-        for u in range(max(0, t - BLEND_FRAMES), min(frames, t + BLEND_FRAMES + 1)):
-            x = 1.0 - abs(t - u) / float(BLEND_FRAMES + 1)
-            best = max(best, drops[u] * x * x * (3.0 - 2.0 * x))
-        eased.append(best)
+            if horizontal + dy * dy > longest * longest:
+                # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
+                down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
+            elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
+                # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
+                up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
+        downs.append(down)
+        ups.append(up)
+    eased = [b - a for a, b in zip(_ease(downs), _ease(ups))]  # the hips' change: negative comes down
     for frame in range(frames):
         rotations, positions = poses[frame]
-        if eased[frame] > 0.0:
-            roots[frame * 3 + 1] -= eased[frame]
-            positions[:] = [(p[0], p[1] - eased[frame], p[2]) for p in positions]
+        if eased[frame] != 0.0:
+            roots[frame * 3 + 1] += eased[frame]
+            positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
         for side in SIDES:
             foot = tmap.bones["foot_" + side]
             thigh, calf = tmap.bones["thigh_" + side], tmap.bones["calf_" + side]
@@ -471,6 +529,19 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             lateral = scale(subtract(positions[thigh], positions[other]), 1.0 if side == "l" else -1.0)
             _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, lateral,
                          subtree(skeleton, calf), subtree(skeleton, foot))
+
+
+def _ease(needs: Sequence[float]) -> List[float]:
+    """Each frame's need, eased in and out over BLEND_FRAMES either side (the largest that reaches it)."""
+    frames = len(needs)
+    eased = []
+    for t in range(frames):
+        best = 0.0
+        for u in range(max(0, t - BLEND_FRAMES), min(frames, t + BLEND_FRAMES + 1)):
+            x = 1.0 - abs(t - u) / float(BLEND_FRAMES + 1)
+            best = max(best, needs[u] * x * x * (3.0 - 2.0 * x))
+        eased.append(best)
+    return eased
 
 
 def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]) -> List[Optional[Vec3]]:
@@ -500,10 +571,10 @@ def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
     """A hand (or, where the leg could not reach, a foot) that would go under the rest floor is lifted
     back onto it: by the arm's IK for a hand."""
     upper, lower = "upperarm_" + side, "lowerarm_" + side
-    hand_part = "hand_" + side
-    if not (tmap.has(upper) and tmap.has(lower) and tmap.has(hand_part) and soles.hands.get(side)):
+    hand = hand_joint(tmap, side)
+    if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):
         return
-    shoulder, elbow, hand = tmap.bones[upper], tmap.bones[lower], tmap.bones[hand_part]
+    shoulder, elbow = tmap.bones[upper], tmap.bones[lower]
     for rotations, positions in poses:
         low = _lowest(soles.hands[side], rotations, positions)
         if low >= floor:

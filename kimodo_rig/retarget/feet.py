@@ -135,7 +135,10 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
                 holder = parents[holder]
             if holder < 0:
                 continue
-            to_world = gd.multiply4(bind_world(holder), gd.multiply4(gd.invert4(static[holder]), static[index]))
+            try:
+                to_world = gd.multiply4(bind_world(holder), gd.multiply4(gd.invert4(static[holder]), static[index]))
+            except ValueError:  # a singular node matrix: that mesh cannot be placed, so it is not a sole
+                continue
             for primitive in primitives:
                 if "POSITION" in primitive.get("attributes", {}):
                     result.extend((_apply(to_world, v), {node_joint[holder]: 1.0})  # type: ignore[misc]
@@ -144,6 +147,9 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
         skin = gltf["skins"][node["skin"]]
         joints = skin.get("joints", [])
         inverse_binds = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if inverse_binds is not None and (len(inverse_binds) != len(joints) or not all(
+                len(m) == 16 and gd.is_finite(m) for m in inverse_binds)):
+            continue  # a skin the file gets wrong carries no sole
         # The skin's bind space in the world: the bind world of a joint this skin shares with the body.
         shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None]
         if not shared:

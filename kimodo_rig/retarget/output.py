@@ -218,7 +218,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     for i, skin in enumerate(skins):
         joints = skin.get("joints", [])
         ibm = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if ibm is not None and (len(ibm) != len(joints) or not all(len(m) == 16 and gd.is_finite(m) for m in ibm)):
+            ibm = None  # a skin the file gets wrong: its vertices are not measured
+            joints = []
         inverse[i] = ibm
+        if not joints:
+            continue
         in_skin = set(joints)
         top = next((slot for slot, n in enumerate(joints) if parents[n] not in in_skin), 0)
         bind_space[i] = gd.multiply4(static[joints[top]], ibm[top]) if ibm else static[joints[top]]
@@ -226,10 +231,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     main_ibm = inverse.get(skin_index)
 
     def bind_of(node: int) -> Vec3:
+        m = static[node]
         if main_ibm and node in main_joints:
-            m = gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
-        else:
-            m = static[node]
+            try:
+                m = gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
+            except ValueError:  # a singular inverse bind matrix: the node as saved
+                pass
         return (m[12], m[13], m[14])
 
     bind = {part: bind_of(by_name[tmap.joint_name(part)]) for part in ("thigh_l", "thigh_r", "foot_l", "foot_r")}
@@ -249,6 +256,8 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                 vertices = document.accessor(attributes["POSITION"])
                 if "skin" in node and "JOINTS_0" in attributes and "WEIGHTS_0" in attributes:
                     k = node["skin"]
+                    if k not in bind_space or inverse.get(k) is None and "inverseBindMatrices" in skins[k]:
+                        continue
                     joints = skins[k]["joints"]
                     ibm = inverse[k]
                     space = bind_space[k]
@@ -256,7 +265,8 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                         world = _apply(space, v)
                         all_bind.append(world)
                         total = sum(ws)
-                        terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws) if w > 0.0] if total > 0 else []
+                        terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws)
+                                 if w > 0.0 and 0 <= int(j) < len(joints)] if total > 0 else []
                         for side in SIDES:
                             if sum(w for n, _, w in terms if n in foot_nodes[side]) >= 0.5:
                                 points[side].append((world, v, terms))

@@ -1,19 +1,21 @@
 """The floor and the feet, as a pass after the solve: where the character's soles are, Kimodo's foot
 contacts, the feet placed on the floor and locked where they land.
 
-- Soles: with a skinned mesh, the lowest vertices of each foot at bind (linear blend skinning of the
-  vertices the foot's joints carry); without one, the foot's joints. The character's REST FLOOR is the
-  lowest of them at bind.
-- Contacts: the clip's own (Kimodo NPZ, [T,4] or [T,6]), else detected as Kimodo labels them: a foot
+- Soles: with a mesh, each foot's vertices at bind (linear blend skinning of the vertices the foot's
+  joints carry, or meshes hung rigidly under a foot bone), kept as the few farthest out in DIRECTIONS
+  directions per bone; without one, the foot's joints. The character's REST FLOOR is their lowest at bind.
+- Contacts: the clip's own (Kimodo NPZ, [T,4] or [T,6]), else labelled as Kimodo labels them: a foot
   joint slower than 0.15 m/s and lower than 0.10 m.
 - Floor: every frame the hips move up or down so the lowest sole sits on the rest floor while a foot is
   planted, and as far above it as Kimodo's lowest foot joint rises above its own planted height (scaled
-  by the leg ratio) while none is; the change is blended over BLEND_FRAMES.
-- Foot lock: each contact span pins the contacting point (heel: the foot joint; toe: the toe joint, or
-  the sole's front without one) where it lands, on the rest floor; the leg reaches it with two-bone IK
-  (thigh and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation),
-  blended in before and out after the span over BLEND_FRAMES. Nothing sinks below the rest floor, and a
-  hand is lifted back above it by the same IK on the arm.
+  by the leg ratio) while none is; the change is eased over BLEND_FRAMES.
+- Foot lock: while heel and toe are both down the foot keeps its world rotation. Each contact span pins
+  its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
+  it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
+  and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
+  coming down where a leg cannot reach and up where it cannot fold so far; eased in before and out after
+  each span over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
+  onto it by the same IK on the arm.
 """
 from __future__ import annotations
 
@@ -99,12 +101,6 @@ def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec
     return (x, y, z)
 
 
-def _apply(matrix: Sequence[float], v: Sequence[float]) -> Vec3:
-    return (matrix[0] * v[0] + matrix[4] * v[1] + matrix[8] * v[2] + matrix[12],
-            matrix[1] * v[0] + matrix[5] * v[1] + matrix[9] * v[2] + matrix[13],
-            matrix[2] * v[0] + matrix[6] * v[1] + matrix[10] * v[2] + matrix[14])
-
-
 def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[int, float]]]:
     """Every vertex of the character at bind (world, metres) with its weights on the working skeleton's
     joints: skinned meshes by their skin (influences outside the skeleton dropped, the rest renormalised),
@@ -141,7 +137,7 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
                 continue
             for primitive in primitives:
                 if "POSITION" in primitive.get("attributes", {}):
-                    result.extend((_apply(to_world, v), {node_joint[holder]: 1.0})  # type: ignore[misc]
+                    result.extend((gd.apply4(to_world, v), {node_joint[holder]: 1.0})  # type: ignore[misc]
                                   for v in document.accessor(primitive["attributes"]["POSITION"]))
             continue
         skin = gltf["skins"][node["skin"]]
@@ -174,7 +170,7 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
                         terms[j] = terms.get(j, 0.0) + w
                 total = sum(terms.values())
                 if total > 1e-6:
-                    result.append((_apply(to_world, v), {j: w / total for j, w in terms.items()}))
+                    result.append((gd.apply4(to_world, v), {j: w / total for j, w in terms.items()}))
     return result
 
 
@@ -199,6 +195,8 @@ def _extremes(items: List, count: int) -> List:
 
 
 def find_soles(target: Target, info: RetargetInfo) -> Soles:
+    """The character's soles, hands and rest floor on the retarget's working skeleton (mesh data read from
+    `target.document`)."""
     tmap = info.target_map
     skeleton = tmap.skeleton
     rotations, positions = rest_pose(skeleton)
@@ -574,8 +572,8 @@ def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]
 
 
 def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
-    """A hand (or, where the leg could not reach, a foot) that would go under the rest floor is lifted
-    back onto it: by the arm's IK for a hand."""
+    """A hand that would go under the rest floor is lifted back onto it by two-bone IK on the arm (the
+    elbow bends in the arm's plane, the hand keeps its world rotation)."""
     upper, lower = "upperarm_" + side, "lowerarm_" + side
     hand = hand_joint(tmap, side)
     if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):

@@ -262,7 +262,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                     ibm = inverse[k]
                     space = bind_space[k]
                     for v, js, ws in zip(vertices, document.accessor(attributes["JOINTS_0"]), document.accessor(attributes["WEIGHTS_0"])):
-                        world = _apply(space, v)
+                        world = gd.apply4(space, v)
                         all_bind.append(world)
                         total = sum(ws)
                         terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws)
@@ -272,7 +272,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                                 points[side].append((world, v, terms))
                 elif "skin" not in node:
                     for v in vertices:
-                        world = _apply(static[index], v)
+                        world = gd.apply4(static[index], v)
                         all_bind.append(world)
                         for side in SIDES:
                             if index in foot_nodes[side]:
@@ -330,18 +330,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe)
 
 
-def _apply(m: Sequence[float], v: Sequence[float]) -> Vec3:
-    return (m[0] * v[0] + m[4] * v[1] + m[8] * v[2] + m[12],
-            m[1] * v[0] + m[5] * v[1] + m[9] * v[2] + m[13],
-            m[2] * v[0] + m[6] * v[1] + m[10] * v[2] + m[14])
-
-
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],
           terms: Sequence[Tuple[int, Optional[Sequence[float]], float]]) -> Vec3:
     x = y = z = 0.0
     for node, inverse_bind, weight in terms:
         m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
-        p = _apply(m, v)
+        p = gd.apply4(m, v)
         x += weight * p[0]
         y += weight * p[1]
         z += weight * p[2]

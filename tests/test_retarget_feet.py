@@ -278,3 +278,17 @@ def test_cli_prints_one_warning_line_for_a_sliding_character(tmp_path):
     assert len(warnings) == 1 and "planted feet slide" in warnings[0], result.stderr
     assert "facing +Z, planted feet slide" in result.stdout
     assert report["foot_skate_cm_per_frame"] > 0.15 * report["height_cm"] / 170.0
+
+
+def test_in_place_feet_are_locked_on_a_treadmill(tmp_path):
+    """--in-place takes the travel out; locked feet then walk a treadmill: they are locked on the
+    travelling motion and the travel is taken out after, so the legs keep Kimodo's directions (pinning
+    them to the still floor would drag each planted leg back by a stride)."""
+    clip = "soma_02_multi_text_prompt"
+    out, report, _ = _retarget(tmp_path, clip, "mixamo", "--in-place")
+    assert _limb_cosines(out, clip, "mixamo") >= 0.99
+    glb = Glb(out)
+    hips = next(i for i, n in enumerate(glb.gltf.nodes) if n.name == "mixamorig:Hips")
+    path = glb.animated_world_matrices()[:, hips, :3, 3]
+    assert np.hypot(*(path[-1] - path[0])[[0, 2]]) < 0.05 and report["travelled_cm"] < 5.0
+    assert report["foot_skate_cm_per_frame"] <= 0.15  # measured with the removed travel added back

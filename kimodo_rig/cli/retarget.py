@@ -36,9 +36,16 @@ def run_retarget(args: argparse.Namespace) -> int:
     target = targets.load_target(args.target)
     retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
                                 target_name=args.target, source_name=args.input)
-    retargeted = feet.place_feet(retargeted, motion, info, target, lock=args.foot_lock)
+    treadmill = None
+    if args.in_place and args.foot_lock:
+        # Feet locked in place walk a treadmill: lock them on the travelling motion, then take the travel out.
+        travelling, _ = retarget(motion, target.skeleton, root_motion=args.root_motion,
+                                 target_name=args.target, source_name=args.input)
+        treadmill = feet.removed_travel(travelling, retargeted)
+        retargeted = travelling
+    retargeted = feet.place_feet(retargeted, motion, info, target, lock=args.foot_lock, treadmill=treadmill)
     retarget_output.write(retargeted, info, target, args.output)
-    report = retarget_output.report_from_output(args.output, motion, retargeted, info, target)
+    report = retarget_output.report_from_output(args.output, motion, retargeted, info, target, treadmill=treadmill)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))

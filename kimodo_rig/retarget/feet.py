@@ -353,10 +353,18 @@ def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dic
     return heights
 
 
+def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:
+    """Per frame, the horizontal travel --in-place took out of the hips (the same retarget with and without)."""
+    return [(travelling.root_positions[f * 3] - in_place.root_positions[f * 3],
+             travelling.root_positions[f * 3 + 2] - in_place.root_positions[f * 3 + 2])
+            for f in range(travelling.frame_count)]
+
+
 def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: Target, *,
-               lock: bool = True) -> Motion:
+               lock: bool = True, treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Motion:
     """The retargeted motion with its soles on the character's rest floor and, with `lock`, its
-    planted feet pinned where they land."""
+    planted feet pinned where they land. `treadmill` (--in-place: `removed_travel`) is taken out of the
+    hips afterwards, so the feet are locked to a floor that moves with the travel removed."""
     skeleton = retargeted.skeleton
     tmap = info.target_map
     smap = info.source_map
@@ -395,6 +403,10 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: T
     for rotations, _ in poses:
         for q in _locals(skeleton, rotations):
             local_rotations.extend(q)
+    if treadmill is not None:
+        for frame, (dx, dz) in enumerate(treadmill):
+            roots[frame * 3] -= dx
+            roots[frame * 3 + 2] -= dz
     return Motion(skeleton, local_rotations, roots, retargeted.fps, name=retargeted.name, prompt=retargeted.prompt)
 
 

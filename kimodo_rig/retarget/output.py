@@ -100,10 +100,12 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
-                       target: Optional[Target] = None) -> Report:
+                       target: Optional[Target] = None,
+                       treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Report:
     """The report measured from the file as written: joint positions and, for a character with a mesh,
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
-    the file's bind geometry; the contacts from the clip."""
+    the file's bind geometry; the contacts from the clip. `treadmill`: the travel --in-place removed,
+    per frame, added back to the feet for the skate (an in-place walk slides on purpose)."""
     source_positions = world_positions(source)
     written = output_positions(path, retargeted)
     with_mesh = target is not None and target.has_mesh and Path(str(path)).suffix.lower() == ".glb"
@@ -116,7 +118,8 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     contacts = feet.source_contacts(source, info.source_map, source_positions)
     figures = FeetFigures(
         lowest_cm=100.0 * (min(min(track) for track in geometry.lowest.values()) - geometry.rest_floor),
-        skate_cm=foot_skate({side: (geometry.heel[side], geometry.toe[side]) for side in SIDES}, contacts),
+        skate_cm=foot_skate({side: (_on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill))
+                             for side in SIDES}, contacts),
         planted_cm=_planted(geometry, contacts),
         height_cm=100.0 * geometry.height,
     )
@@ -137,6 +140,12 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
         facing_label=label,
         feet=figures,
     )
+
+
+def _on_treadmill(track: Sequence[Vec3], treadmill: Optional[Sequence[Tuple[float, float]]]) -> Sequence[Vec3]:
+    if treadmill is None:
+        return track
+    return [(p[0] + t[0], p[1], p[2] + t[1]) for p, t in zip(track, treadmill)]
 
 
 @dataclass
@@ -315,13 +324,14 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             bind_toe[side] = bind_of(tip_node)
     for frame in range(frames):
         world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        joint_matrices: Dict = {}
         for side in SIDES:
             foot_node = foot_nodes[side][0]
             heel[side].append((world[foot_node][12], world[foot_node][13], world[foot_node][14]))
             if with_mesh:
-                posed = [_skin(world, v, terms) for _, v, terms in points[side]]
+                posed = [_skin(world, v, terms, joint_matrices) for _, v, terms in points[side]]
                 lowest[side].append(min(p[1] for p in posed))
-                toe[side].append(_skin(world, front[side][1], front[side][2]) if toe_nodes[side] is None else  # type: ignore[index]
+                toe[side].append(_skin(world, front[side][1], front[side][2], joint_matrices) if toe_nodes[side] is None else  # type: ignore[index]
                                  tuple(world[toe_nodes[side]][12:15]))  # type: ignore[index]
             else:
                 lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
@@ -331,10 +341,15 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
 
 
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],
-          terms: Sequence[Tuple[int, Optional[Sequence[float]], float]]) -> Vec3:
+          terms: Sequence[Tuple[int, Optional[Sequence[float]], float]], joint_matrices: Dict) -> Vec3:
+    """sum(w * world(node) * inverseBind * v); `joint_matrices` caches the products of one frame."""
     x = y = z = 0.0
     for node, inverse_bind, weight in terms:
-        m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
+        key = (node, id(inverse_bind))
+        m = joint_matrices.get(key)
+        if m is None:
+            m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
+            joint_matrices[key] = m
         p = gd.apply4(m, v)
         x += weight * p[0]
         y += weight * p[1]

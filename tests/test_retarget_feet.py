@@ -292,3 +292,16 @@ def test_in_place_feet_are_locked_on_a_treadmill(tmp_path):
     path = glb.animated_world_matrices()[:, hips, :3, 3]
     assert np.hypot(*(path[-1] - path[0])[[0, 2]]) < 0.05 and report["travelled_cm"] < 5.0
     assert report["foot_skate_cm_per_frame"] <= 0.15  # measured with the removed travel added back
+
+
+@pytest.mark.parametrize("forward, label", [((0, 0, 1), "+Z"), ((0, 0, -1), "-Z"), ((1, 0, 0), "+X"), ((-1, 0, 0), "-X"),
+                                            ((0.6, 0, 0.8), "37 deg")])
+def test_facing_is_measured_from_the_hip_line_and_the_feet(forward, label):
+    """The report's facing: the hip line gives the axis, heel to toe the way along it; hips named the
+    viewer's way round (left and right swapped) do not turn it."""
+    from kimodo_rig.retarget.report import measure_facing
+
+    f = np.array(forward, float)
+    left = np.cross([0.0, 1.0, 0.0], f) * 0.1  # up x forward = the character's left
+    assert measure_facing(tuple(left), tuple(-left), [tuple(f * 0.15), tuple(f * 0.15)])[1] == label
+    assert measure_facing(tuple(-left), tuple(left), [tuple(f * 0.15)])[1] == label  # names swapped: feet win

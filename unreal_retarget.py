@@ -4,20 +4,22 @@ In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py" "C:/path/to/walk_150.glb"
     py "C:/path/to/unreal_retarget.py"                                  # every .glb beside this script
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
+    py "C:/path/to/unreal_retarget.py" --root-motion root "C:/path/walk_150.glb"  # travel on the root bone
 
 Each clip: Interchange import to /Game/Kimodo/Source/<name>, a source IK Rig and an IK Retargeter in
 /Game/Kimodo/Rigs, a retarget pose holding the two corrections, a bake to /Game/Kimodo/Retargeted/A_<name>,
 and a report read back from the baked sequence. Every decision that needs no editor (names, chains, the
 lift, the arm offsets, the report) is made by kimodo_rig (beside this file) with the same functions the
 offline `kimodo-rig retarget` uses; this file only carries them out. It is the only `import unreal`.
-Works on UE 5.2 to 5.7 by asking the engine for features rather than reading its version.
+Works on UE 5.2 to 5.7 and later by asking the engine for features rather than reading its version.
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
 
 HERE = Path(os.path.abspath(globals().get("__file__") or sys.argv[0])).parent
 if str(HERE) not in sys.path:
@@ -32,7 +34,7 @@ from kimodo_rig.model import Skeleton  # noqa: E402
 AssetType = TypeVar("AssetType", bound=unreal.Object)
 
 
-class EngineError(Exception):
+class EngineError(KimodoError):
     """Something the engine did not do (missing feature, failed import); one line for the log."""
 
 
@@ -41,28 +43,66 @@ def main(arguments: Sequence[str]) -> int:
         request = plan.parse_arguments(arguments, HERE)
         require_features()
         target = find_target(request.target)
-        target_skeleton = engine_skeleton(target)
+        target_plan = plan.plan_target(engine_skeleton(target))
+        plan.check_root_motion(request.root_motion, target_plan)
         target_rig = target_ik_rig(target)
-    except (KimodoError, EngineError) as error:
-        unreal.log_error("kimodo: " + str(error))
+        unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
+            target.get_path_name(), target_plan.skeleton.joint_count,
+            "pelvis" if request.root_motion == "hips" else "root"))
+    except Exception as error:  # ours or the engine's: one red line, never a traceback
+        unreal.log_error("kimodo: " + plan.one_line(error))
         return 1
-    unreal.log("kimodo: target {} ({} bones)".format(target.get_path_name(), target_skeleton.joint_count))
-    failures = 0
-    for clip in request.clips:
-        try:
-            report = retarget_clip(clip, target, target_skeleton, target_rig)
-        except (KimodoError, EngineError) as error:
-            unreal.log_error("kimodo: {}: {}".format(clip.name, error))
-            failures += 1
-            continue
-        except Exception as error:  # an engine call raised: report this clip, keep going with the others
-            unreal.log_error("kimodo: {}: {}: {}".format(clip.name, type(error).__name__, error))
-            failures += 1
-            continue
+    batch = Batch(request, target, target_plan, target_rig)
+    batch.run()
+    return 1 if batch.failures else 0
+
+
+class Batch:
+    """The clips, one after another. Where the engine imports in the background (before UE 5.5), a clip
+    waits for its assets on the editor's tick, and the batch goes on from there."""
+
+    def __init__(self, request: plan.Request, target: unreal.SkeletalMesh, target_plan: plan.TargetPlan,
+                 target_rig: unreal.IKRigDefinition) -> None:
+        self.request = request
+        self.target = target
+        self.target_plan = target_plan
+        self.target_rig = target_rig
+        self.index = 0
+        self.failures = 0
+
+    def run(self) -> None:
+        while self.index < len(self.request.clips):
+            clip = self.request.clips[self.index]
+            try:
+                job = start_clip(clip, self.target, self.target_plan, self.request.root_motion)
+                if not job.ready():
+                    wait_for(job, self.resume)
+                    return
+                self.finish(job)
+            except Exception as error:  # an engine call raised: report this clip, keep going with the others
+                self.fail(clip, error)
+            self.index += 1
+        count = len(self.request.clips)
+        unreal.log("kimodo: {} of {} clips retargeted".format(count - self.failures, count))
+
+    def finish(self, job: "ClipJob") -> None:
+        report = finish_clip(job, self.target, self.target_rig)
         for line in report.splitlines():
             unreal.log(line)
-    unreal.log("kimodo: {} of {} clips retargeted".format(len(request.clips) - failures, len(request.clips)))
-    return 1 if failures else 0
+
+    def fail(self, clip: Path, error: BaseException) -> None:
+        unreal.log_error("kimodo: {}: {}".format(plan.clip_name(clip), plan.one_line(error)))
+        self.failures += 1
+
+    def resume(self, job: "ClipJob", timed_out: bool) -> None:
+        try:
+            if timed_out:
+                raise EngineError(plan.import_timeout_message(job.folder, plan.IMPORT_TIMEOUT_S))
+            self.finish(job)
+        except Exception as error:
+            self.fail(job.clip, error)
+        self.index += 1
+        self.run()
 
 
 # Features, asked for by name: a missing one gets a sentence saying what it is and what provides it.
@@ -74,6 +114,7 @@ REQUIRED_FEATURES = (
     ("IKRetargeterController", "set_root_offset_in_retarget_pose",
      "retarget pose root offsets from Python (UE 5.2 or later)"),
     ("IKRetargetBatchOperation", "duplicate_and_retarget", "batch retargeting from Python (UE 5.2 or later)"),
+    ("AnimationLibrary", "get_time_at_frame", "the Animation Blueprint Library (key times of a sequence)"),
     ("IKRigDefinitionFactory", "", "IK Rig asset creation (IK Rig plugin)"),
     ("IKRetargetFactory", "", "IK Retargeter asset creation (IK Rig plugin)"),
     ("RetargetSourceOrTarget", "", "the IK Rig plugin's Python types"),
@@ -130,25 +171,89 @@ def assets_in(folder: str) -> List[unreal.Object]:
 
 # Import
 
-def import_clip(clip: Path, name: str) -> Tuple[unreal.SkeletalMesh, unreal.AnimSequence]:
-    """Interchange's glTF import of a skinned, animated .glb; metres become centimetres on the way in."""
+class ClipJob:
+    """One clip between its import and its bake: what the plan decided, and the import to wait for."""
+
+    def __init__(self, clip: Path, name: str, source: plan.SourcePlan, pose: plan.RetargetPose,
+                 root_motion: plan.RootMotionPlan, folder: str, imported: Optional[List[unreal.Object]]) -> None:
+        self.clip = clip
+        self.name = name
+        self.source = source
+        self.pose = pose
+        self.root_motion = root_motion
+        self.folder = folder
+        self.imported = imported  # the import's objects where it finished in the call (UE 5.5+), else None
+
+    def ready(self) -> bool:
+        if self.imported is not None:
+            return True
+        return imported_assets(self.folder) is not None
+
+
+def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.TargetPlan, root_motion: str) -> ClipJob:
+    name = plan.clip_name(clip)
+    source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
+    pose = plan.retarget_pose(source, target_plan)
+    root_plan = plan.plan_root_motion(root_motion, source, target_plan)
+    # An earlier run's retargeter and source rig use the earlier import: they go first, then the import's
+    # folder, so that an import that finishes in the background is seen arriving, not mistaken for the last.
+    delete_if_present(plan.retargeter_path(name, target.get_path_name()))
+    delete_if_present(plan.source_rig_path(name))
     folder = plan.source_folder(name)
+    if unreal.EditorAssetLibrary.does_directory_exist(folder) and not unreal.EditorAssetLibrary.delete_directory(folder):
+        raise EngineError("{}: could not replace the earlier import (is one of its assets open?)".format(folder))
+    return ClipJob(clip, name, source, pose, root_plan, folder, start_import(clip, folder))
+
+
+def start_import(clip: Path, folder: str) -> Optional[List[unreal.Object]]:
+    """Interchange's glTF import of a skinned, animated .glb (metres become centimetres on the way in). The
+    imported objects where the call finishes the import (UE 5.5+); None where it only starts it."""
     manager = unreal.InterchangeManager.get_interchange_manager_scripted()
     source_data = unreal.InterchangeManager.create_source_data(str(clip))
     parameters = unreal.ImportAssetParameters()
     parameters.is_automated = True
-    parameters.replace_existing = True  # an earlier import of the same clip is replaced in place
-    manager.import_asset(folder, source_data, parameters)  # a list of assets on 5.3+, a bool on 5.2
-    if hasattr(manager, "wait_until_all_tasks_done"):
-        manager.wait_until_all_tasks_done(False)
-    meshes = [a for a in assets_in(folder) if isinstance(a, unreal.SkeletalMesh)]
-    sequences = [a for a in assets_in(folder) if isinstance(a, unreal.AnimSequence)]
-    if not meshes:
-        raise EngineError("Interchange imported no Skeletal Mesh into {} (is the glTF Interchange translator "
-                          "enabled?)".format(folder))
-    if not sequences:
-        raise EngineError("Interchange imported no Anim Sequence into {}".format(folder))
+    if hasattr(parameters, "replace_existing"):  # absent before UE 5.4; true by default where it exists
+        parameters.replace_existing = True
+    result = manager.import_asset(folder, source_data, parameters)
+    if isinstance(result, bool):  # before UE 5.5: True once the import has started in the background
+        if not result:
+            raise EngineError("{}: Interchange refused to import it (is the glTF Interchange translator "
+                              "enabled?)".format(clip))
+        if hasattr(manager, "wait_until_all_tasks_done"):  # exposed to Python from UE 5.6 only
+            manager.wait_until_all_tasks_done(False)
+            return list(assets_in(folder))
+        return None
+    return list(result or [])
+
+
+def imported_assets(folder: str) -> Optional[Tuple[unreal.SkeletalMesh, unreal.AnimSequence]]:
+    """The import's Skeletal Mesh and Anim Sequence once both are in the folder and the sequence has keys."""
+    assets = assets_in(folder)
+    meshes = [a for a in assets if isinstance(a, unreal.SkeletalMesh)]
+    sequences = [a for a in assets if isinstance(a, unreal.AnimSequence)]
+    if not meshes or not sequences or unreal.AnimationLibrary.get_num_frames(sequences[0]) < 1:
+        return None
     return meshes[0], sequences[0]
+
+
+def wait_for(job: ClipJob, then: Callable[[ClipJob, bool], None]) -> None:
+    """Call `then(job, timed_out)` on the editor's tick once the job is ready or IMPORT_TIMEOUT_S have passed.
+    The wait never blocks the editor: Interchange finishes its import on the same thread."""
+    deadline = time.monotonic() + plan.IMPORT_TIMEOUT_S
+    handle = []  # type: List[object]
+
+    def tick(_delta: float) -> None:
+        try:
+            ready = job.ready()
+        except Exception:  # an asset half made: look again on the next tick
+            ready = False
+        if ready or time.monotonic() > deadline:
+            unreal.unregister_slate_post_tick_callback(handle[0])
+            then(job, not ready)
+
+    unreal.log("kimodo: {}: waiting for Interchange to finish importing into {} (up to {:.0f} s)".format(
+        job.name, job.folder, plan.IMPORT_TIMEOUT_S))
+    handle.append(unreal.register_slate_post_tick_callback(tick))
 
 
 # The character
@@ -160,18 +265,29 @@ def find_target(path: Optional[str]) -> unreal.SkeletalMesh:
             raise EngineError("{}: no Skeletal Mesh at this path".format(path))
         return asset
     for candidate in plan.TARGET_CANDIDATES:
-        if unreal.EditorAssetLibrary.does_asset_exist(candidate):
-            asset = unreal.EditorAssetLibrary.load_asset(candidate)
-            if isinstance(asset, unreal.SkeletalMesh):
-                return asset
+        asset = try_engine(candidate, lambda: unreal.EditorAssetLibrary.load_asset(candidate)
+                           if unreal.EditorAssetLibrary.does_asset_exist(candidate) else None)
+        if isinstance(asset, unreal.SkeletalMesh):
+            return asset
     registry = unreal.AssetRegistryHelpers.get_asset_registry()
     for data in registry.get_assets_by_class(unreal.TopLevelAssetPath("/Script/Engine", "SkeletalMesh"), True) or []:
         if str(data.package_path).startswith(plan.SOURCE_ROOT):
             continue  # our own imports are sources, not characters
-        asset = data.get_asset()
-        if isinstance(asset, unreal.SkeletalMesh) and set(plan.MANNEQUIN_BONES) <= set(engine_bones(asset)[0]):
+        asset = try_engine(str(data.package_name), data.get_asset)
+        if isinstance(asset, unreal.SkeletalMesh) and try_engine(
+                str(data.package_name), lambda: set(plan.MANNEQUIN_BONES) <= set(engine_bones(asset)[0])):
             return asset
     raise EngineError(plan.NO_TARGET_MESSAGE)
+
+
+def try_engine(what: str, call: Callable[[], object]) -> object:
+    """An engine call that may raise on one asset (a broken package, a mesh without a skeleton): one red
+    line naming the asset, and the search goes on."""
+    try:
+        return call()
+    except Exception as error:
+        unreal.log_error("kimodo: {}: {}".format(what, plan.one_line(error)))
+        return None
 
 
 def engine_bones(mesh: unreal.SkeletalMesh) -> Tuple[List[str], List[str], List[Tuple[float, float, float]],
@@ -265,7 +381,8 @@ def chains_of(rig: unreal.IKRigDefinition) -> List[Tuple[str, str, str]]:
 # The retargeter
 
 def retargeter(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh,
-               source_rig: unreal.IKRigDefinition, target_rig: unreal.IKRigDefinition, mapping: Dict[str, Optional[str]]) -> unreal.IKRetargeter:
+               source_rig: unreal.IKRigDefinition, target_rig: unreal.IKRigDefinition,
+               mapping: Dict[str, Optional[str]], root_motion: plan.RootMotionPlan) -> unreal.IKRetargeter:
     asset = new_asset(plan.retargeter_path(name, target.get_path_name()), unreal.IKRetargeter,
                       unreal.IKRetargetFactory())
     controller = unreal.IKRetargeterController.get_controller(asset)
@@ -276,6 +393,9 @@ def retargeter(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.Skele
         # to them, THEN the mapping; otherwise set_source_chain silently maps nothing.
         controller.add_default_ops()
         assign_rig_to_ops(controller, source_rig, target_rig)
+        root_motion_op(controller, root_motion)
+    elif root_motion.root_motion_op:
+        root_motion_generator(controller, root_motion)  # before UE 5.6 a new retargeter has no ops to remove
     for target_chain, source_chain in mapping.items():
         controller.set_source_chain(source_chain or "None", target_chain)
     if hasattr(controller, "set_preview_mesh"):  # so the asset opens showing both characters
@@ -314,6 +434,52 @@ def assign_rig_to_ops(controller: unreal.IKRetargeterController, source_rig: unr
             controller.run_op_initial_setup(index)
 
 
+def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
+    """UE 5.6+: add_default_ops adds a Root Motion op that copies the source root (our hips) onto the target
+    root. With root motion in the pelvis it goes; with root motion on the root it is set up as the plan says."""
+    found = False
+    for index in reversed(range(controller.get_num_retarget_ops())):
+        op = controller.get_op_controller(index)
+        if not isinstance(op, unreal.IKRetargetRootMotionController):
+            continue
+        found = True
+        if not root_motion.root_motion_op:
+            if not controller.remove_retarget_op(index):
+                raise EngineError("could not remove the IK Retargeter's Root Motion op")
+            continue
+        settings = op.get_settings()
+        settings.root_motion_source = unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS
+        settings.root_height_source = unreal.RootMotionHeightSource.SNAP_TO_GROUND
+        settings.rotate_with_pelvis = root_motion.rotate_with_pelvis
+        settings.maintain_offset_from_pelvis = root_motion.maintain_offset_from_pelvis
+        op.set_settings(settings)
+        op.set_source_root_bone(root_motion.source_root)  # after the settings, which hold the bones too
+        op.set_target_pelvis_bone(root_motion.target_pelvis)
+        op.set_target_root_bone(root_motion.target_root or "None")
+    if root_motion.root_motion_op and not found:
+        raise EngineError("add_default_ops added no Root Motion op to carry root motion on {}".format(
+            root_motion.target_root))
+
+
+def root_motion_generator(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
+    """UE 5.4/5.5: the Root Motion Generator op is an object added by class, set up through its properties."""
+    op_class = getattr(unreal, "RootMotionGeneratorOp", None)
+    op_at = getattr(controller, "get_retarget_op_at_index", None)  # before UE 5.6 only
+    if op_class is None or op_at is None or not hasattr(controller, "add_retarget_op"):
+        raise EngineError("this engine cannot add a Root Motion op from Python: use {} hips".format(
+            plan.ROOT_MOTION_OPTION))
+    op = op_at(controller.add_retarget_op(op_class))
+    if op is None:
+        raise EngineError("the IK Retargeter refused a Root Motion Generator op")
+    op.set_editor_property("root_motion_source", unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS)
+    op.set_editor_property("root_height_source", unreal.RootMotionHeightSource.SNAP_TO_GROUND)
+    op.set_editor_property("rotate_with_pelvis", root_motion.rotate_with_pelvis)
+    op.set_editor_property("maintain_offset_from_pelvis", root_motion.maintain_offset_from_pelvis)
+    op.set_editor_property("source_root_bone", root_motion.source_root)
+    op.set_editor_property("target_pelvis_bone", root_motion.target_pelvis)
+    op.set_editor_property("target_root_bone", root_motion.target_root or "None")
+
+
 def apply_retarget_pose(asset: unreal.IKRetargeter, source: plan.SourcePlan, pose: plan.RetargetPose) -> None:
     """The two corrections, in a retarget pose of their own: the source root lifted by its rest leg reach
     (Kimodo's rest has the hips at the floor), and one rotation offset per target arm segment."""
@@ -331,65 +497,99 @@ def apply_retarget_pose(asset: unreal.IKRetargeter, source: plan.SourcePlan, pos
 
 def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh, sequence: unreal.AnimSequence,
          asset: unreal.IKRetargeter) -> unreal.AnimSequence:
+    """The batch retarget into RETARGETED_ROOT, then the result moved to its final name. After UE 5.7
+    run_batch_retarget takes the output folder; before, the engine writes beside the target mesh."""
     final_path = plan.animation_path(name)
     delete_if_present(final_path)
+    folder, _ = plan.split_asset_path(final_path)
+    unreal.EditorAssetLibrary.make_directory(folder)
     data = unreal.EditorAssetLibrary.find_asset_data(sequence.get_path_name().split(".")[0])
-    results = unreal.IKRetargetBatchOperation.duplicate_and_retarget(
-        [data], source_mesh, target, asset, "", "", plan.BAKE_PREFIX, "", False)
-    baked = [d.get_asset() for d in results]
-    sequences = [s for s in baked if isinstance(s, unreal.AnimSequence)]
+    run_batch = getattr(unreal.IKRetargetBatchOperation, "run_batch_retarget", None)
+    inputs_type = getattr(unreal, "IKRetargetBatchOperationInputs", None)
+    if run_batch is not None and inputs_type is not None:
+        inputs = inputs_type()
+        inputs.assets_to_retarget = [data]
+        inputs.source_mesh = source_mesh
+        inputs.target_mesh = target
+        inputs.ik_retarget_asset = asset
+        inputs.prefix = plan.BAKE_PREFIX
+        inputs.target_path = folder
+        inputs.include_referenced_assets = False
+        inputs.overwrite_existing_files = True
+        results = run_batch(inputs)
+    else:
+        if not target.get_path_name().startswith("/Game/"):
+            raise EngineError(plan.read_only_target_message(target.get_path_name()))
+        # By keyword: the parameters after the 8th differ between versions (remap_referenced_assets on 5.3,
+        # include_referenced_assets on 5.4+, target_path inserted after 5.7); their defaults are right.
+        results = unreal.IKRetargetBatchOperation.duplicate_and_retarget(
+            assets_to_retarget=[data], source_mesh=source_mesh, target_mesh=target, ik_retarget_asset=asset,
+            prefix=plan.BAKE_PREFIX)
+    sequences = [s for s in (d.get_asset() for d in results or []) if isinstance(s, unreal.AnimSequence)]
     if not sequences:
         raise EngineError("the IK Retargeter produced no Anim Sequence")
     produced = sequences[0].get_path_name().split(".")[0]
-    folder, _ = plan.split_asset_path(final_path)
-    unreal.EditorAssetLibrary.make_directory(folder)
-    if not unreal.EditorAssetLibrary.rename_asset(produced, final_path):
+    if produced != final_path and not unreal.EditorAssetLibrary.rename_asset(produced, final_path):
         raise EngineError("{}: could not move the baked sequence here from {}".format(final_path, produced))
     result = unreal.EditorAssetLibrary.load_asset(final_path)
     if not isinstance(result, unreal.AnimSequence):
         raise EngineError("{}: the baked sequence is missing after the move".format(final_path))
-    unreal.EditorAssetLibrary.save_directory(plan.KIMODO_ROOT, True, True)
     return result
 
 
-def baked_frames(sequence: unreal.AnimSequence, names: Sequence[str]) -> List[List[Tuple[Tuple[float, ...], ...]]]:
-    """Per key, per bone: (local translation cm, local rotation xyzw) as the engine evaluates the sequence;
-    through the AnimPose API where the engine has it, else AnimationLibrary's bone poses."""
+def save(assets: Sequence[Optional[unreal.Object]]) -> None:
+    """Save what this clip changed, where it changed (the target's Skeleton gains the clip's curve names)."""
+    unsaved = [a.get_path_name() for a in assets
+               if a is not None and not unreal.EditorAssetLibrary.save_loaded_asset(a, True)]
+    if unsaved:
+        unreal.log_warning("kimodo: could not save {} (read-only, or not checked out?)".format(", ".join(unsaved)))
+
+
+def baked_frames(sequence: unreal.AnimSequence, target: unreal.SkeletalMesh,
+                 names: Sequence[str]) -> Tuple[List[float], List[List[Tuple[Tuple[float, ...], ...]]]]:
+    """The baked keys' times, and per key, per bone: (local translation cm, local rotation xyzw) as the engine
+    evaluates the sequence on the target mesh, without retargeting (so a bone in Skeleton translation mode
+    reports its baked track, not the Skeleton's reference): through the AnimPose API where the engine has
+    it, else AnimationLibrary's bone poses."""
     if hasattr(unreal.AnimationLibrary, "get_num_keys"):
         keys = unreal.AnimationLibrary.get_num_keys(sequence)
     else:
         keys = unreal.AnimationLibrary.get_num_frames(sequence) + 1
-    with_poses = hasattr(unreal, "AnimPoseExtensions")
-    options = unreal.AnimPoseEvaluationOptions() if with_poses else None
+    times = [unreal.AnimationLibrary.get_time_at_frame(sequence, key) for key in range(keys)]
+    options = None
+    if hasattr(unreal, "AnimPoseExtensions"):
+        options = unreal.AnimPoseEvaluationOptions()
+        options.should_retarget = False
+        options.optional_skeletal_mesh = target
+        options.evaluation_type = unreal.AnimDataEvalType.RAW
     result = []
-    for frame in range(keys):
-        if with_poses:
-            pose = unreal.AnimPoseExtensions.get_anim_pose_at_frame(sequence, frame, options)
+    for key in range(keys):
+        if options is not None:
+            pose = unreal.AnimPoseExtensions.get_anim_pose_at_frame(sequence, key, options)
             transforms = [unreal.AnimPoseExtensions.get_bone_pose(pose, bone, unreal.AnimPoseSpaces.LOCAL)
                           for bone in names]
         else:
-            transforms = list(unreal.AnimationLibrary.get_bone_poses_for_frame(sequence, list(names), frame, False))
+            transforms = list(unreal.AnimationLibrary.get_bone_poses_for_frame(sequence, list(names), key, False,
+                                                                               target))
         result.append([(vector_tuple(t.translation), quat_tuple(t.rotation)) for t in transforms])
-    return result
+    return times, result
 
 
-def retarget_clip(clip: Path, target: unreal.SkeletalMesh, target_skeleton: Skeleton,
-                  target_rig: unreal.IKRigDefinition) -> str:
-    name = plan.clip_name(clip)
-    source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
-    pose = plan.retarget_pose(source, target_skeleton)
-    # An earlier run's retargeter uses the earlier source rig: it goes first, then both are made anew.
-    delete_if_present(plan.retargeter_path(name, target.get_path_name()))
-    source_mesh, sequence = import_clip(clip, name)
-    plan.check_imported_source(source, engine_skeleton(source_mesh))  # the glTF frame change is what we assume
-    source_rig = source_ik_rig(name, source_mesh, source)
-    mapping = plan.chain_mapping(source, target_skeleton, chains_of(target_rig))
-    asset = retargeter(name, source_mesh, target, source_rig, target_rig, mapping)
-    apply_retarget_pose(asset, source, pose)
-    baked = bake(name, source_mesh, target, sequence, asset)
-    frames = baked_frames(baked, target_skeleton.joint_names)
-    duration = unreal.AnimationLibrary.get_sequence_length(baked)
-    return plan.baked_report(name, source, pose, mapping, frames, duration)
+def finish_clip(job: ClipJob, target: unreal.SkeletalMesh, target_rig: unreal.IKRigDefinition) -> str:
+    found = imported_assets(job.folder)
+    if found is None:
+        raise EngineError("Interchange imported no Skeletal Mesh and Anim Sequence into {} (is the glTF Interchange "
+                          "translator enabled?)".format(job.folder))
+    source_mesh, sequence = found
+    plan.check_imported_source(job.source, engine_skeleton(source_mesh))  # the glTF frame change we assume
+    source_rig = source_ik_rig(job.name, source_mesh, job.source)
+    mapping = plan.chain_mapping(job.source, job.pose.target, chains_of(target_rig))
+    asset = retargeter(job.name, source_mesh, target, source_rig, target_rig, mapping, job.root_motion)
+    apply_retarget_pose(asset, job.source, job.pose)
+    baked = bake(job.name, source_mesh, target, sequence, asset)
+    save([source_mesh, source_mesh.skeleton, sequence, source_rig, target_rig, asset, baked, target.skeleton])
+    times, frames = baked_frames(baked, target, job.pose.target.skeleton.joint_names)
+    return plan.baked_report(job.name, job.source, job.pose, mapping, frames, times, job.root_motion)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ Conventions, stated once:
   p[j] = p[parent] + G[parent] * rest_offsets[j]. Bone lengths are fixed; only the root translates.
 - Joints are stored parent before child (parents[j] < j), so one pass in index order is FK.
 - Buffers are flat `array('d')`: [frame][joint][xyzw] and [frame][xyz]. Double precision because NPZ and
-  BVH inputs may carry float64; writers narrow to float32 where the format does.
+  BVH inputs may carry float64; writers narrow to float32 where the format does. A reader whose format is
+  float32 (kimodo.cpp's raw clips) may keep `array('f')`: the same values in half the memory.
 """
 from __future__ import annotations
 
@@ -74,8 +75,8 @@ class Motion:
     operations return new Motion objects."""
 
     skeleton: Skeleton
-    local_rotations: array  # 'd', frames * joints * 4, xyzw
-    root_positions: array  # 'd', frames * 3, metres
+    local_rotations: array  # 'd' (or 'f'), frames * joints * 4, xyzw
+    root_positions: array  # 'd' (or 'f'), frames * 3, metres
     fps: float = 30.0
     foot_contacts: Optional[array] = None  # 'd', frames * 4 or frames * 6, channels as CONTACT_LAYOUTS
     name: str = ""  # clip name for reports and output names

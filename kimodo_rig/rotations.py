@@ -102,6 +102,20 @@ def quat_from_axis_angle(axis: Sequence[float], angle: float) -> Quat:
     return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2.0))
 
 
+def rotation_vector_to_quat(v: Sequence[float]) -> Quat:
+    angle = length(v)
+    return quat_from_axis_angle(v, angle) if angle > 0.0 else (0.0, 0.0, 0.0, 1.0)
+
+
+def quat_to_rotation_vector(q: Sequence[float]) -> Sequence[float]:
+    x, y, z, w = q if q[3] >= 0.0 else (-q[0], -q[1], -q[2], -q[3])
+    s = math.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        return (2.0 * x, 2.0 * y, 2.0 * z)
+    angle = 2.0 * math.atan2(s, w)
+    return (x / s * angle, y / s * angle, z / s * angle)
+
+
 def quat_angle(q: Sequence[float]) -> float:
     """Rotation angle of unit quaternion q, radians in [0, pi]."""
     w = min(1.0, abs(q[3]) / max(quat_norm(q), 1e-300))
@@ -133,6 +147,22 @@ def quat_slerp(a: Sequence[float], b: Sequence[float], t: float) -> Quat:
     wa = math.sin((1.0 - t) * theta) / s
     wb = math.sin(t * theta) / s
     return (a[0] * wa + b[0] * wb, a[1] * wa + b[1] * wb, a[2] * wa + b[2] * wb, a[3] * wa + b[3] * wb)
+
+
+def yaw_rotation(angle: float) -> Quat:
+    """A turn of `angle` radians about +Y (positive turns +Z towards +X)."""
+    return (0.0, math.sin(angle / 2.0), 0.0, math.cos(angle / 2.0))
+
+
+def yaw_angle(q: Sequence[float]) -> float:
+    """The heading of rotation q: the angle about +Y of where it sends +Z, seen from above."""
+    forward = quat_rotate(q, (0.0, 0.0, 1.0))
+    return math.atan2(forward[0], forward[2])
+
+
+def wrap_angle(angle: float) -> float:
+    """The same angle in (-pi, pi]."""
+    return math.atan2(math.sin(angle), math.cos(angle))
 
 
 _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}

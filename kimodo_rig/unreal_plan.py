@@ -1,6 +1,7 @@
 """Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
-characters to look for, the frame change between glTF and Unreal, and the numbers that go into the
-retarget pose. unreal_retarget.py (the only `import unreal`) only carries these out in the engine.
+characters to look for, the frame change between glTF and Unreal, the numbers that go into the retarget
+pose, how root motion is set up, and the report read back from the bake (the clip sampled at the baked
+keys' times, the root bone's track). unreal_retarget.py (the only `import unreal`) only carries these out.
 
 Frames. Kimodo's and glTF's: +Y up, +Z forward, +X the character's left, right-handed, metres. Unreal's:
 +Z up, left-handed, centimetres. Unreal's glTF readers (GLTFCore, which Interchange's glTF translator
@@ -11,7 +12,10 @@ corrections computed here in glTF's frame carry over by converting each quaterni
 """
 from __future__ import annotations
 
+import hashlib
+import math
 import re
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -21,13 +25,14 @@ from .formats import glb
 from .formats import gltf_document as gd
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
-from .ops.fk import pose_globals, rest_positions, world_positions
+from .ops.fk import pose_globals, rest_pose, rest_positions, world_positions
 from .retarget.mapping import (
     ARM_PARTS,
     SIDES,
     Chain,
     HumanoidMap,
     RestCorrections,
+    find_root_bone,
     link_parts,
     map_humanoid,
     rest_corrections,
@@ -35,7 +40,19 @@ from .retarget.mapping import (
     retarget_chains,
 )
 from .retarget.report import format_report, measure_report
-from .rotations import Quat, Vec3, length, subtract
+from .retarget.solve import ROOT_MOTION_MODES
+from .rotations import (
+    Quat,
+    Vec3,
+    dot,
+    length,
+    quat_angle,
+    quat_conjugate,
+    quat_multiply,
+    quat_rotate,
+    quat_slerp,
+    subtract,
+)
 
 CM_PER_METRE = 100.0
 
@@ -67,6 +84,31 @@ NO_TARGET_MESSAGE = (
 )
 GLB_EXTENSIONS = (".glb",)
 USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
+ROOT_MOTION_OPTION = "--root-motion"
+
+
+def one_line(error: BaseException) -> str:
+    """What the log shows of an error: ours as it is; an engine exception (or any other) as its type and the
+    first line of its message, never a traceback."""
+    if isinstance(error, KimodoError):
+        return str(error)
+    text = str(error).strip().splitlines()
+    return "{}: {}".format(type(error).__name__, text[0] if text else "(no message)")
+
+
+IMPORT_TIMEOUT_S = 300.0  # the longest wait for a background import (before UE 5.5)
+
+
+def import_timeout_message(folder: str, seconds: float) -> str:
+    return ("Interchange has not finished importing into {} after {:.0f} s (this engine imports in the "
+            "background); nothing was retargeted for this clip: run the script again once the import is done"
+            .format(folder, seconds))
+
+
+def read_only_target_message(target_path: str) -> str:
+    return ("{}: this engine's batch retarget writes beside the target mesh, and this is plugin or engine content "
+            "(often read-only): copy the character into /Game and pass that path".format(target_path))
+
 
 _ASSET_PATH = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
 
@@ -77,12 +119,13 @@ class Request:
 
     clips: Tuple[Path, ...]
     target: Optional[str]
+    root_motion: str = "hips"  # as the offline --root-motion: hips (Kimodo's way) or root
 
 
 def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
-    """`[glb ...] [/Game/Path/SK_Target]`: .glb files, then optionally a Skeletal Mesh path last.
-    No file arguments: every .glb beside the script."""
-    arguments = [a for a in arguments if a.strip()]
+    """`[--root-motion hips|root] [glb ...] [/Game/Path/SK_Target]`: .glb files, then optionally a Skeletal
+    Mesh path last. No file arguments: every .glb beside the script."""
+    arguments, root_motion = _root_motion_option([a for a in arguments if a.strip()])
     target = None  # type: Optional[str]
     if arguments and not arguments[-1].lower().endswith(GLB_EXTENSIONS) and arguments[-1].startswith("/"):
         target = asset_path(arguments.pop())
@@ -99,7 +142,29 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
         if not clips:
             raise KimodoError("{}: no .glb files beside the script; give .glb paths (make them with kimodo_to_glb.py)"
                               .format(script_folder))
-    return Request(tuple(clips), target)
+    return Request(tuple(clips), target, root_motion)
+
+
+def _root_motion_option(arguments: List[str]) -> Tuple[List[str], str]:
+    """`--root-motion root` or `--root-motion=root` anywhere; the other arguments in order."""
+    rest = []  # type: List[str]
+    mode = "hips"
+    index = 0
+    while index < len(arguments):
+        argument = arguments[index]
+        if argument == ROOT_MOTION_OPTION or argument.startswith(ROOT_MOTION_OPTION + "="):
+            if argument == ROOT_MOTION_OPTION:
+                index += 1
+                mode = arguments[index] if index < len(arguments) else ""
+            else:
+                mode = argument.split("=", 1)[1]
+            if mode not in ROOT_MOTION_MODES:
+                raise KimodoError("{}: expected {}, got {!r}".format(
+                    ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), mode))
+        else:
+            rest.append(argument)
+        index += 1
+    return rest, mode
 
 
 def asset_path(text: str) -> str:
@@ -142,8 +207,11 @@ def retargeter_path(name: str, target_path: str) -> str:
 
 
 def _target_name(target_path: str) -> str:
-    """`/Game/Chars/SK_Hero.SK_Hero` -> `SK_Hero` (sanitised)."""
-    return sanitise_asset_name(target_path.split(".")[0].rsplit("/", 1)[-1], "Target")
+    """`/Game/Chars/SK_Hero.SK_Hero` -> `SK_Hero_` + 8 hex digits of the full package path, so two characters
+    with one short name in different folders never share an IK Rig or a retargeter."""
+    package = target_path.split(".")[0]
+    digest = hashlib.sha1(package.encode("utf-8")).hexdigest()[:8]
+    return "{}_{}".format(sanitise_asset_name(package.rsplit("/", 1)[-1], "Target"), digest)
 
 
 def split_asset_path(path: str) -> Tuple[str, str]:
@@ -267,14 +335,39 @@ def skeleton_from_engine(name: str, bone_names: Sequence[str], parent_names: Seq
         raise KimodoError("{}: unusable reference skeleton ({})".format(name, error)) from error
 
 
-def chain_mapping(source: SourcePlan, target: Skeleton,
+# The character's humanoid reading, made once with the offline retarget's own functions (map_humanoid,
+# retarget_chains, find_root_bone, rest_corrections), so a character passed by path gets the same sides,
+# leaf bones and facing as `kimodo-rig retarget --target` gives it.
+
+FACING_TOLERANCE_DEG = 10.0
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """The character as the offline retarget reads it: its humanoid map, its IK chain table, the bone above
+    the pelvis that can carry root motion (None when the pelvis is the top bone)."""
+
+    skeleton: Skeleton
+    humanoid: HumanoidMap
+    chains: Tuple[Chain, ...]
+    pelvis: str
+    root_bone: Optional[str]
+
+
+def plan_target(target: Skeleton) -> TargetPlan:
+    humanoid = map_humanoid(target, target.name)
+    chains, pelvis = retarget_chains(humanoid)
+    root = find_root_bone(target, humanoid.bones["hips"])
+    return TargetPlan(target, humanoid, tuple(chains), pelvis, None if root is None else target.joint_names[root])
+
+
+def chain_mapping(source: SourcePlan, target: TargetPlan,
                   target_chains: Sequence[Tuple[str, str, str]]) -> Dict[str, Optional[str]]:
     """Target chain -> source chain, or None for a chain left at rest. A target chain is recognised by
     the core's chain table for the target (same start bone, else the same name); it is mapped when the
     source has a chain of that kind (G1 has no clavicles, neck or head)."""
-    table, _ = retarget_chains(map_humanoid(target, target.name))
-    kind_by_start = {chain.start: chain.name for chain in table}
-    kinds = {chain.name for chain in table}
+    kind_by_start = {chain.start: chain.name for chain in target.chains}
+    kinds = {chain.name for chain in target.chains}
     source_kinds = {chain.name for chain in source.chains}
     mapping = {}  # type: Dict[str, Optional[str]]
     for name, start, _end in target_chains:
@@ -293,36 +386,124 @@ class RetargetPose:
 
     offsets: Tuple[Tuple[str, Quat], ...]
     corrections: RestCorrections
-    target_map: HumanoidMap
+    target: TargetPlan
+
+    @property
+    def target_map(self) -> HumanoidMap:
+        return self.target.humanoid
 
 
-def retarget_pose(source: SourcePlan, target: Skeleton) -> RetargetPose:
+def retarget_pose(source: SourcePlan, target: TargetPlan) -> RetargetPose:
     """The core's rest correction (D = Rg^-1 G Rg in the bone's local frame, Rg its global rest rotation after
     its parent's offset) restricted to the arm segments: the IK Retargeter's FK chains carry the rest-pose
-    difference (T-pose or G1 zero pose vs A-pose) into every frame unless the retarget pose cancels it."""
-    target_map = map_humanoid(target, target.name)
-    links = [link for link in link_parts(source.humanoid, target_map) if link.part in ARM_SEGMENTS]
-    corrections = rest_corrections(source.humanoid, target_map, links)
-    offsets = tuple((bone, engine_rotation(offset)) for bone, offset in corrections.named_offsets(target))
-    return RetargetPose(offsets, corrections, target_map)
+    difference (T-pose or G1 zero pose vs A-pose) into every frame unless the retarget pose cancels it.
+    A character that faces another way than the clip is refused: the offline retarget turns the motion by
+    that yaw, and the IK Retargeter's chains copy world-space rotation changes with no such turn."""
+    links = [link for link in link_parts(source.humanoid, target.humanoid) if link.part in ARM_SEGMENTS]
+    corrections = rest_corrections(source.humanoid, target.humanoid, links)
+    turn = math.degrees(quat_angle(corrections.facing))
+    if turn > FACING_TOLERANCE_DEG:
+        raise KimodoError(
+            "{}: the character faces {:.0f} deg away from the clip's forward (Unreal's +Y): the IK Retargeter "
+            "cannot turn the motion to match; re-import the character facing +Y".format(target.skeleton.name, turn))
+    offsets = tuple((bone, engine_rotation(offset)) for bone, offset in corrections.named_offsets(target.skeleton))
+    return RetargetPose(offsets, corrections, target)
 
 
-# The baked sequence, read back: per frame, per target bone, the engine's local (translation cm, rotation xyzw).
+# Root motion, the offline --root-motion choice carried out by the IK Retargeter.
+
+@dataclass(frozen=True)
+class RootMotionPlan:
+    """`hips` (default): root motion stays in the pelvis as Kimodo makes it, the character's root bone keeps
+    its reference pose, so no Root Motion op may run (UE 5.6+ adds one with its defaults: copy the source
+    root, which for a Kimodo .glb is the hips, onto the root bone). `root`: the op generates the root from the
+    retargeted pelvis, snapped to the ground, without the pelvis's rotation (which would tilt it), keeping
+    its reference offset from the pelvis: the root carries the horizontal travel."""
+
+    mode: str
+    source_root: str  # the source's retarget root: the hips (a Kimodo .glb has no bone above them)
+    target_pelvis: str
+    target_root: Optional[str]
+
+    @property
+    def root_motion_op(self) -> bool:
+        return self.mode == "root"
+
+    generate_from_target_pelvis = True
+    snap_to_ground = True
+    rotate_with_pelvis = False
+    maintain_offset_from_pelvis = True
+
+
+def check_root_motion(mode: str, target: TargetPlan) -> None:
+    """The choice must be one the character can carry out (checked once, before any clip is imported)."""
+    if mode not in ROOT_MOTION_MODES:
+        raise KimodoError("{}: expected {}, got {!r}".format(ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), mode))
+    if mode == "root" and target.root_bone is None:
+        raise KimodoError("{}: no bone above the pelvis ({}) to carry root motion: use {} hips".format(
+            target.skeleton.name, target.pelvis, ROOT_MOTION_OPTION))
+
+
+def plan_root_motion(mode: str, source: SourcePlan, target: TargetPlan) -> RootMotionPlan:
+    check_root_motion(mode, target)
+    return RootMotionPlan(mode, source.retarget_root, target.pelvis, target.root_bone)
+
+
+# Frame times. Interchange's glTF import resamples the animation (at 30 fps), and the batch retarget bakes one
+# key per imported key: the report compares the clip and the bake at the baked keys' times.
+
+def sample_motion(motion: Motion, times: Sequence[float]) -> Motion:
+    """The motion at the given times (seconds), rotations slerped and root positions interpolated linearly
+    between the two nearest frames; times outside the clip hold its first or last frame."""
+    count = motion.joint_count
+    rotations = array("d")
+    roots = array("d")
+    last = motion.frame_count - 1
+    for time in times:
+        position = min(max(time * motion.fps, 0.0), float(last))
+        frame = min(int(math.floor(position)), max(last - 1, 0))
+        weight = position - frame if last > 0 else 0.0
+        following = min(frame + 1, last)
+        for joint in range(count):
+            rotations.extend(quat_slerp(motion.rotation(frame, joint), motion.rotation(following, joint), weight))
+        a, b = motion.root_position(frame), motion.root_position(following)
+        roots.extend(a[axis] + (b[axis] - a[axis]) * weight for axis in range(3))
+    fps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else motion.fps
+    return Motion(motion.skeleton, rotations, roots, fps, name=motion.name, prompt=motion.prompt)
+
+
+def check_key_times(name: str, source: SourcePlan, times: Sequence[float]) -> None:
+    """The baked keys must cover the clip: first at 0, last at its end (within one baked key)."""
+    if not times:
+        raise KimodoError("{}: the baked sequence has no keys".format(name))
+    step = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    if any(b <= a for a, b in zip(times, times[1:])) or abs(times[0]) > 1e-4 or \
+            abs(times[-1] - source.motion.duration) > step + 1e-4:
+        raise KimodoError("{}: the baked keys run from {:.3f} s to {:.3f} s, the clip from 0 s to {:.3f} s".format(
+            name, times[0], times[-1], source.motion.duration))
+
+
+# The baked sequence, read back: per key, per target bone, the engine's local (translation cm, rotation xyzw),
+# evaluated on the target mesh without retargeting, so every translation is the baked track's own.
 
 BakedFrames = Sequence[Sequence[Tuple[Sequence[float], Sequence[float]]]]
 REFERENCE_POSE_TOLERANCE = 1e-4
 
 
-def baked_positions(target: Skeleton, frames: BakedFrames) -> List[List[Vec3]]:
-    """World positions (Kimodo's frame, metres) of every target bone per frame, by the core's FK with each
-    frame's own local translations (the engine moves the pelvis below a still root)."""
-    positions = []
+def baked_globals(target: Skeleton, frames: BakedFrames) -> List[Tuple[List[Quat], List[Vec3]]]:
+    """Global rotations and world positions (Kimodo's frame, metres) of every target bone per key, by the
+    core's FK with each key's own local translations (the engine moves the pelvis below the root)."""
+    result = []
     for row in frames:
         posed = Skeleton(target.name, target.joint_names, target.parents,
                          tuple(gltf_position(translation) for translation, _ in row), label=target.label)
         rotations = [gltf_rotation(rotation) for _, rotation in row]
-        positions.append(pose_globals(posed, rotations, posed.rest_offsets[0])[1])
-    return positions
+        result.append(pose_globals(posed, rotations, posed.rest_offsets[0]))
+    return result
+
+
+def baked_positions(target: Skeleton, frames: BakedFrames) -> List[List[Vec3]]:
+    return [positions for _, positions in baked_globals(target, frames)]
 
 
 def is_reference_pose_only(target: Skeleton, frames: BakedFrames) -> bool:
@@ -339,22 +520,91 @@ def is_reference_pose_only(target: Skeleton, frames: BakedFrames) -> bool:
     return True
 
 
+UP = (0.0, 1.0, 0.0)
+ROOT_TOLERANCE_CM = 1.0
+ROOT_TOLERANCE_DEG = 1.0
+ROOT_FOLLOW_TOLERANCE_CM = 5.0
+
+
+@dataclass(frozen=True)
+class RootTrack:
+    """The baked root bone over the clip, measured in Kimodo's frame against its reference pose."""
+
+    moved_cm: float  # largest distance from its reference position
+    turned_deg: float  # largest rotation away from its reference rotation
+    height_cm: float  # largest distance above (or below) the ground
+    tilt_deg: float  # largest angle between its reference up and the world's up
+    travelled_cm: float  # horizontal, first key to last
+    off_pelvis_cm: float  # largest horizontal change of its offset from the pelvis, against the reference
+
+
+def measure_root_track(target: TargetPlan, frames: BakedFrames) -> RootTrack:
+    skeleton = target.skeleton
+    root = skeleton.index(target.root_bone) if target.root_bone is not None else 0
+    pelvis = skeleton.index(target.pelvis)
+    rest_rotations, rest_world = rest_pose(skeleton)
+    reference_rotation, reference_position = rest_rotations[root], rest_world[root]
+    reference_up = quat_rotate(quat_conjugate(reference_rotation), UP)  # the root's own axis that points up
+    reference_offset = subtract(rest_world[pelvis], reference_position)
+    moved = turned = height = tilt = off = 0.0
+    path = []
+    for rotations, positions in baked_globals(skeleton, frames):
+        rotation, position = rotations[root], positions[root]
+        path.append(position)
+        moved = max(moved, length(subtract(position, reference_position)))
+        turned = max(turned, math.degrees(quat_angle(quat_multiply(rotation, quat_conjugate(reference_rotation)))))
+        height = max(height, abs(position[1]))
+        up = quat_rotate(rotation, reference_up)
+        tilt = max(tilt, math.degrees(math.acos(max(-1.0, min(1.0, dot(up, UP))))))
+        offset = subtract(subtract(positions[pelvis], position), reference_offset)
+        off = max(off, math.hypot(offset[0], offset[2]))
+    travelled = math.hypot(path[-1][0] - path[0][0], path[-1][2] - path[0][2]) if path else 0.0
+    return RootTrack(moved * CM_PER_METRE, turned, height * CM_PER_METRE, tilt, travelled * CM_PER_METRE,
+                     off * CM_PER_METRE)
+
+
+def root_motion_line(name: str, plan: RootMotionPlan, track: RootTrack) -> str:
+    """The report's root line; a root that does not do what was asked is an error naming what it does."""
+    if plan.target_root is None:
+        return "  root motion in the pelvis ({} is the top bone)".format(plan.target_pelvis)
+    if plan.mode == "hips":
+        if track.moved_cm > ROOT_TOLERANCE_CM or track.turned_deg > ROOT_TOLERANCE_DEG:
+            raise KimodoError(
+                "{}: the baked {} moves up to {:.0f} cm and turns up to {:.0f} deg from its reference pose, though "
+                "root motion was to stay in the pelvis ({} hips): a Root Motion op ran".format(
+                    name, plan.target_root, track.moved_cm, track.turned_deg, ROOT_MOTION_OPTION))
+        return "  root motion in the pelvis, {} at rest".format(plan.target_root)
+    if track.height_cm > ROOT_TOLERANCE_CM or track.tilt_deg > ROOT_TOLERANCE_DEG:
+        raise KimodoError(
+            "{}: the baked {} rides up to {:.0f} cm off the ground and tilts up to {:.0f} deg ({} root wants it on "
+            "the ground and upright): the Root Motion op copied the source's hips".format(
+                name, plan.target_root, track.height_cm, track.tilt_deg, ROOT_MOTION_OPTION))
+    if track.off_pelvis_cm > ROOT_FOLLOW_TOLERANCE_CM:
+        raise KimodoError("{}: the baked {} does not follow the pelvis (up to {:.0f} cm off its reference offset)"
+                          .format(name, plan.target_root, track.off_pelvis_cm))
+    return "  root motion on {}: travelled {:.0f} cm on the ground, upright".format(plan.target_root, track.travelled_cm)
+
+
 def baked_report(name: str, source: SourcePlan, pose: RetargetPose, mapping: Dict[str, Optional[str]],
-                 frames: BakedFrames, duration_s: float) -> str:
-    """The offline retarget's report, measured on the baked sequence's poses. A bake that holds only the
-    reference pose is an error, not a report."""
-    target = pose.target_map.skeleton
+                 frames: BakedFrames, key_times: Sequence[float], root_motion: RootMotionPlan) -> str:
+    """The offline retarget's report, measured on the baked sequence's poses against the clip sampled at the
+    baked keys' times, and a line for the root bone. A bake that holds only the reference pose, keys that do
+    not cover the clip, or a root that does not do what was asked is an error, not a report."""
+    target = pose.target.skeleton
     if not frames or is_reference_pose_only(target, frames):
         raise KimodoError("{}: the baked sequence holds only the reference pose: the IK Retargeter mapped no motion "
                           "(check the IK Rigs' chains and, on UE 5.6+, the retargeter's op stack)".format(name))
+    if len(key_times) != len(frames):
+        raise KimodoError("{}: {} baked keys read back, {} key times".format(name, len(frames), len(key_times)))
+    check_key_times(name, source, key_times)
     report = measure_report(
         skeleton_label=source.motion.skeleton.label,
         joint_count=source.motion.joint_count,
         source_map=source.humanoid,
         target_map=pose.target_map,
-        source_positions=world_positions(source.motion),
+        source_positions=world_positions(sample_motion(source.motion, key_times)),
         target_positions=baked_positions(target, frames),
-        duration_s=duration_s,
+        duration_s=source.motion.duration,
         chains_mapped=sum(1 for chain in mapping.values() if chain),
         left_at_rest=[chain for chain, source_chain in mapping.items() if not source_chain],
         reach_source=source.leg_reach_m,
@@ -362,4 +612,5 @@ def baked_report(name: str, source: SourcePlan, pose: RetargetPose, mapping: Dic
         arm_correction_max_deg=pose.corrections.arm_max_deg,
         facing=pose.corrections.facing,
     )
-    return format_report(name, report)
+    root_line = root_motion_line(name, root_motion, measure_root_track(pose.target, frames))
+    return format_report(name, report) + "\n" + root_line

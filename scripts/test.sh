@@ -3,8 +3,10 @@
 #   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb)
 # Installs (each only when its requirements file changed since the last run):
 #   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
+#   .venvs/unreal-stub-*  the UE 5.4 and 5.5 API stubs, one folder each     (tests/requirements-unreal-stubs.txt)
 #   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
-#   tests/node      gltf-validator, pyright, three from npm                  (tests/node/package-lock.json)
+#   tests/node      gltf-validator, pyright, three, playwright-core from npm (tests/node/package-lock.json)
+#   chromium        Debian's, for the HTML player's test (apt, when /usr/bin/chromium is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -36,6 +38,21 @@ ensure_venv() {  # ensure_venv NAME PYTHON REQUIREMENTS; sets VENV to its folder
   touch "$dir/.complete"
 }
 
+ensure_unreal_stubs() {  # older engines' API stubs: pip holds one version per venv, so one folder each
+  local version dir
+  while read -r version; do
+    case "$version" in ''|'#'*) continue ;; esac
+    dir="$VENVS/unreal-stub-$version"
+    if [ -f "$dir/.complete" ]; then continue; fi
+    echo "installing unreal-stub $version into $dir ..."
+    rm -rf "$dir.partial"
+    "$TEST_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$dir.partial" \
+      "unreal-stub==$version" 2> >(grep -v "^WARNING: Location" >&2)
+    touch "$dir.partial/.complete"
+    rm -rf "$dir" && mv "$dir.partial" "$dir"
+  done < tests/requirements-unreal-stubs.txt
+}
+
 ensure_node() {
   local stamp
   command -v npm >/dev/null || { apt-get update -qq >/dev/null && apt-get install -y -qq nodejs npm >/dev/null; }
@@ -46,14 +63,23 @@ ensure_node() {
   echo "$stamp" > tests/node/node_modules/.stamp
 }
 
+ensure_chromium() {  # Debian's Chromium: the browser that judges `preview`'s HTML player (tests/test_preview.py)
+  if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then return 0; fi
+  echo "installing chromium (apt) ..."
+  apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null
+}
+
 # KIMODO_VENVS lets several checkouts on one machine share the (large) venvs; default: .venvs here.
 VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
 ensure_venv test python3 tests/requirements.txt
 TEST_VENV=$VENV
 ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
 BLENDER_VENV=$VENV
+ensure_unreal_stubs
 ensure_node
+ensure_chromium
 
+export KIMODO_UNREAL_STUBS="$VENVS"
 export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
 export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
 

@@ -191,3 +191,71 @@ def read_raw_clip(folder: Path, joints: int):
     quats = np.fromfile(str(next(folder.glob("*local_rotations_xyzw.f32"))), dtype="<f4").reshape(-1, joints, 4)
     roots = np.fromfile(str(next(folder.glob("*root_positions.f32"))), dtype="<f4").reshape(-1, 3)
     return quats.astype(np.float64), roots.astype(np.float64)
+
+
+def long_clip_world_positions(path: Path, chunk: int = 4096):
+    """Key times (frames,) and each skin joint's world position (frames, joints, 3) of a long clip, read
+    with pygltflib and numpy in chunks of frames (Glb.animated_world_matrices holds every 4x4 at once):
+    each accessor as one strided numpy view, quaternions to matrices, parent before child by the file's
+    own `children`."""
+    gltf = pygltflib.GLTF2().load(str(path))
+    blob = gltf.binary_blob()
+
+    def read(index: int) -> np.ndarray:
+        accessor = gltf.accessors[index]
+        view = gltf.bufferViews[accessor.bufferView]
+        dtype = np.dtype(COMPONENT_DTYPES[accessor.componentType])
+        width = TYPE_WIDTHS[accessor.type]
+        stride = view.byteStride or dtype.itemsize * width
+        start = (view.byteOffset or 0) + (accessor.byteOffset or 0)
+        return np.ndarray((accessor.count, width), dtype, buffer=blob, offset=start, strides=(stride, dtype.itemsize))
+
+    animation = gltf.animations[0]
+    times = read(animation.samplers[0].input)[:, 0].astype(np.float64)
+    frames, nodes = len(times), gltf.nodes
+    animated = {}
+    for channel in animation.channels:
+        sampler = animation.samplers[channel.sampler]
+        assert sampler.interpolation == "LINEAR" and channel.target.path in ("rotation", "translation")
+        animated[(channel.target.node, channel.target.path)] = read(sampler.output)
+    parents = [-1] * len(nodes)
+    for index, node in enumerate(nodes):
+        for child in node.children or []:
+            parents[child] = index
+    order = []
+    placed = set()
+
+    def place(index: int) -> None:
+        if index in placed:
+            return
+        if parents[index] >= 0:
+            place(parents[index])
+        placed.add(index)
+        order.append(index)
+
+    for index in range(len(nodes)):
+        place(index)
+    joints = list(gltf.skins[0].joints)
+    positions = np.empty((frames, len(joints), 3))
+    for begin in range(0, frames, chunk):
+        end = min(begin + chunk, frames)
+        rotation, position = {}, {}
+        for index in order:
+            node = nodes[index]
+            assert node.matrix is None and (node.scale is None or list(node.scale) == [1, 1, 1])
+            local_t = animated.get((index, "translation"))
+            local_t = local_t[begin:end].astype(np.float64) if local_t is not None else \
+                np.tile(np.asarray(node.translation or [0.0, 0.0, 0.0], dtype=np.float64), (end - begin, 1))
+            local_q = animated.get((index, "rotation"))
+            local_q = local_q[begin:end].astype(np.float64) if local_q is not None else \
+                np.tile(np.asarray(node.rotation or [0.0, 0.0, 0.0, 1.0], dtype=np.float64), (end - begin, 1))
+            local_r = quats_to_matrices(local_q)
+            parent = parents[index]
+            if parent < 0:
+                rotation[index], position[index] = local_r, local_t
+            else:
+                rotation[index] = rotation[parent] @ local_r
+                position[index] = position[parent] + (rotation[parent] @ local_t[..., None])[..., 0]
+        for slot, index in enumerate(joints):
+            positions[begin:end, slot] = position[index]
+    return times, positions

@@ -7,6 +7,8 @@ import sys
 from conftest import ROOT
 
 FORBIDDEN_ALWAYS = {"numpy", "bpy", "mathutils", "unreal", "torch", "scipy"}
+# The optional cluster path (`pip install kimodo-rig[dask]`) is the one module that may import Dask.
+OPTIONAL_EXTRAS = {"kimodo_rig/distributed.py": {"dask"}}
 
 
 def _imports(path):
@@ -25,10 +27,11 @@ def test_core_imports_only_the_standard_library():
     files = sorted((ROOT / "kimodo_rig").rglob("*.py"))
     assert len(files) > 5
     for path in files:
+        extras = OPTIONAL_EXTRAS.get(path.relative_to(ROOT).as_posix(), set())
         for line, module, level in _imports(path):
             if level:  # relative import inside the package
                 continue
-            if module in FORBIDDEN_ALWAYS or (module not in stdlib and module != "kimodo_rig"):
+            if module in FORBIDDEN_ALWAYS or (module not in stdlib | extras and module != "kimodo_rig"):
                 offenders.append("{}:{}: {}".format(path.relative_to(ROOT), line, module))
     assert offenders == []
 
@@ -50,3 +53,14 @@ def test_unreal_retarget_is_the_only_importer_of_unreal():
             importers.append(str(path.relative_to(ROOT)))
     assert importers == ["unreal_retarget.py"]
     assert "bpy" not in {module for _, module, _ in _imports(ROOT / "unreal_retarget.py")}
+
+
+def test_dask_is_imported_only_inside_the_cluster_path_functions():
+    """Importing kimodo_rig.distributed needs no Dask: it is imported where the cluster is used."""
+    tree = ast.parse((ROOT / "kimodo_rig" / "distributed.py").read_text(encoding="utf-8"))
+    top_level = {alias.name.split(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                 for alias in node.names} | {(node.module or "").split(".")[0] for node in tree.body
+                                              if isinstance(node, ast.ImportFrom)}
+    assert "dask" not in top_level and "distributed" not in top_level
+    found = {module for _, module, _ in _imports(ROOT / "kimodo_rig" / "distributed.py")}
+    assert "dask" in found  # the test above would pass on a module that lost its Dask path

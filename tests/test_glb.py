@@ -119,6 +119,8 @@ def converted(tmp_path_factory):
         assert result.returncode == 0, result.stderr
         assert result.stderr == ""
         lines = result.stdout.splitlines()
+        if len(group) > 1:  # a batch closes with its summary line
+            assert lines.pop().startswith("{} converted, 0 failed, ".format(len(group))), result.stdout
         assert len(lines) == len(group), result.stdout
         for case, line in zip(group, lines):
             match = REPORT_LINE.match(line)

@@ -1,11 +1,13 @@
 """The desktop command line: `kimodo-rig COMMAND`. The only place that prints.
 
 One module per verb; each has `add_parser(commands)` that registers its sub-command and sets `run`.
-A new verb is a new module and one entry in VERBS.
+A new verb is a new module and one entry in VERBS. Only the verb that runs is imported (with what it
+needs): the others are listed for `--help` by name and one-line help alone.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -13,18 +15,31 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
-from . import convert, glb, inspect, retarget
 
-VERBS = (glb, convert, inspect, retarget)
+VERBS = {  # module name (= the verb) -> its help line
+    "glb": "Kimodo clip folders -> self-checked .glb files",
+    "convert": "any Kimodo format -> any other",
+    "inspect": "what a motion file holds, and its health",
+    "retarget": "motion onto another humanoid rig",
+    "join": "clips one after another, cross-faded (past Kimodo's 10 s)",
+    "trim": "a range of frames, end exclusive",
+    "loop": "a seamless loop cut where two poses match",
+    "preview": "an SVG contact sheet or a one-file HTML player of a motion",
+    "constraints": "check, measure, extract and convert Kimodo constraints",
+}
 
 
-def build_parser(prog: str = "kimodo-rig") -> argparse.ArgumentParser:
+def build_parser(prog: str = "kimodo-rig", verb: Optional[str] = None) -> argparse.ArgumentParser:
+    """The parser with every verb registered in full, or with only `verb` in full and the others listed."""
     parser = argparse.ArgumentParser(prog=prog, description="Kimodo motion onto your characters.")
     parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    for verb in VERBS:
-        verb.add_parser(commands)
+    for name, help_line in VERBS.items():
+        if verb is None or verb == name:
+            importlib.import_module("." + name, __name__).add_parser(commands)
+        else:
+            commands.add_parser(name, help=help_line)
     return parser
 
 
@@ -38,11 +53,12 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "kimodo-rig", defa
     if not logger.handlers:
         logger.addHandler(_StderrWarnings())
         logger.setLevel(logging.WARNING)
-    parser = build_parser(prog)
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    verb = arguments[0] if arguments and arguments[0] in VERBS else None
+    args = build_parser(prog, verb or "").parse_args(arguments)  # no verb typed: list them, import none
     try:
-        if args.run is glb.run_glb:
-            return glb.run_glb(args, default_outdir)
+        if args.command == "glb":
+            return args.run(args, default_outdir)
         return args.run(args)
     except KimodoError as error:
         print(str(error), file=sys.stderr)
@@ -51,6 +67,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "kimodo-rig", defa
 
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[Path] = None) -> int:
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default."""
+    from . import glb
+
     parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files")
     glb.add_glb_arguments(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))

@@ -3,40 +3,52 @@ write(motion, path, options), and `recognises(path)` where it shares an extensio
 this file merges them explicitly and picks one by name, by extension, or by `recognises`."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ..errors import KimodoError
 from ..model import Motion
-from . import amass, bvh, g1_csv, glb, kimodo_npz, raw
 from .options import DEFAULT, WriteOptions
 
 # Order matters for help text and for extensions two formats share: reading, the first module whose
 # `recognises(path)` accepts the file wins (an .npz is told apart by its array names); writing, the first.
-# A folder is always `raw`.
-_MODULES = (raw, glb, bvh, kimodo_npz, amass, g1_csv)
-FORMATS = {module.NAME: module for module in _MODULES}
+# A folder is always `raw`. The modules are imported when the registry is first used, so a job that
+# imports one format (`kimodo_to_glb.py`: raw and glb) does not load the others.
+_MODULE_NAMES = ("raw", "glb", "bvh", "kimodo_npz", "amass", "g1_csv")
 FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _modules() -> Tuple[Any, ...]:
+    return tuple(importlib.import_module("." + name, __name__) for name in _MODULE_NAMES)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: `formats.FORMATS`, name -> module, built on first use
+    if name == "FORMATS":
+        return {module.NAME: module for module in _modules()}
+    raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
 
 
 def available_formats() -> Dict[str, str]:
     """Format name -> one-line description, for the CLI's help."""
-    return {name: module.DESCRIPTION for name, module in FORMATS.items()}
+    return {module.NAME: module.DESCRIPTION for module in _modules()}
 
 
 def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
     """The format module for `path`: `forced` by name, else a folder (or a path ending in a separator,
     or with no extension when writing) is `raw`, else by extension."""
+    modules = _modules()
     if forced:
-        if forced not in FORMATS:
-            raise KimodoError("unknown format {!r} (known: {})".format(forced, ", ".join(sorted(FORMATS))))
-        return FORMATS[forced]
+        known = {module.NAME: module for module in modules}
+        if forced not in known:
+            raise KimodoError("unknown format {!r} (known: {})".format(forced, ", ".join(sorted(known))))
+        return known[forced]
     text = str(path)
     candidate = Path(text)
     if candidate.is_dir() or text.endswith(("/", "\\")) or (not reading and not candidate.suffix):
-        return raw
+        return modules[0]  # raw
     extension = candidate.suffix.lower()
-    claimants = [module for module in _MODULES if extension in module.EXTENSIONS]
+    claimants = [module for module in modules if extension in module.EXTENSIONS]
     if reading and len(claimants) > 1 and candidate.is_file():
         for module in claimants:
             if module.recognises(candidate):
@@ -46,7 +58,7 @@ def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
     if reading and not candidate.exists():
         raise KimodoError("{}: no such file or folder".format(path))
     raise KimodoError("{}: unknown file type {!r} (known: {})".format(
-        path, extension or "(none)", ", ".join(dict.fromkeys(e for m in _MODULES for e in m.EXTENSIONS)) + ", or a clip folder"))
+        path, extension or "(none)", ", ".join(dict.fromkeys(e for m in modules for e in m.EXTENSIONS)) + ", or a clip folder"))
 
 
 def read_file(path, *, format: Optional[str] = None, fps: Optional[float] = None) -> Motion:

@@ -21,7 +21,8 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..model import Motion
 from ..rotations import (
-    Quat, length, matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_from_axis_angle, quat_to_matrix,
+    matrix_apply, matrix_multiply, matrix_to_quat, matrix_transpose, quat_to_matrix, quat_to_rotation_vector,
+    rotation_vector_to_quat,
 )
 from . import npy
 from .kimodo_npz import require_finite
@@ -41,20 +42,6 @@ HAND_VALUES = 90
 def recognises(path) -> bool:
     names = set(npy.npz_names(path))
     return "trans" in names and ({"root_orient", "pose_body"} <= names or "poses" in names)
-
-
-def rotation_vector_to_quat(v: Sequence[float]) -> Quat:
-    angle = length(v)
-    return quat_from_axis_angle(v, angle) if angle > 0.0 else (0.0, 0.0, 0.0, 1.0)
-
-
-def quat_to_rotation_vector(q: Sequence[float]) -> Sequence[float]:
-    x, y, z, w = q if q[3] >= 0.0 else (-q[0], -q[1], -q[2], -q[3])
-    s = math.sqrt(x * x + y * y + z * z)
-    if s < 1e-12:
-        return (2.0 * x, 2.0 * y, 2.0 * z)
-    angle = 2.0 * math.atan2(s, w)
-    return (x / s * angle, y / s * angle, z / s * angle)
 
 
 def read(path, *, fps: Optional[float] = None) -> Motion:

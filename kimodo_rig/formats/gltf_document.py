@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import struct
+import sys
+from array import array
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..rotations import Quat, Vec3, matrix_to_quat
@@ -49,12 +51,35 @@ class DocumentBuilder:
         flat = [c for item in values for c in item]
         if len(flat) != width * len(values):
             raise ValueError("accessor items must all have {} components".format(width))
+        packed = struct.pack("<{}{}".format(len(flat), fmt), *flat)
+        stored = struct.unpack("<{}{}".format(len(flat), fmt), packed) if with_bounds else ()
+        return self._add_packed(packed, len(values), accessor_type, component_type, target, stored)
+
+    def add_floats(self, flat: array, accessor_type: str, target: Optional[int] = None,
+                   with_bounds: bool = False) -> int:
+        """A float32 accessor from a flat array('f') of items laid end to end (no per-item tuples: long
+        animation channels go in as they are)."""
+        width = _TYPE_SIZES[accessor_type]
+        if flat.typecode != "f" or len(flat) % width:
+            raise ValueError("add_floats takes array('f') of whole {}-component items".format(width))
+        if sys.byteorder == "big":
+            flat = array("f", flat)
+            flat.byteswap()
+            packed = flat.tobytes()
+            flat.byteswap()
+        else:
+            packed = flat.tobytes()
+        return self._add_packed(packed, len(flat) // width, accessor_type, FLOAT, target, flat if with_bounds else ())
+
+    def _add_packed(self, packed: bytes, count: int, accessor_type: str, component_type: int,
+                    target: Optional[int], stored: Sequence[float]) -> int:
+        """Append one accessor's bytes (4-byte aligned) with its own bufferView; `stored`, when given, are
+        the values as stored (float32), whose bounds go in min/max, which is what validators compare."""
         while len(self.binary) % 4:
             self.binary.append(0)
         offset = len(self.binary)
-        packed = struct.pack("<{}{}".format(len(flat), fmt), *flat)
         self.binary += packed
-        view: Dict[str, Any] = {"buffer": 0, "byteOffset": offset, "byteLength": len(self.binary) - offset}
+        view: Dict[str, Any] = {"buffer": 0, "byteOffset": offset, "byteLength": len(packed)}
         if target is not None:
             view["target"] = target
         views = self.gltf.setdefault("bufferViews", [])
@@ -62,12 +87,11 @@ class DocumentBuilder:
         accessor: Dict[str, Any] = {
             "bufferView": len(views) - 1,
             "componentType": component_type,
-            "count": len(values),
+            "count": count,
             "type": accessor_type,
         }
-        if with_bounds:
-            # Bounds of the values as stored (float32), which is what validators compare against.
-            stored = struct.unpack("<{}{}".format(len(flat), fmt), packed)
+        if len(stored):
+            width = _TYPE_SIZES[accessor_type]
             accessor["min"] = [min(stored[i::width]) for i in range(width)]
             accessor["max"] = [max(stored[i::width]) for i in range(width)]
         accessors = self.gltf.setdefault("accessors", [])
@@ -87,7 +111,7 @@ class DocumentBuilder:
                 struct.pack("<II", len(text), CHUNK_JSON),
                 text,
                 struct.pack("<II", len(self.binary), CHUNK_BIN),
-                bytes(self.binary),
+                self.binary,  # joined as it is: no second copy of a long clip's keys
             )
         )
 
@@ -135,6 +159,27 @@ class Document:
             items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
         return items
 
+
+    def floats(self, index: int) -> Sequence[float]:
+        """The components of accessor `index` laid end to end. A plain, tightly packed float32 accessor
+        (animation keys of long clips) is read straight from the bytes: on little-endian machines as a
+        float view of the binary chunk itself (no copy), else into array('f'); any other goes through
+        `accessor`, which also checks its bounds."""
+        accessor = self.gltf["accessors"][index]
+        width = _TYPE_SIZES[accessor["type"]]
+        view = self.gltf["bufferViews"][accessor["bufferView"]] if "bufferView" in accessor else None
+        if (view is not None and accessor["componentType"] == FLOAT and not accessor.get("normalized")
+                and view.get("buffer", 0) == 0 and view.get("byteStride", 4 * width) == 4 * width):
+            start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
+            end = start + 4 * width * accessor["count"]
+            if end - view.get("byteOffset", 0) <= view["byteLength"] and view.get("byteOffset", 0) + view["byteLength"] <= len(self.binary):
+                if sys.byteorder == "little":
+                    return memoryview(self.binary)[start:end].cast("f")
+                values = array("f")
+                values.frombytes(self.binary[start:end])
+                values.byteswap()
+                return values
+        return array("d", [c for item in self.accessor(index) for c in item])
 
 def parse_glb(data: bytes, source: str) -> Document:
     """Split a .glb into its JSON and BIN chunks; a .gltf with an embedded data: URI buffer is accepted too."""
@@ -449,6 +494,123 @@ def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], 
     """The TRS overrides of one keyframe of `animation_keyframes`' channels, as `world_matrices` takes them."""
     return {node: {path: values[frame] for path, values in paths.items()} for node, paths in channels.items()}
 
+
+
+# --- the self-check's evaluation: quaternion FK on flat arrays, straight from the bytes --------------
+
+PATH_WIDTHS = {"translation": 3, "rotation": 4, "scale": 3}
+
+
+FloatSequence = Sequence[float]  # array('f'), a float memoryview of the bytes, or array('d')
+
+
+def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[FloatSequence, Dict[int, Dict[str, FloatSequence]]]:
+    """`animation_keyframes` as flat sequences (each key's components end to end, float32 as stored):
+    the longest key-time accessor of the animation, and per node and path the values at those keys."""
+    animation = document.gltf["animations"][animation_index]
+    read: Dict[int, FloatSequence] = {}  # channels of one animation share their time accessor: read it once
+
+    def floats(index: int) -> FloatSequence:
+        if index not in read:
+            read[index] = document.floats(index)
+        return read[index]
+
+    times: FloatSequence = array("f")
+    channels: Dict[int, Dict[str, FloatSequence]] = {}
+    for channel in animation["channels"]:
+        sampler = animation["samplers"][channel["sampler"]]
+        key_times = floats(sampler["input"])
+        if len(key_times) > len(times):
+            times = key_times
+        target = channel["target"]
+        if "node" not in target:
+            continue
+        values = floats(sampler["output"])
+        if sampler.get("interpolation") == "CUBICSPLINE":  # in-tangent, value, out-tangent per key
+            width = _TYPE_SIZES[document.gltf["accessors"][sampler["output"]]["type"]]
+            values = array("d", [v for key in range(1, len(values) // width, 3)
+                                 for v in values[key * width:(key + 1) * width]])
+        channels.setdefault(target["node"], {})[target["path"]] = values
+    return times, channels
+
+
+def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str, Sequence[float]]], frames: int,
+                             wanted: Sequence[int]) -> Iterator[List[Tuple[float, float, float]]]:
+    """For each of `frames` keys, the world position of each `wanted` node: glTF's parent * T * R * S,
+    evaluated from the nodes' own TRS and the animation's `channels` (per node and path, flat arrays as
+    `animation_arrays` gives). Quaternion FK on the flat arrays, parent before child along the file's
+    own `children`; where a node on the way carries a matrix or a scale, 4x4 matrices instead."""
+    nodes = gltf.get("nodes", [])
+    parents = node_parents(gltf)
+    needed: List[int] = []  # the wanted nodes and their ancestors, parent before child
+    slots: Dict[int, int] = {}
+    for node in wanted:
+        chain = []
+        while node >= 0 and node not in slots and node not in chain:
+            chain.append(node)
+            node = parents[node]
+        for member in reversed(chain):
+            slots[member] = len(needed)
+            needed.append(member)
+    wanted_slots = [slots[node] for node in wanted]
+
+    def plain(node: int) -> bool:
+        record = nodes[node]
+        return ("matrix" not in record and "scale" not in channels.get(node, {})
+                and [float(c) for c in record.get("scale", (1.0, 1.0, 1.0))] == [1.0, 1.0, 1.0])
+
+    if not all(plain(node) for node in needed):
+        for frame in range(frames):
+            overrides = {node: {path: tuple(values[frame * PATH_WIDTHS[path]:(frame + 1) * PATH_WIDTHS[path]])
+                                for path, values in paths.items() if path in PATH_WIDTHS}
+                         for node, paths in channels.items()}
+            yield [(m[12], m[13], m[14]) for m in world_matrices(gltf, overrides, wanted, parents)]
+        return
+
+    parent_of_slot = [slots.get(parents[node], -1) for node in needed]
+    has_children = [False] * len(needed)
+    for parent in parent_of_slot:
+        if parent >= 0:
+            has_children[parent] = True
+    roots, plan = [], []
+    for slot, node in enumerate(needed):
+        record, animated = nodes[node], channels.get(node, {})
+        step = (slot, animated.get("rotation"), tuple(float(c) for c in record.get("rotation", (0.0, 0.0, 0.0, 1.0))),
+                animated.get("translation"), tuple(float(c) for c in record.get("translation", (0.0, 0.0, 0.0))))
+        if parent_of_slot[slot] < 0:
+            roots.append(step)
+        else:
+            plan.append(step + (parent_of_slot[slot], has_children[slot]))
+    count = len(needed)
+    every_slot = wanted_slots == list(range(count))  # the wanted nodes are all there is, in order
+    qx, qy, qz, qw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count  # world rotations
+    px, py, pz = [0.0] * count, [0.0] * count, [0.0] * count  # world positions
+    for frame in range(frames):
+        r, t = 4 * frame, 3 * frame
+        for slot, rotations, rotation, translations, translation in roots:
+            px[slot], py[slot], pz[slot] = translation if translations is None else translations[t:t + 3]
+            qx[slot], qy[slot], qz[slot], qw[slot] = rotation if rotations is None else rotations[r:r + 4]
+        for slot, rotations, rotation, translations, translation, parent, has_child in plan:
+            if translations is None:
+                tx, ty, tz = translation
+            else:
+                tx, ty, tz = translations[t], translations[t + 1], translations[t + 2]
+            # p = p_parent + q_parent t q_parent*, as t + w u + xyz x u with u = 2 xyz x t
+            ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
+            ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
+            px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
+            py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
+            pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
+            if has_child:  # q = q_parent q; a node nothing hangs off never needs its world rotation
+                if rotations is None:
+                    x, y, z, w = rotation
+                else:
+                    x, y, z, w = rotations[r], rotations[r + 1], rotations[r + 2], rotations[r + 3]
+                qx[slot] = aw * x + ax * w + ay * z - az * y
+                qy[slot] = aw * y - ax * z + ay * w + az * x
+                qz[slot] = aw * z + ax * y - ay * x + az * w
+                qw[slot] = aw * w - ax * x - ay * y - az * z
+        yield list(zip(px, py, pz)) if every_slot else [(px[s], py[s], pz[s]) for s in wanted_slots]
 
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)

@@ -1,0 +1,114 @@
+"""What a preview shows, gathered once for the SVG and the HTML: the motion's joints at every frame, the
+retargeted character's (when a target is given), headings, foot contacts, constraint markers, and the
+health lines `inspect` or `retarget` print."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Set, Tuple
+
+from .. import naming, skeletons
+from ..model import Motion
+from ..ops.derived_channels import detect_foot_contacts, root_headings
+from ..ops.fk import pose_globals, world_positions
+from ..ops.summary import summarize
+from ..rotations import Vec3
+
+# A constraint marker on the floor plan: x, y, z, kind, frame.
+Marker = Tuple[float, float, float, str, int]
+
+
+@dataclass
+class PreviewScene:
+    motion: Motion
+    title: str
+    positions: List[List[Vec3]]
+    headings: List[Optional[Tuple[float, float]]]  # forward on the floor, (X, Z), per frame
+    contacts: Optional[Sequence[float]]  # 4 a frame: left heel, left toe, right heel, right toe
+    contacts_from_file: bool
+    report_lines: List[str]
+    character: Optional[Motion] = None
+    character_label: str = ""
+    character_positions: List[List[Vec3]] = field(default_factory=list)
+    character_glb: bytes = b""
+    markers: List[Marker] = field(default_factory=list)
+    constrained_frame_kinds: Set[Tuple[int, str]] = field(default_factory=set)
+
+    @property
+    def constrained_frames(self) -> Set[int]:
+        return {frame for frame, _ in self.constrained_frame_kinds}
+
+
+def _headings(motion: Motion, positions: List[List[Vec3]]) -> List[Optional[Tuple[float, float]]]:
+    if motion.skeleton.name not in skeletons.BUILTIN:
+        return [None] * motion.frame_count
+    # Kimodo's heading is (cos a, sin a) of the angle whose forward on the floor is (sin a, cos a) in (X, Z).
+    return [(sine, cosine) for cosine, sine in root_headings(motion.skeleton, positions)]
+
+
+def _contacts(motion: Motion, positions: List[List[Vec3]]) -> Tuple[Optional[Sequence[float]], bool]:
+    if motion.foot_contacts is not None:
+        return motion.foot_contacts, True
+    if motion.skeleton.name in skeletons.BUILTIN:
+        return detect_foot_contacts(motion.skeleton, positions, motion.fps), False
+    return None, False
+
+
+def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tuple[int, str]]]:
+    """Markers from a constraints file (Kimodo's or an Animotive request): root waypoints, and the joints
+    an entry pins (the hips of a keyframe pose, the hand or foot of an effector), placed by forward
+    kinematics of the entry's own pose, or at the request's target position."""
+    from ..constraints import read
+    from ..constraints.model import entry_poses
+
+    skeleton = motion.skeleton
+    markers: List[Marker] = []
+    frames: Set[Tuple[int, str]] = set()
+    for entry in read(path).entries:
+        frames.update((frame, entry.type) for frame in entry.frames)
+        if entry.smooth_root and entry.type == "root2d":
+            markers.extend((x, 0.0, z, entry.type, frame) for frame, (x, z) in zip(entry.frames, entry.smooth_root))
+        elif entry.positions:
+            markers.extend((p[0], p[1], p[2], entry.type, frame) for frame, p in zip(entry.frames, entry.positions))
+        elif entry.rotations and len(entry.rotations[0]) == skeleton.joint_count:
+            names = ["Hips"] if entry.type == "fullbody" else list(entry.base_names())
+            joints = [0 if name == "Hips" else skeleton.index(name) for name in names if name == "Hips" or name in skeleton.joint_names]
+            for frame, (_, positions) in zip(entry.frames, entry_poses(entry, skeleton)):
+                markers.extend((positions[j][0], positions[j][1], positions[j][2], entry.type, frame) for j in joints)
+    return markers, frames
+
+
+def _retarget(scene: PreviewScene, target_spec: str, in_place: bool) -> None:
+    from ..retarget import character, output
+    from ..retarget.report import format_report
+    from ..retarget.solve import retarget
+
+    motion = scene.motion
+    target = character.load_target(target_spec)
+    retargeted, info = retarget(motion, target.skeleton, in_place=in_place, target_name=target_spec,
+                                source_name=motion.name)
+    with tempfile.TemporaryDirectory(prefix="kimodo-preview-") as folder:
+        # The report is measured from a written file, as `retarget` measures it.
+        written = Path(folder) / "character.glb"
+        output.write(retargeted, info, target, written)
+        report = output.report_from_output(written, motion, retargeted, info)
+        scene.character_glb = written.read_bytes()
+    scene.character = retargeted
+    scene.character_label = Path(target_spec).stem or target_spec
+    scene.character_positions = world_positions(retargeted)
+    scene.report_lines = format_report(scene.title, report).splitlines()
+
+
+def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, constraints: Optional[str] = None,
+                in_place: bool = False) -> PreviewScene:
+    positions = world_positions(motion)
+    contacts, from_file = _contacts(motion, positions)
+    title = naming.clip_stem(motion.prompt, motion.name or Path(source).stem, motion.frame_count)
+    scene = PreviewScene(motion, title, positions, _headings(motion, positions), contacts, from_file,
+                         summarize(motion).text(Path(source).name).splitlines())
+    if constraints:
+        scene.markers, scene.constrained_frame_kinds = _constraint_markers(constraints, motion)
+    if target:
+        _retarget(scene, target, in_place)
+    return scene

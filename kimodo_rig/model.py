@@ -21,13 +21,6 @@ from typing import Optional, Sequence, Tuple
 
 from .rotations import IDENTITY, Quat, Vec3
 
-# Foot contact channels a frame, by layout: Kimodo's models label heel and toe per side ([T,4]); its
-# exporter on somaskel77 labels every joint of the foot chain ([T,6]). Both are kept as read.
-CONTACT_LAYOUTS = {
-    4: ("left_heel", "left_toe", "right_heel", "right_toe"),
-    6: ("left_heel", "left_toe", "left_toe_end", "right_heel", "right_toe", "right_toe_end"),
-}
-
 
 @dataclass(frozen=True)
 class Skeleton:
@@ -78,7 +71,7 @@ class Motion:
     local_rotations: array  # 'd' (or 'f'), frames * joints * 4, xyzw
     root_positions: array  # 'd' (or 'f'), frames * 3, metres
     fps: float = 30.0
-    foot_contacts: Optional[array] = None  # 'd', frames * 4 or frames * 6, channels as CONTACT_LAYOUTS
+    foot_contacts: Optional[array] = None  # 'd', frames * 4: left heel, left toe, right heel, right toe
     name: str = ""  # clip name for reports and output names
     prompt: str = ""  # first line of the text prompt, where the clip has one
 
@@ -86,9 +79,8 @@ class Motion:
         frames, remainder = divmod(len(self.root_positions), 3)
         if remainder or len(self.local_rotations) != frames * self.skeleton.joint_count * 4:
             raise ValueError("local_rotations and root_positions disagree on the frame count")
-        if self.foot_contacts is not None and not any(len(self.foot_contacts) == frames * width and frames
-                                                      for width in CONTACT_LAYOUTS):
-            raise ValueError("foot_contacts must hold 4 or 6 values a frame")
+        if self.foot_contacts is not None and len(self.foot_contacts) != frames * 4:
+            raise ValueError("foot_contacts must hold 4 values a frame")
 
     @property
     def frame_count(self) -> int:
@@ -102,20 +94,6 @@ class Motion:
     def duration(self) -> float:
         """Seconds from the first to the last frame."""
         return (self.frame_count - 1) / self.fps if self.frame_count > 1 else 0.0
-
-    @property
-    def contact_channels(self) -> int:
-        """Foot contact values a frame (4 or 6), or 0 when the motion carries none."""
-        return len(self.foot_contacts) // self.frame_count if self.foot_contacts is not None else 0
-
-    def feet_planted(self, frame: int) -> Tuple[bool, bool]:
-        """(left, right): whether any contact channel of that foot is set in this frame."""
-        width = self.contact_channels
-        if not width:
-            return (False, False)
-        values = self.foot_contacts[frame * width:(frame + 1) * width]  # type: ignore[index]
-        half = width // 2
-        return (any(v >= 0.5 for v in values[:half]), any(v >= 0.5 for v in values[half:]))
 
     def rotation(self, frame: int, joint: int) -> Quat:
         i = (frame * self.skeleton.joint_count + joint) * 4

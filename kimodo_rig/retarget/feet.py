@@ -237,21 +237,13 @@ def find_soles(target: Target, info: RetargetInfo) -> Soles:
 
 def source_contacts(motion: Motion, source_map: HumanoidMap,
                     positions: Sequence[Sequence[Vec3]]) -> Dict[str, List[Tuple[bool, bool]]]:
-    """Per side, per frame: (heel, toe) in contact. The clip's own labels where it has them ([T,6]: the
-    toe is the toe or the toe end), else Kimodo's rule on the foot and toe joints."""
+    """Per side, per frame: (heel, toe) in contact. The clip's own labels where it has them (a [T,6] NPZ
+    reads with the toe in contact when its toe or toe end is), else Kimodo's rule on the foot and toe joints."""
     frames = motion.frame_count
-    width = motion.contact_channels
-    if width:
+    if motion.foot_contacts is not None:
         values = motion.foot_contacts
-        half = width // 2
-        result = {}
-        for s, side in enumerate(SIDES):
-            flags = []
-            for frame in range(frames):
-                base = frame * width + s * half
-                flags.append((values[base] >= 0.5, any(values[base + k] >= 0.5 for k in range(1, half))))  # type: ignore[index]
-            result[side] = flags
-        return result
+        return {side: [(values[f * 4 + 2 * s] >= 0.5, values[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]
+                for s, side in enumerate(SIDES)}
     if motion.skeleton.name in skeletons.BUILTIN:
         labels = derived_channels.detect_foot_contacts(motion.skeleton, positions, motion.fps)
         return {side: [(labels[f * 4 + 2 * s] >= 0.5, labels[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]

@@ -156,10 +156,11 @@ class _Builder:
         return len(self.roots) // 3
 
     def copy(self, motion: Motion, start: int, end: int, contacts: Optional[Sequence[float]]) -> None:
-        self.rotations.extend(motion.local_rotations[start * self.stride:end * self.stride])
-        self.roots.extend(motion.root_positions[start * 3:end * 3])
+        # Readers may keep float32 buffers ('f'); the joined motion is double: copy values, not arrays.
+        self.rotations.extend(motion.local_rotations[start * self.stride:end * self.stride].tolist())
+        self.roots.extend(motion.root_positions[start * 3:end * 3].tolist())
         if self.contacts is not None and contacts is not None:
-            self.contacts.extend(contacts[start * 4:end * 4])
+            self.contacts.extend(list(contacts[start * 4:end * 4]))
 
     def blend(self, a: Motion, a_frame: int, a_contacts, b: Motion, b_frame: int, b_contacts, weight: float) -> None:
         ra, rb = a.local_rotations, b.local_rotations

@@ -10,7 +10,6 @@ from .. import formats
 from ..files import write_bytes_atomic
 from ..retarget import character as targets, feet, output as retarget_output
 from ..retarget.report import format_report, report_warnings
-from ..retarget.solve import retarget
 from .arguments import positive_float
 
 LOG = logging.getLogger("kimodo_rig")
@@ -34,16 +33,9 @@ def run_retarget(args: argparse.Namespace) -> int:
     retarget_output.check_output_path(args.output)
     motion = formats.read_file(args.input, fps=args.fps)
     target = targets.load_target(args.target)
-    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
-                                target_name=args.target, source_name=args.input)
-    treadmill = None
-    if args.in_place and args.foot_lock:
-        # Feet locked in place walk a treadmill: lock them on the travelling motion, then take the travel out.
-        travelling, _ = retarget(motion, target.skeleton, root_motion=args.root_motion,
-                                 target_name=args.target, source_name=args.input)
-        treadmill = feet.removed_travel(travelling, retargeted)
-        retargeted = travelling
-    retargeted = feet.place_feet(retargeted, motion, info, target, lock=args.foot_lock, treadmill=treadmill)
+    retargeted, info, treadmill = feet.retarget_onto(
+        motion, target, in_place=args.in_place, root_motion=args.root_motion, lock=args.foot_lock,
+        target_name=args.target, source_name=args.input)
     retarget_output.write(retargeted, info, target, args.output)
     report = retarget_output.report_from_output(args.output, motion, retargeted, info, target, treadmill=treadmill)
     if args.report:

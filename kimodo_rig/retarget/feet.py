@@ -51,7 +51,7 @@ from ..rotations import (
 from ..formats import gltf_document as gd
 from .character import Target
 from .mapping import SIDES, HumanoidMap
-from .solve import RetargetInfo
+from .solve import RetargetInfo, retarget
 
 BLEND_FRAMES = 4
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
@@ -343,6 +343,23 @@ def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dic
             heights[joint] = values[len(values) // 2] if values else min(
                 p[joint][1] for p in source_positions) if source_positions else 0.0
     return heights
+
+
+def retarget_onto(motion: Motion, target: Target, *, in_place: bool = False, root_motion: str = "hips",
+                  lock: bool = True, target_name: str = "", source_name: str = ""
+                  ) -> Tuple[Motion, RetargetInfo, Optional[List[Tuple[float, float]]]]:
+    """The solve, then this pass: what `kimodo-rig retarget` (and the preview) put on a character.
+    Returns the motion, the solve's info and, for --in-place with the lock, the travel taken out
+    (`removed_travel`: locked feet walk a treadmill, locked on the travelling motion)."""
+    retargeted, info = retarget(motion, target.skeleton, in_place=in_place, root_motion=root_motion,
+                                target_name=target_name, source_name=source_name)
+    treadmill = None
+    if in_place and lock:
+        travelling, _ = retarget(motion, target.skeleton, root_motion=root_motion,
+                                 target_name=target_name, source_name=source_name)
+        treadmill = removed_travel(travelling, retargeted)
+        retargeted = travelling
+    return place_feet(retargeted, motion, info, target, lock=lock, treadmill=treadmill), info, treadmill
 
 
 def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..retarget import character
 from ..retarget.mapping import facing_label, parts_by_name
@@ -20,7 +19,7 @@ def run_map(args: argparse.Namespace) -> int:
     hmap = character.map_target(target)
     parts = parts_by_name(hmap)
     if args.json:
-        print(json.dumps(parts, indent=2))
+        print(character.user_map_json(parts))
         return 0
     origin = target.table_label or "bone names"
     print("{}: {} parts from {}, facing {}".format(args.rig, len(parts), origin, facing_label(hmap.forward)))

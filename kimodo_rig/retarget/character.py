@@ -87,14 +87,29 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
 def read_user_map(path) -> Dict[str, str]:
     """A --map file: a JSON object, canonical part -> bone name (what `kimodo-rig map RIG --json` prints)."""
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise KimodoError("{}: cannot read ({})".format(path, error.strerror or error)) from None
-    except (ValueError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise KimodoError("{}: not JSON ({})".format(path, error)) from None
+    return user_map_from_json(text, str(path))
+
+
+def user_map_from_json(text: str, source: str) -> Dict[str, str]:
+    """A map as JSON text (a --map file's, or the one a Blender armature stores), checked for its shape:
+    an object of part -> bone name. Which parts and bones are known is `map_from_parts`'s to say."""
+    try:
+        record = json.loads(text)
+    except ValueError as error:
+        raise KimodoError("{}: not JSON ({})".format(source, error)) from None
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
-        raise KimodoError("{}: a map is a JSON object of part -> bone name, e.g. {{\"hips\": \"Hips\"}}".format(path))
+        raise KimodoError("{}: a map is a JSON object of part -> bone name, e.g. {{\"hips\": \"Hips\"}}".format(source))
     return record
+
+
+def user_map_json(parts: Dict[str, str]) -> str:
+    """A map as `kimodo-rig map RIG --json` prints it and `--map` reads it."""
+    return json.dumps(parts, indent=2)
 
 
 def _vrm_parts(thumbs_from: str) -> Dict[str, str]:

@@ -602,8 +602,13 @@ def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> Hu
 
 def parts_by_name(hmap: HumanoidMap) -> Dict[str, str]:
     """The map as `map_from_parts` reads it: canonical part -> bone name, in the printed order."""
+    return in_printed_order({part: hmap.joint_name(part) for part in hmap.bones})
+
+
+def in_printed_order(parts: Dict[str, str]) -> Dict[str, str]:
+    """A part -> bone table with its parts in the order maps are printed (unknown parts last)."""
     order = {part: k for k, part in enumerate(known_parts())}
-    return {part: hmap.joint_name(part) for part in sorted(hmap.bones, key=lambda p: order.get(p, len(order)))}
+    return {part: parts[part] for part in sorted(parts, key=lambda p: order.get(p, len(order)))}
 
 
 # --- which way the rig faces, and which side is its left ----------------------------------------------

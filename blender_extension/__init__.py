@@ -13,12 +13,10 @@ CLASSES = panel.CLASSES + operators.CLASSES
 def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
-    panel.register_properties()
     bpy.types.TOPBAR_MT_file_import.append(operators.menu_import)
 
 
 def unregister():
     bpy.types.TOPBAR_MT_file_import.remove(operators.menu_import)
-    panel.unregister_properties()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -1,10 +1,16 @@
-"""File > Import > Kimodo motion (`bpy.ops.kimodo.import_motion`) and the bone map's re-detect button.
+"""File > Import > Kimodo motion (`bpy.ops.kimodo.import_motion`) and the bone map's buttons (set one
+part's bone, re-detect).
 
 The work is kimodo_rig's: reading the clip, the retarget (kimodo_rig.retarget.api, the same solve as
 `kimodo-rig retarget`), the pose channels. Blender data is made only once all of that has succeeded, and
 Blender's evaluated bones are then read back and compared with the retarget (the self-check, as
 `kimodo-rig retarget` checks the file it writes); any failure removes what was made and reports one line.
+
+The bone map is stored on the armature data as the custom property `kimodo_bone_map`: the JSON text
+`kimodo-rig map RIG --json` prints and `kimodo-rig retarget --map` reads. The first import detects it
+and stores it; every import retargets with the stored map, as `--map` does.
 """
+from dataclasses import replace
 from pathlib import Path
 
 import bpy
@@ -23,6 +29,7 @@ from .kimodo_rig.rotations import length, subtract
 
 SELF_CHECK_TOLERANCE_M = 1e-4  # Blender evaluates in float32
 REPORT_PROPERTY = "kimodo_report"
+BONE_MAP_PROPERTY = "kimodo_bone_map"
 
 
 def clip_path(filepath: str) -> Path:
@@ -48,19 +55,34 @@ def target_armature(context):
     return next((o for o in context.selected_objects if o.type == "ARMATURE"), None)
 
 
+def bone_map_source(obj) -> str:
+    return "{}: bone map".format(obj.name)
+
+
 def stored_bone_map(obj):
-    return {item.part: item.bone for item in obj.data.kimodo_bone_map}
+    """The armature's stored map (part -> bone name), None when it has none yet."""
+    text = obj.data.get(BONE_MAP_PROPERTY)
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise KimodoError("{}: the custom property {} is not text".format(bone_map_source(obj), BONE_MAP_PROPERTY))
+    return api.bone_map_from_json(text, bone_map_source(obj))
 
 
-def store_bone_map(obj, detected) -> None:
-    """Every listed part with the bone it maps to ("" where none), detected ones first in body order."""
-    items = obj.data.kimodo_bone_map
-    items.clear()
-    parts = list(api.BODY_PARTS) + [p for p in detected if p not in api.BODY_PARTS]
-    for part in parts:
-        item = items.add()
-        item.part = part
-        item.bone = detected.get(part, "")
+def store_bone_map(obj, bone_map) -> None:
+    obj.data[BONE_MAP_PROPERTY] = api.bone_map_json(bone_map)
+
+
+def editable_bone_map(obj):
+    """The map an edit starts from: the stored one, else the detected one, else (a rig the names cannot
+    map, which the user maps by hand) none."""
+    bone_map = stored_bone_map(obj)
+    if bone_map is not None:
+        return bone_map
+    try:
+        return api.detect_bone_map(skeleton_of(blender_data.armature_of(obj)), obj.name)
+    except KimodoError:
+        return {}
 
 
 def import_motion(context, filepath: str, options: api.RetargetOptions, set_scene: bool):
@@ -90,21 +112,14 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         else:
             armature = blender_data.armature_of(obj)
             target = skeleton_of(armature)
-            stored = stored_bone_map(obj)
-            detected = {}
-            try:
-                detected = api.detect_bone_map(target, obj.name)
-            except KimodoError:
-                if not any(stored.values()):
-                    raise
-            edited = any(stored.values()) and {p: b for p, b in stored.items() if b} != detected
-            options = api.RetargetOptions(options.in_place, options.root_motion, options.foot_lock,
-                                          tuple(sorted(stored.items())) if edited else ())
+            bone_map = stored_bone_map(obj)
+            if bone_map is None:
+                bone_map = new_map = api.detect_bone_map(target, obj.name)
+            api.humanoid_map(target, bone_map, bone_map_source(obj))  # its errors name the map
+            options = replace(options, bone_map=tuple(bone_map.items()))
             retargeted, info = api.retarget_motion(motion, target, options, target_name=obj.name, source_name=str(path))
             if info.root_is_new:
                 raise KimodoError("{}: no bone above the hips to carry root motion; choose root motion in the hips".format(obj.name))
-            if not stored:
-                new_map = detected
         full = skeleton_of(armature)
         poses = world_poses(full, retargeted, info.root_track, info.root_bone)
         channels = pose_channels(armature, full, poses)
@@ -205,8 +220,61 @@ class KIMODO_OT_detect_bone_map(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _bone_names(self, context, edit_text):
+    obj = context.active_object
+    if obj is None or obj.type != "ARMATURE":
+        return []
+    typed = edit_text.lower()
+    return [bone.name for bone in obj.data.bones if typed in bone.name.lower()]
+
+
+class KIMODO_OT_set_bone(bpy.types.Operator):
+    """Choose the bone that plays this part of the body (stored on the armature; the next import uses it)"""
+
+    bl_idname = "kimodo.set_bone"
+    bl_label = "Set bone"
+    bl_options = {"REGISTER", "UNDO", "INTERNAL"}
+
+    part: StringProperty(name="Part", options={"HIDDEN"})
+    bone: StringProperty(name="Bone", description="The bone that plays this part (empty: none, it keeps its rest pose)",
+                         search=_bone_names, search_options={"SORT", "SUGGESTION"})
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+    def invoke(self, context, event):
+        try:
+            self.bone = (editable_bone_map(context.active_object)).get(self.part, "")
+        except KimodoError:
+            self.bone = ""
+        return context.window_manager.invoke_props_dialog(self)
+
+    def draw(self, context):
+        self.layout.prop(self, "bone", text=self.part)
+
+    def execute(self, context):
+        obj = context.active_object
+        try:
+            if self.part not in api.PARTS:
+                raise KimodoError("{}: unknown part {!r}".format(bone_map_source(obj), self.part))
+            if self.bone and self.bone not in obj.data.bones:
+                raise KimodoError("{}: {}: no bone named {!r} in {}".format(bone_map_source(obj), self.part, self.bone, obj.name))
+            bone_map = editable_bone_map(obj)
+        except KimodoError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        if self.bone:
+            bone_map[self.part] = self.bone
+        else:
+            bone_map.pop(self.part, None)
+        store_bone_map(obj, bone_map)
+        return {"FINISHED"}
+
+
 def menu_import(self, context):
     self.layout.operator(KIMODO_OT_import_motion.bl_idname, text="Kimodo motion")
 
 
-CLASSES = (KIMODO_OT_import_motion, KIMODO_OT_detect_bone_map)
+CLASSES = (KIMODO_OT_import_motion, KIMODO_OT_detect_bone_map, KIMODO_OT_set_bone)

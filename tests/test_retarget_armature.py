@@ -3,10 +3,12 @@ the pose channels judged by numpy applying Blender's own posing formula (pose = 
 rest^-1 @ rest @ basis), written out here from Blender's documentation rather than taken from the module."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from conftest import CLIPS, RIGS
+from conftest import CLIPS, RIGS, run_cli
 from kimodo_rig import formats
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.ops.fk import rest_positions, world_positions
@@ -110,20 +112,33 @@ def test_an_armature_without_bones_gets_one_line():
     assert str(error.value) == "Empty: the armature has no bones"
 
 
-def test_a_user_bone_map_overrides_the_detected_one_part_by_part():
+def test_the_bone_map_is_the_table_map_prints_and_retarget_map_reads():
     skeleton = character.load_target("mannequin").skeleton
     detected = api.detect_bone_map(skeleton, "mannequin")
+    printed = run_cli("map", "mannequin", "--json")
+    assert printed.returncode == 0 and api.bone_map_json(detected) == printed.stdout.strip()
+    assert api.bone_map_from_json(printed.stdout, "mannequin: bone map") == detected
     assert detected["head"] == "head" and detected["toe_l"] == "ball_l"
     same = api.humanoid_map(skeleton, detected, "mannequin")
     assert {p: skeleton.joint_names[j] for p, j in same.bones.items()} == detected
-    edited = api.humanoid_map(skeleton, dict(detected, head="", hand_l="lowerarm_l"), "mannequin")
-    assert "head" not in edited.bones and skeleton.joint_names[edited.bones["hand_l"]] == "lowerarm_l"
-    with pytest.raises(KimodoError) as error:
-        api.humanoid_map(skeleton, {"head": "noggin"}, "Hero")
-    assert str(error.value) == "Hero: bone map: head is mapped to 'noggin', which is not a bone of this armature"
-    with pytest.raises(KimodoError) as error:
-        api.humanoid_map(skeleton, {"thigh_l": "", "calf_r": ""}, "Hero")
-    assert str(error.value) == "Hero: bone map: no bone for thigh_l, calf_r"
+    # The whole map, as --map reads it: a part left out is unmapped, a part given a bone plays it.
+    edited = dict(detected, hand_l="lowerarm_l")
+    del edited["head"]
+    hmap = api.humanoid_map(skeleton, edited, "mannequin")
+    assert "head" not in hmap.bones and skeleton.joint_names[hmap.bones["hand_l"]] == "lowerarm_l"
+    # Printed in the map's order whatever order it was edited in.
+    assert list(json.loads(api.bone_map_json(dict(reversed(list(detected.items())))))) == list(detected)
+    for bone_map, message in (({"head": "noggin"}, "Hero: bone map: head: no bone named 'noggin' in mpfb2_game_engine"),
+                              ({"tail": "pelvis"}, "Hero: bone map: unknown part 'tail'"),
+                              ({"hips": "pelvis"}, "Hero: bone map: no humanoid legs and arms found (missing thigh_l")):
+        with pytest.raises(KimodoError) as error:
+            api.humanoid_map(skeleton, bone_map, "Hero: bone map")
+        assert str(error.value).startswith(message), str(error.value)
+    for text, message in (("{", "Hero: bone map: not JSON (Expecting property name"),
+                          ('["hips"]', "Hero: bone map: a map is a JSON object of part -> bone name")):
+        with pytest.raises(KimodoError) as error:
+            api.bone_map_from_json(text, "Hero: bone map")
+        assert str(error.value).startswith(message), str(error.value)
 
 
 def test_the_box_rig_motion_is_kimodos_own_but_for_the_travel():

@@ -6,8 +6,9 @@ the front end samples itself (the Blender add-on reads them back from Blender's 
 as it learns: options the core does not offer yet are passed on once it does (`foot_lock`: the solve grounds
 every frame by its lowest toe; when it takes a `foot_lock` keyword, the option reaches it).
 
-A user's bone map (canonical part -> bone name) overrides the detected one part by part here; an empty
-name leaves that part unmapped.
+The bone map is the offline retarget's own: the table `kimodo-rig map RIG --json` prints and
+`kimodo-rig retarget --map BONES.json` reads (canonical part -> bone name; a part left out is unmapped), as
+JSON text in and out, so a map fixed in Blender is a --map file and the other way round.
 """
 from __future__ import annotations
 
@@ -16,20 +17,15 @@ from array import array
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-from ..errors import KimodoError
 from ..model import Motion, Skeleton
 from ..rotations import Vec3
-from . import mapping
-from .mapping import SIDES, HumanoidMap, map_humanoid
+from .character import user_map_from_json, user_map_json
+from .mapping import HumanoidMap, in_printed_order, known_parts, map_from_parts, map_humanoid, parts_by_name
 from . import output
 from .report import Report
 from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
 
-# The parts the Blender panel always lists (fingers and extra spine or neck bones where the rig has them).
-BODY_PARTS = ("hips", "spine_0", "spine_1", "spine_2", "neck_0", "head") + tuple(
-    part + "_" + side for side in SIDES
-    for part in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe"))
-REQUIRED_PARTS = ("hips",) + tuple(p + "_" + s for s in SIDES for p in ("thigh", "calf", "upperarm", "lowerarm"))
+PARTS = known_parts()  # every canonical part a map may name, in the order maps are printed
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ class RetargetOptions:
     in_place: bool = False
     root_motion: str = "hips"  # or "root": travel and turning on the bone above the hips
     foot_lock: bool = True
-    bone_map: Tuple[Tuple[str, str], ...] = ()  # (part, bone name) overrides; "" unmaps a part
+    bone_map: Tuple[Tuple[str, str], ...] = ()  # (part, bone name): the whole map, as --map reads it; () detects
 
     def __post_init__(self) -> None:
         if self.root_motion not in ROOT_MOTION_MODES:
@@ -45,30 +41,26 @@ class RetargetOptions:
 
 
 def detect_bone_map(skeleton: Skeleton, source: str = "") -> Dict[str, str]:
-    """Canonical part -> bone name as the retarget finds it (KimodoError when no humanoid is found)."""
-    hmap = map_humanoid(skeleton, source)
-    return {part: skeleton.joint_names[joint] for part, joint in hmap.bones.items()}
+    """Canonical part -> bone name as the retarget finds it, the table `kimodo-rig map RIG --json` prints
+    (KimodoError when no humanoid is found)."""
+    return parts_by_name(map_humanoid(skeleton, source))
 
 
 def humanoid_map(skeleton: Skeleton, bone_map: Mapping[str, str], source: str = "") -> HumanoidMap:
-    """The detected map with `bone_map`'s parts put in (bone names of `skeleton`; "" unmaps a part)."""
-    name = source or skeleton.name
-    index = {bone: j for j, bone in enumerate(skeleton.joint_names)}
-    for part, bone in bone_map.items():
-        if bone and bone not in index:
-            raise KimodoError("{}: bone map: {} is mapped to {!r}, which is not a bone of this armature".format(name, part, bone))
-    if not bone_map:
-        return map_humanoid(skeleton, name)
-    bones, finger_ends = mapping._map_by_names(skeleton)
-    for part, bone in bone_map.items():
-        if bone:
-            bones[part] = index[bone]
-        else:
-            bones.pop(part, None)
-    missing = [part for part in REQUIRED_PARTS if part not in bones]
-    if missing:
-        raise KimodoError("{}: bone map: no bone for {}".format(name, ", ".join(missing)))
-    return mapping._complete(skeleton, bones, {}, {}, finger_ends)
+    """The map `bone_map` states (canonical part -> bone name of `skeleton`), read as `retarget --map`
+    reads a file: KimodoError naming `source` for an unknown part or bone, or no two arms and two legs."""
+    return map_from_parts(skeleton, dict(bone_map), source or skeleton.name)
+
+
+def bone_map_from_json(text: str, source: str) -> Dict[str, str]:
+    """A bone map from its JSON text (a --map file's contents); KimodoError naming `source` when it is not
+    an object of part -> bone name."""
+    return user_map_from_json(text, source)
+
+
+def bone_map_json(bone_map: Mapping[str, str]) -> str:
+    """The JSON text of a bone map, parts in the printed order, as `kimodo-rig map RIG --json` prints it."""
+    return user_map_json(in_printed_order(dict(bone_map)))
 
 
 def retarget_motion(motion: Motion, target: Skeleton, options: RetargetOptions = RetargetOptions(), *,

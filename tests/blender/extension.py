@@ -4,7 +4,9 @@ evaluates. Judging happens in tests/test_blender_extension.py.
 
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
 {"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "clip", "options" {...}, "reference" (box:
-step 1's .glb), "select": "armature" | "mesh" | "none"}, and "bad": [paths]. Prints one JSON object last.
+step 1's .glb), "select": "armature" | "mesh" | "none", "soles", "edits" [(part, bone)]: set through the
+panel's button and imported again, "draw_panel", "undo"}, and "bad": [paths]. Writes the record to
+WORK/blender_result.json and prints {"result": its path} last.
 """
 import json
 import os
@@ -39,7 +41,8 @@ def datablock_counts():
     return {"objects": len(bpy.data.objects), "armatures": len(bpy.data.armatures), "meshes": len(bpy.data.meshes),
             "actions": len(bpy.data.actions), "fps": scene.render.fps, "frame_end": scene.frame_end,
             "actions_on_armatures": sorted(o.animation_data.action.name for o in bpy.data.objects
-                                           if o.animation_data and o.animation_data.action)}
+                                           if o.animation_data and o.animation_data.action),
+            "bone_maps": sorted(a.name for a in bpy.data.armatures if "kimodo_bone_map" in a)}
 
 
 def capture(call):
@@ -168,19 +171,20 @@ def nearest_distance(a, b):
 
 
 class LayoutRecorder:
-    """Stands in for a panel's UILayout (none exists without a window) and records what draw() puts in it."""
+    """Stands in for a panel's UILayout (none exists without a window) and records what draw() puts in it:
+    ("label", text), ("operator", idname, text, {properties set on the button}), ("row", alert)."""
 
     def __init__(self, log):
         self.log = log
+        self.alert = False
 
     def label(self, text="", **_):
         self.log.append(("label", text))
 
-    def operator(self, idname, **_):
-        self.log.append(("operator", idname))
-
-    def prop_search(self, data, prop, search_data, search_prop, text="", **_):
-        self.log.append(("bone", text, getattr(data, prop), search_prop))
+    def operator(self, idname, text="", **_):
+        properties = {}
+        self.log.append(("operator", idname, text, properties))
+        return type("Button", (), {"__setattr__": lambda _, key, value: properties.__setitem__(key, value)})()
 
     def box(self):
         return self
@@ -188,12 +192,56 @@ class LayoutRecorder:
     def column(self, **_):
         return self
 
+    def row(self, **_):
+        log = self.log
+
+        class Row(LayoutRecorder):
+            def __setattr__(self, key, value):
+                if key == "alert" and value:
+                    log.append(("alert",))
+                object.__setattr__(self, key, value)
+        return Row(log)
+
 
 def draw_panel():
+    """The Kimodo panel and, where it polls true, its Fingers sub-panel."""
     log = []
-    panel = type("PanelCall", (), {"layout": LayoutRecorder(log)})()
-    bpy.types.VIEW3D_PT_kimodo.draw(panel, bpy.context)
+    for panel_type in (bpy.types.VIEW3D_PT_kimodo, bpy.types.VIEW3D_PT_kimodo_fingers):
+        if hasattr(panel_type, "poll") and not panel_type.poll(bpy.context):
+            continue
+        log.append(("panel", panel_type.bl_label))
+        panel = type("PanelCall", (), {"layout": LayoutRecorder(log)})()
+        panel_type.draw(panel, bpy.context)
     return log
+
+
+def stored_map(armature):
+    text = armature.data.get("kimodo_bone_map")
+    return None if text is None else str(text)
+
+
+def edit_and_import(target, case, edits):
+    """Each (part, bone) set through the panel's operator, then the clip imported again: what the map
+    and Blender's bones then are."""
+    select_only(target)
+    emptied = [json.loads(stored_map(target))[part] for part, bone in edits if not bone]
+    results = [capture(lambda: bpy.ops.kimodo.set_bone(part=part, bone=bone))[0] for part, bone in edits]
+    record = {"set_results": [sorted(r) if isinstance(r, set) else r for r in results], "map": stored_map(target)}
+    result, output = capture(lambda: bpy.ops.kimodo.import_motion(filepath=case["clip"], **case.get("options", {})))
+    record["result"] = sorted(result) if isinstance(result, set) else result
+    record["output"] = output
+    record["report"] = target.data.get("kimodo_report", "")
+    scene = bpy.context.scene
+    record["heads"] = sample(target, range(scene.frame_start, scene.frame_end + 1))
+    record["emptied_basis"] = {}  # per emptied part's bone, its pose basis' largest entry off the identity
+    for name in emptied:
+        worst = 0.0
+        for frame in range(scene.frame_start, scene.frame_end + 1, 10):
+            scene.frame_set(frame)
+            basis = np.array(target.pose.bones[name].matrix_basis)
+            worst = max(worst, float(np.abs(basis - np.eye(4)).max()))
+        record["emptied_basis"][name] = worst
+    return record
 
 
 def run_case(case, work):
@@ -227,12 +275,13 @@ def run_case(case, work):
     record["fps"], record["frame_start"], record["frame_end"] = scene.render.fps, scene.frame_start, scene.frame_end
     record["armature"] = target.name
     record["report"] = target.data.get("kimodo_report", "")
-    record["bone_map"] = {item.part: item.bone for item in target.data.kimodo_bone_map}
+    record["bone_map"] = stored_map(target)
     record["heads"] = sample(target, range(scene.frame_start, scene.frame_end + 1))
     record["rest_heads"] = {bone.name: to_gltf(target.matrix_world @ bone.head_local) for bone in target.data.bones}
     record["quaternion_modes"] = sorted({b.rotation_mode for b in target.pose.bones})
     if case.get("soles"):
-        feet = {side: [record["bone_map"].get(p + "_" + side) for p in ("foot", "toe")] for side in ("l", "r")}
+        bone_map = json.loads(record["bone_map"])
+        feet = {side: [bone_map.get(p + "_" + side) for p in ("foot", "toe")] for side in ("l", "r")}
         record["soles"], record["rest_soles"] = sole_heights(target, range(scene.frame_start, scene.frame_end + 1), feet)
     if case["rig"] == "box":
         frames = case["compare_frames"]
@@ -253,16 +302,16 @@ def run_case(case, work):
         record["panel"] = draw_panel()
         select_only(None)
         record["panel_without_armature"] = draw_panel()
-    if case.get("edit_map"):
-        # Unmap a part in the stored map, import again: the map on the armature is what the import uses.
-        for item in target.data.kimodo_bone_map:
-            if item.part == case["edit_map"]:
-                item.bone = ""
-        select_only(target)
-        capture(lambda: bpy.ops.kimodo.import_motion(filepath=case["clip"], **options))
-        record["report_after_edit"] = target.data.get("kimodo_report", "")
+    if case.get("edits"):
+        # Bones set in the stored map through the panel's button, the clip imported again; then a bone
+        # that is not there (refused, the map unchanged), and re-detect.
+        record["edited"] = edit_and_import(target, case, case["edits"])
+        before = stored_map(target)
+        result, output = capture(lambda: bpy.ops.kimodo.set_bone(part="head", bone="no such bone"))
+        record["bad_edit"] = {"result": result, "errors": [line for line in output.splitlines() if "rror" in line],
+                              "unchanged": stored_map(target) == before}
         capture(lambda: bpy.ops.kimodo.detect_bone_map())
-        record["bone_map_redetected"] = {item.part: item.bone for item in target.data.kimodo_bone_map}
+        record["bone_map_redetected"] = stored_map(target)
     if case.get("undo"):
         bpy.ops.ed.undo_push(message="before import")
         select_only(target)
@@ -342,7 +391,7 @@ def main():
     addon_utils.disable(MODULE)
     out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),
                            "panel": "VIEW3D_PT_kimodo" in dir(bpy.types),
-                           "property": hasattr(bpy.types.Armature, "kimodo_bone_map")}
+                           "set_bone": "KIMODO_OT_set_bone" in dir(bpy.types)}
     addon_utils.enable(MODULE)
     out["re_registered"] = "KIMODO_OT_import_motion" in dir(bpy.types)
     path = Path(spec["work"]) / "blender_result.json"

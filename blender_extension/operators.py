@@ -246,7 +246,7 @@ class KIMODO_OT_set_bone(bpy.types.Operator):
 
     def invoke(self, context, event):
         try:
-            self.bone = (editable_bone_map(context.active_object)).get(self.part, "")
+            self.bone = editable_bone_map(context.active_object).get(self.part, "")
         except KimodoError:
             self.bone = ""
         return context.window_manager.invoke_props_dialog(self)

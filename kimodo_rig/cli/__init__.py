@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -59,11 +60,23 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = "kimodo-rig", defa
     args = build_parser(prog, verb or "").parse_args(arguments)  # no verb typed: list them, import none
     try:
         if args.command == "glb":
-            return args.run(args, default_outdir)
-        return args.run(args)
+            status = args.run(args, default_outdir)
+        else:
+            status = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return status
     except KimodoError as error:
         print(str(error), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `kimodo-rig map RIG | head`: the reader has all it wanted
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device so Python's flush at exit does not fail on the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[Path] = None) -> int:

@@ -12,10 +12,11 @@ from ..formats import glb, raw
 from ..formats.options import WriteOptions
 from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("glb", help="Kimodo clip folders -> self-checked .glb files")
+    parser = commands.add_parser("glb", help=VERBS["glb"])
     add_glb_arguments(parser)
 
 

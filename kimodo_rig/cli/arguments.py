@@ -8,31 +8,31 @@ from ..formats import glb, limits
 from ..formats.options import WriteOptions
 
 
-def positive_float(text: str) -> float:
+def parsed_number(text: str, kind=float):
+    """`text` as a float (or `kind` int), or argparse's one-line error naming what was typed."""
     try:
-        value = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+        raise argparse.ArgumentTypeError("expected {}, got {!r}".format(
+            "a whole number" if kind is int else "a number", text))
+
+
+def positive_float(text: str) -> float:
+    value = parsed_number(text)
     if not value > 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
     return value
 
 
 def frames_per_second(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+    value = parsed_number(text)
     if not limits.MIN_FPS <= value <= limits.MAX_FPS:  # what every reader accepts from a file
         raise argparse.ArgumentTypeError("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
     return value
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number, got {!r}".format(text))
+    value = parsed_number(text, int)
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
     return value

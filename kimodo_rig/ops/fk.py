@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterator, List, Sequence, Tuple
 
 from ..model import Motion, Skeleton
-from ..rotations import Quat, Vec3, quat_multiply, quat_rotate
+from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract
 
 
 def pose_globals(
@@ -95,3 +95,20 @@ def rest_positions(skeleton: Skeleton) -> List[Vec3]:
 
 def rest_global_rotations(skeleton: Skeleton) -> List[Quat]:
     return rest_pose(skeleton)[0]
+
+
+def locals_from_globals(parents: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3]
+                        ) -> Tuple[List[Vec3], List[Quat]]:
+    """The inverse of pose_globals: each joint's offset and rotation in its parent's frame (a root keeps
+    its world placement), for skeletons read as world-space bind poses."""
+    offsets: List[Vec3] = []
+    local_rotations: List[Quat] = []
+    for joint, parent in enumerate(parents):
+        if parent < 0:
+            offsets.append(tuple(positions[joint]))
+            local_rotations.append(tuple(rotations[joint]))
+            continue
+        inverse = quat_conjugate(rotations[parent])
+        offsets.append(quat_rotate(inverse, subtract(positions[joint], positions[parent])))
+        local_rotations.append(quat_normalize(quat_multiply(inverse, rotations[joint])))
+    return offsets, local_rotations

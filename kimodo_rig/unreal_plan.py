@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import KimodoError
+from .files import open_input, read_input
 from .formats import glb
 from .formats import gltf_document as gd
 from .model import Motion, Skeleton
@@ -134,8 +135,7 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
         path = Path(argument)
         if not argument.lower().endswith(GLB_EXTENSIONS):
             raise KimodoError("{}: not a .glb file ({})".format(argument, USAGE))
-        if not path.is_file():
-            raise KimodoError("{}: no such file".format(argument))
+        open_input(path, argument).close()  # refused as every reader refuses: missing, a folder, a FIFO, a device
         clips.append(path)
     if not clips:
         clips = sorted(p for p in Path(script_folder).iterdir() if p.is_file() and p.suffix.lower() == ".glb")
@@ -287,7 +287,7 @@ def read_source(clip: Path) -> SourcePlan:
 
 def glb_joint_names(clip: Path, skeleton: Skeleton) -> Tuple[str, ...]:
     """The skeleton's joints as the .glb names them (Unreal names for SMPL-X by default, else native)."""
-    document = gd.parse_glb(Path(clip).read_bytes(), str(clip))
+    document = gd.parse_glb(read_input(clip), str(clip))  # a regular file within the size budget, as everywhere
     nodes = document.gltf.get("nodes", [])
     return glb.stored_joint_names(skeleton, [nodes[n].get("name", "") for n in document.gltf["skins"][0]["joints"]])
 

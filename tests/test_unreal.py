@@ -1158,3 +1158,27 @@ def test_the_54_and_55_root_motion_generator_properties_exist(engine):
     used = re.findall(r'op\.set_editor_property\("(\w+)"', _function_source("root_motion_generator"))
     assert len(used) == 7 and set(used) <= properties, set(used) - properties
     assert {"RootMotionSource", "RootMotionHeightSource"} <= set(_stub_members(engine))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_clip_that_is_not_a_regular_file_is_refused_as_every_reader_refuses_it(tmp_path, clip_glbs, kind):
+    """The project's reader (kimodo_rig.files) decides: a FIFO would block the editor forever, /dev/zero
+    would read without end. Both the argument check and the plan's own reads refuse them in one line."""
+    path = tmp_path / "walk_150.glb"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+    expected = "{}: is a folder, not a file".format(path) if kind == "folder" else \
+        "{}: not a regular file (a device, pipe or socket); not read".format(path)
+    with pytest.raises(KimodoError) as error:
+        plan.parse_arguments([str(path)], tmp_path)
+    assert str(error.value) == expected
+    with pytest.raises(KimodoError) as error:
+        plan.read_source(path)
+    assert str(error.value) == expected
+    with pytest.raises(KimodoError) as error:
+        plan.glb_joint_names(path, plan.read_source(clip_glbs["soma_01_single_text_prompt"]).motion.skeleton)
+    assert str(error.value) == expected

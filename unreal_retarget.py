@@ -16,7 +16,9 @@ Works on UE 5.2 to 5.7 and later by asking the engine for features rather than r
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
@@ -73,6 +75,7 @@ class Batch:
     def run(self) -> None:
         while self.index < len(self.request.clips):
             clip = self.request.clips[self.index]
+            job = None  # type: Optional[ClipJob]
             try:
                 job = start_clip(clip, self.target, self.target_plan, self.request.root_motion)
                 if not job.ready():
@@ -81,6 +84,8 @@ class Batch:
                 self.finish(job)
             except Exception as error:  # an engine call raised: report this clip, keep going with the others
                 self.fail(clip, error)
+            if job is not None:
+                job.clean_up()
             self.index += 1
         count = len(self.request.clips)
         unreal.log("kimodo: {} of {} clips retargeted".format(count - self.failures, count))
@@ -101,6 +106,7 @@ class Batch:
             self.finish(job)
         except Exception as error:
             self.fail(job.clip, error)
+        job.clean_up()
         self.index += 1
         self.run()
 
@@ -175,19 +181,26 @@ class ClipJob:
     """One clip between its import and its bake: what the plan decided, and the import to wait for."""
 
     def __init__(self, clip: Path, name: str, source: plan.SourcePlan, pose: plan.RetargetPose,
-                 root_motion: plan.RootMotionPlan, folder: str, imported: Optional[List[unreal.Object]]) -> None:
+                 root_motion: plan.RootMotionPlan, engine: plan.EngineSource, folder: str) -> None:
         self.clip = clip
         self.name = name
         self.source = source
         self.pose = pose
         self.root_motion = root_motion
+        self.engine = engine  # what Interchange imports: the .glb, or the plan's copy of it
         self.folder = folder
-        self.imported = imported  # the import's objects where it finished in the call (UE 5.5+), else None
+        self.scratch = None  # type: Optional[str]
+        self.imported = None  # type: Optional[List[unreal.Object]]  # where the import finished in the call
 
     def ready(self) -> bool:
         if self.imported is not None:
             return True
         return imported_assets(self.folder) is not None
+
+    def clean_up(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.TargetPlan, root_motion: str) -> ClipJob:
@@ -195,6 +208,7 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
     source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
     pose = plan.retarget_pose(source, target_plan)
     root_plan = plan.plan_root_motion(root_motion, source, target_plan)
+    engine = plan.engine_source(source, pose, root_plan)  # turned to the character's facing; root: a ground bone
     # An earlier run's retargeter and source rig use the earlier import: they go first, then the import's
     # folder, so that an import that finishes in the background is seen arriving, not mistaken for the last.
     delete_if_present(plan.retargeter_path(name, target.get_path_name()))
@@ -202,7 +216,21 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
     folder = plan.source_folder(name)
     if unreal.EditorAssetLibrary.does_directory_exist(folder) and not unreal.EditorAssetLibrary.delete_directory(folder):
         raise EngineError("{}: could not replace the earlier import (is one of its assets open?)".format(folder))
-    return ClipJob(clip, name, source, pose, root_plan, folder, start_import(clip, folder))
+    job = ClipJob(clip, name, source, pose, root_plan, engine, folder)
+    path = clip
+    if engine.derived:
+        job.scratch = tempfile.mkdtemp(prefix="kimodo_")
+        path = plan.write_engine_source(engine, Path(job.scratch))
+        unreal.log("kimodo: {}: imported as a copy{}{}".format(
+            name, " turned {:.0f} deg to the character's facing".format(engine.turn_deg)
+            if engine.turn_deg > plan.TURN_TOLERANCE_DEG else "",
+            " with a {} bone carrying the heading and travel".format(engine.root_bone) if engine.root_bone else ""))
+    try:
+        job.imported = start_import(path, folder)
+    except BaseException:
+        job.clean_up()
+        raise
+    return job
 
 
 def start_import(clip: Path, folder: str) -> Optional[List[unreal.Object]]:
@@ -436,7 +464,8 @@ def assign_rig_to_ops(controller: unreal.IKRetargeterController, source_rig: unr
 
 def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
     """UE 5.6+: add_default_ops adds a Root Motion op that copies the source root (our hips) onto the target
-    root. With root motion in the pelvis it goes; with root motion on the root it is set up as the plan says."""
+    root. With root motion in the pelvis it goes; with root motion on the root it copies the engine source's
+    root bone (the heading and the travel), snapped to the ground."""
     found = False
     for index in reversed(range(controller.get_num_retarget_ops())):
         op = controller.get_op_controller(index)
@@ -448,10 +477,8 @@ def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.
                 raise EngineError("could not remove the IK Retargeter's Root Motion op")
             continue
         settings = op.get_settings()
-        settings.root_motion_source = unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS
+        settings.root_motion_source = unreal.RootMotionSource.COPY_FROM_SOURCE_ROOT
         settings.root_height_source = unreal.RootMotionHeightSource.SNAP_TO_GROUND
-        settings.rotate_with_pelvis = root_motion.rotate_with_pelvis
-        settings.maintain_offset_from_pelvis = root_motion.maintain_offset_from_pelvis
         op.set_settings(settings)
         op.set_source_root_bone(root_motion.source_root)  # after the settings, which hold the bones too
         op.set_target_pelvis_bone(root_motion.target_pelvis)
@@ -471,10 +498,8 @@ def root_motion_generator(controller: unreal.IKRetargeterController, root_motion
     op = op_at(controller.add_retarget_op(op_class))
     if op is None:
         raise EngineError("the IK Retargeter refused a Root Motion Generator op")
-    op.set_editor_property("root_motion_source", unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS)
+    op.set_editor_property("root_motion_source", unreal.RootMotionSource.COPY_FROM_SOURCE_ROOT)
     op.set_editor_property("root_height_source", unreal.RootMotionHeightSource.SNAP_TO_GROUND)
-    op.set_editor_property("rotate_with_pelvis", root_motion.rotate_with_pelvis)
-    op.set_editor_property("maintain_offset_from_pelvis", root_motion.maintain_offset_from_pelvis)
     op.set_editor_property("source_root_bone", root_motion.source_root)
     op.set_editor_property("target_pelvis_bone", root_motion.target_pelvis)
     op.set_editor_property("target_root_bone", root_motion.target_root or "None")
@@ -581,7 +606,7 @@ def finish_clip(job: ClipJob, target: unreal.SkeletalMesh, target_rig: unreal.IK
         raise EngineError("Interchange imported no Skeletal Mesh and Anim Sequence into {} (is the glTF Interchange "
                           "translator enabled?)".format(job.folder))
     source_mesh, sequence = found
-    plan.check_imported_source(job.source, engine_skeleton(source_mesh))  # the glTF frame change we assume
+    plan.check_imported_source(job.source, job.engine, engine_skeleton(source_mesh))  # the frame change we assume
     source_rig = source_ik_rig(job.name, source_mesh, job.source)
     mapping = plan.chain_mapping(job.source, job.pose.target, chains_of(target_rig))
     asset = retargeter(job.name, source_mesh, target, source_rig, target_rig, mapping, job.root_motion)

@@ -47,6 +47,7 @@ def main(arguments: Sequence[str]) -> int:
         target = find_target(request.target)
         target_plan = plan.plan_target(engine_skeleton(target))
         plan.check_root_motion(request.root_motion, target_plan)
+        plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         target_rig = target_ik_rig(target)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
@@ -520,6 +521,12 @@ def apply_retarget_pose(asset: unreal.IKRetargeter, source: plan.SourcePlan, pos
 
 # Bake and read back
 
+def batch_takes_a_folder() -> bool:
+    """run_batch_retarget (after UE 5.7) takes the output folder; duplicate_and_retarget before it takes none."""
+    return (getattr(unreal.IKRetargetBatchOperation, "run_batch_retarget", None) is not None
+            and getattr(unreal, "IKRetargetBatchOperationInputs", None) is not None)
+
+
 def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh, sequence: unreal.AnimSequence,
          asset: unreal.IKRetargeter) -> unreal.AnimSequence:
     """The batch retarget into RETARGETED_ROOT, then the result moved to its final name. After UE 5.7
@@ -543,8 +550,6 @@ def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMes
         inputs.overwrite_existing_files = True
         results = run_batch(inputs)
     else:
-        if not target.get_path_name().startswith("/Game/"):
-            raise EngineError(plan.read_only_target_message(target.get_path_name()))
         # By keyword: the parameters after the 8th differ between versions (remap_referenced_assets on 5.3,
         # include_referenced_assets on 5.4+, target_path inserted after 5.7); their defaults are right.
         results = unreal.IKRetargetBatchOperation.duplicate_and_retarget(

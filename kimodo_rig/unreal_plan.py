@@ -111,8 +111,17 @@ def import_timeout_message(folder: str, seconds: float) -> str:
 
 
 def read_only_target_message(target_path: str) -> str:
-    return ("{}: this engine's batch retarget writes beside the target mesh, and this is plugin or engine content "
-            "(often read-only): copy the character into /Game and pass that path".format(target_path))
+    return ("{}: this engine's batch retarget (duplicate_and_retarget; it has no run_batch_retarget) takes no output "
+            "folder, and this character is plugin or engine content outside /Game (often read-only): copy it into "
+            "/Game and pass that path; nothing was imported".format(target_path))
+
+
+def check_target_folder(target_path: str, batch_takes_a_folder: bool) -> None:
+    """Once, before any import: where the engine's batch retarget cannot be told where to write (no
+    run_batch_retarget; duplicate_and_retarget has no folder parameter before it), a character outside /Game
+    is refused, so nothing is written into plugin or engine content."""
+    if not batch_takes_a_folder and not target_path.startswith("/Game/"):
+        raise KimodoError(read_only_target_message(target_path))
 
 
 _ASSET_PATH = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_-]*)+$")

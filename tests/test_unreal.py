@@ -113,6 +113,10 @@ MUTANTS = {
     "target_skeleton_left_unsaved.py": (", baked, target.skeleton])", ", baked])"),
     "no_wait_before_55.py": ("        return None\n    return list(result or [])",
                              "        return list(assets_in(folder))\n    return list(result or [])"),
+    "imports_the_glb_not_the_plans_copy.py": ("job.imported = start_import(path, folder)",
+                                              "job.imported = start_import(clip, folder)"),
+    "plugin_target_not_checked_first.py": ("        plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())\n",
+                                           ""),
 }
 MUTANTS_56 = {"unknown_attribute.py": "reportAttributeAccessIssue", "extra_argument.py": "reportCallIssue",
               "unknown_class.py": "reportAttributeAccessIssue"}
@@ -358,6 +362,21 @@ def _structural_problems(text):
                           for f in called if _has_function(f, text))
             if not handled:
                 problems.append("{}: add_default_ops's Root Motion op is left with its defaults".format(call.lineno))
+    # What Interchange imports is the plan's engine source: the copy it writes where it made one (a turned clip,
+    # a root bone for --root-motion root), never the .glb regardless.
+    body = _function_source("start_clip", text)
+    start = ast.parse(textwrap.dedent(body))
+    imports = [n for n in ast.walk(start) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id == "start_import"]
+    written = {t.id for n in ast.walk(start) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+               and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "write_engine_source"
+               for t in n.targets if isinstance(t, ast.Name)}
+    if not imports or not all(isinstance(c.args[0], ast.Name) and c.args[0].id in written for c in imports):
+        problems.append("start_clip: the .glb is imported even where the plan made the engine a turned or rooted copy")
+    # A character outside /Game is refused once, before anything is imported, where the batch takes no folder.
+    calls = [ast.unparse(n) for n in ast.walk(main) if isinstance(n, ast.Call)]
+    if not any(c.startswith("plan.check_target_folder(") for c in calls):
+        problems.append("main: a character outside /Game is not checked before the clips are imported")
     return problems
 
 
@@ -373,6 +392,8 @@ def test_the_script_has_none_of_the_old_mistakes_a_stub_cannot_show():
     ("traceback_from_find_target.py", "would escape as a traceback"),
     ("target_skeleton_left_unsaved.py", "Skeleton is left dirty and unsaved"),
     ("no_wait_before_55.py", "a background import (before 5.5) is not waited for"),
+    ("imports_the_glb_not_the_plans_copy.py", "the .glb is imported even where the plan made"),
+    ("plugin_target_not_checked_first.py", "a character outside /Game is not checked before"),
 ])
 def test_each_old_mistake_is_caught(mutant, expected):
     good, bad = MUTANTS[mutant]
@@ -1146,9 +1167,16 @@ def test_the_import_wait_and_a_read_only_target_get_one_clear_line():
     assert plan.import_timeout_message("/Game/Kimodo/Source/walk", 300.0) == (
         "Interchange has not finished importing into /Game/Kimodo/Source/walk after 300 s (this engine imports in "
         "the background); nothing was retargeted for this clip: run the script again once the import is done")
-    assert plan.read_only_target_message("/MyPlugin/Chars/SK_Hero.SK_Hero") == (
-        "/MyPlugin/Chars/SK_Hero.SK_Hero: this engine's batch retarget writes beside the target mesh, and this is "
-        "plugin or engine content (often read-only): copy the character into /Game and pass that path")
+    expected = ("/MyPlugin/Chars/SK_Hero.SK_Hero: this engine's batch retarget (duplicate_and_retarget; it has no "
+                "run_batch_retarget) takes no output folder, and this character is plugin or engine content outside "
+                "/Game (often read-only): copy it into /Game and pass that path; nothing was imported")
+    assert plan.read_only_target_message("/MyPlugin/Chars/SK_Hero.SK_Hero") == expected
+    with pytest.raises(KimodoError) as error:
+        plan.check_target_folder("/MyPlugin/Chars/SK_Hero.SK_Hero", False)
+    assert str(error.value) == expected
+    plan.check_target_folder("/MyPlugin/Chars/SK_Hero.SK_Hero", True)  # run_batch_retarget: target_path
+    plan.check_target_folder("/Game/Characters/Mannequins/Meshes/SKM_Manny", False)
+    assert plan.check_target_folder("/Engine/Chars/SK_X", True) is None
 
 
 def _turned_rig(rig, degrees):

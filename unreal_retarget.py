@@ -48,6 +48,8 @@ def main(arguments: Sequence[str]) -> int:
         target_plan = plan.plan_target(engine_skeleton(target))
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
+        if request.root_motion == "root" and not can_add_root_motion_op():
+            raise EngineError(NO_ROOT_MOTION_OP)  # once, before any import
         target_rig = target_ik_rig(target)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
@@ -223,7 +225,7 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
         job.scratch = tempfile.mkdtemp(prefix="kimodo_")
         path = plan.write_engine_source(engine, Path(job.scratch))
         unreal.log("kimodo: {}: imported as a copy{}{}".format(
-            name, " turned {:.0f} deg to the character's facing".format(engine.turn_deg)
+            name, " turned {:.1f} deg to the character's facing".format(engine.turn_deg)
             if engine.turn_deg > plan.TURN_TOLERANCE_DEG else "",
             " with a {} bone carrying the heading and travel".format(engine.root_bone) if engine.root_bone else ""))
     try:
@@ -489,13 +491,24 @@ def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.
             root_motion.target_root))
 
 
+NO_ROOT_MOTION_OP = "this engine cannot add a Root Motion op from Python: use {} hips; nothing was imported".format(
+    plan.ROOT_MOTION_OPTION)
+
+
+def can_add_root_motion_op() -> bool:
+    """UE 5.6+: add_default_ops brings one; UE 5.4/5.5: RootMotionGeneratorOp, added by class."""
+    controller = unreal.IKRetargeterController
+    return hasattr(controller, "add_default_ops") or (
+        getattr(unreal, "RootMotionGeneratorOp", None) is not None
+        and hasattr(controller, "get_retarget_op_at_index") and hasattr(controller, "add_retarget_op"))
+
+
 def root_motion_generator(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
     """UE 5.4/5.5: the Root Motion Generator op is an object added by class, set up through its properties."""
     op_class = getattr(unreal, "RootMotionGeneratorOp", None)
     op_at = getattr(controller, "get_retarget_op_at_index", None)  # before UE 5.6 only
     if op_class is None or op_at is None or not hasattr(controller, "add_retarget_op"):
-        raise EngineError("this engine cannot add a Root Motion op from Python: use {} hips".format(
-            plan.ROOT_MOTION_OPTION))
+        raise EngineError(NO_ROOT_MOTION_OP)
     op = op_at(controller.add_retarget_op(op_class))
     if op is None:
         raise EngineError("the IK Retargeter refused a Root Motion Generator op")

@@ -1383,7 +1383,7 @@ def test_root_mode_puts_the_heading_and_travel_on_a_bone_above_the_hips(clip_glb
         assert np.allclose(np.array(positions[1:]), np.array(original), atol=1e-7)
 
 
-def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_hips_at_every_key(clip_glbs):
+def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_hips_at_every_key(tmp_path):
     """The bake as UE's Root Motion op makes it from the engine source (by numpy), read back at every baked key
     of a 60 fps clip baked at 30 fps: the root's yaw is the clip's heading at the key's time and it stays on the
     ground; root * pelvis (the pelvis's baked local) gives the offline retarget's hips, which carry the clip's
@@ -1393,7 +1393,7 @@ def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_h
     joints = clip.joint_count
     motion = Motion(clip.skeleton, clip.local_rotations[:frames * joints * 4], clip.root_positions[:frames * 3], 60.0,
                     name="clip")
-    path = Path(str(clip_glbs["soma_01_single_text_prompt"]).replace(".glb", "_60.glb"))
+    path = tmp_path / "clip.glb"
     glb.write(motion, path)
     source = plan.read_source(path)
     rig, engine_rig = _engine_rig()

@@ -49,7 +49,7 @@ def main(arguments: Sequence[str]) -> int:
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():
-            raise EngineError(NO_ROOT_MOTION_OP)  # once, before any import
+            raise EngineError(NO_ROOT_MOTION_OP + "; nothing was imported")  # once, before any import
         target_rig = target_ik_rig(target)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
@@ -220,17 +220,17 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
     if unreal.EditorAssetLibrary.does_directory_exist(folder) and not unreal.EditorAssetLibrary.delete_directory(folder):
         raise EngineError("{}: could not replace the earlier import (is one of its assets open?)".format(folder))
     job = ClipJob(clip, name, source, pose, root_plan, engine, folder)
-    path = clip
-    if engine.derived:
-        job.scratch = tempfile.mkdtemp(prefix="kimodo_")
-        path = plan.write_engine_source(engine, Path(job.scratch))
-        unreal.log("kimodo: {}: imported as a copy{}{}".format(
-            name, " turned {:.1f} deg to the character's facing".format(engine.turn_deg)
-            if engine.turn_deg > plan.TURN_TOLERANCE_DEG else "",
-            " with a {} bone carrying the heading and travel".format(engine.root_bone) if engine.root_bone else ""))
     try:
+        path = clip
+        if engine.derived:
+            job.scratch = tempfile.mkdtemp(prefix="kimodo_")
+            path = plan.write_engine_source(engine, Path(job.scratch))
+            unreal.log("kimodo: {}: imported as a copy{}{}".format(
+                name, " turned {:.1f} deg to the character's facing".format(engine.turn_deg)
+                if engine.turn_deg > plan.TURN_TOLERANCE_DEG else "",
+                " with a {} bone carrying the heading and travel".format(engine.root_bone) if engine.root_bone else ""))
         job.imported = start_import(path, folder)
-    except BaseException:
+    except BaseException:  # the temporary copy goes with the clip that failed
         job.clean_up()
         raise
     return job
@@ -491,8 +491,7 @@ def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.
             root_motion.target_root))
 
 
-NO_ROOT_MOTION_OP = "this engine cannot add a Root Motion op from Python: use {} hips; nothing was imported".format(
-    plan.ROOT_MOTION_OPTION)
+NO_ROOT_MOTION_OP = "this engine cannot add a Root Motion op from Python: use {} hips".format(plan.ROOT_MOTION_OPTION)
 
 
 def can_add_root_motion_op() -> bool:

@@ -6,7 +6,8 @@ In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
     py "C:/path/to/unreal_retarget.py" --root-motion root "C:/path/walk_150.glb"  # travel on the root bone
 
-Each clip: Interchange import to /Game/Kimodo/Source/<name>, a source IK Rig and an IK Retargeter in
+Each clip: Interchange import to /Game/Kimodo/Source/<name> (of the .glb, or of the plan's copy of it turned
+to the character's facing or given a root bone for --root-motion root), a source IK Rig and an IK Retargeter in
 /Game/Kimodo/Rigs, a retarget pose holding the two corrections, a bake to /Game/Kimodo/Retargeted/A_<name>,
 and a report read back from the baked sequence. Every decision that needs no editor (names, chains, the
 lift, the arm offsets, the report) is made by kimodo_rig (beside this file) with the same functions the

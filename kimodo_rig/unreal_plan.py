@@ -1,7 +1,9 @@
 """Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
 characters to look for, the frame change between glTF and Unreal, the numbers that go into the retarget
-pose, how root motion is set up, and the report read back from the bake (the clip sampled at the baked
-keys' times, the root bone's track). unreal_retarget.py (the only `import unreal`) only carries these out.
+pose, how root motion is set up, the clip the engine imports (turned to the character's facing; for
+`--root-motion root`, with a bone above the hips carrying the heading and travel), and the report read
+back from the bake (the clip sampled at the baked keys' times, the root bone's track). unreal_retarget.py
+(the only `import unreal`) only carries these out.
 
 Frames. Kimodo's and glTF's: +Y up, +Z forward, +X the character's left, right-handed, metres. Unreal's:
 +Z up, left-handed, centimetres. Unreal's glTF readers (GLTFCore, which Interchange's glTF translator

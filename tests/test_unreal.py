@@ -1115,19 +1115,25 @@ def test_the_clip_is_sampled_at_any_time_between_its_frames():
     assert np.allclose(np.array(on_frames.local_rotations), np.array(motion.local_rotations), atol=1e-12)
 
 
+def _clip_at_60_fps(folder):
+    """soma_01 as a --fps 60 .glb read by the plan, and its frame count: odd, so that the last frame falls on
+    a 30 fps key."""
+    clip = raw.read(CLIPS / "soma_01_single_text_prompt", fps=60.0)
+    frames = clip.frame_count - (1 - clip.frame_count % 2)
+    joints = clip.joint_count
+    motion = Motion(clip.skeleton, clip.local_rotations[:frames * joints * 4], clip.root_positions[:frames * 3], 60.0,
+                    name="clip")
+    path = folder / "clip.glb"
+    glb.write(motion, path)
+    return plan.read_source(path), frames
+
+
 def test_a_60_fps_clip_is_compared_with_the_30_fps_bake_at_the_baked_keys_times(tmp_path):
     """Interchange resamples the glTF animation at 30 fps, and the bake has one key per imported key: a
     --fps 60 clip's baked key k is its frame 2k. The report samples the clip at the keys' times, so it says
     what the offline report says of the whole clip; comparing clip frame k with key k (the old way) covers
     half the clip, and the key-time check refuses it."""
-    clip = raw.read(CLIPS / "soma_01_single_text_prompt", fps=60.0)
-    frames = clip.frame_count - (1 - clip.frame_count % 2)  # an odd count: the last frame falls on a 30 fps key
-    joints = clip.joint_count
-    motion = Motion(clip.skeleton, clip.local_rotations[:frames * joints * 4], clip.root_positions[:frames * 3], 60.0,
-                    name="clip")
-    path = tmp_path / "clip.glb"
-    glb.write(motion, path)
-    source = plan.read_source(path)
+    source, frames = _clip_at_60_fps(tmp_path)
     assert source.motion.fps == 60.0
     rig, engine = _engine_rig()
     target = plan.skeleton_from_engine(*engine)
@@ -1388,14 +1394,7 @@ def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_h
     of a 60 fps clip baked at 30 fps: the root's yaw is the clip's heading at the key's time and it stays on the
     ground; root * pelvis (the pelvis's baked local) gives the offline retarget's hips, which carry the clip's
     hips; the report says so and measures the heading from the bake alone."""
-    clip = raw.read(CLIPS / "soma_01_single_text_prompt", fps=60.0)
-    frames = clip.frame_count - (1 - clip.frame_count % 2)
-    joints = clip.joint_count
-    motion = Motion(clip.skeleton, clip.local_rotations[:frames * joints * 4], clip.root_positions[:frames * 3], 60.0,
-                    name="clip")
-    path = tmp_path / "clip.glb"
-    glb.write(motion, path)
-    source = plan.read_source(path)
+    source, frames = _clip_at_60_fps(tmp_path)
     rig, engine_rig = _engine_rig()
     target = plan.skeleton_from_engine(*engine_rig)
     result, info = retarget(source.motion, rig)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from array import array
 from functools import lru_cache
-from operator import truediv
+from operator import sub, truediv
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,7 +16,7 @@ from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
-from ..ops.fk import positions_by_frame, rest_pose, rest_positions
+from ..ops.fk import position_columns_by_frame, rest_pose, rest_positions
 from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
 from . import gltf_document as gd
 from .limits import frame_rate, frame_rate_of_period
@@ -202,9 +202,9 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
         raise KimodoError("{}: self-check failed: the written animation does not key the motion's {} frames at "
                           "frame/fps".format(name, motion.frame_count))
     worst = 0.0
-    written = gd.world_positions_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
-    for positions, expected in zip(written, positions_by_frame(motion)):
-        distances = list(map(math.dist, positions, expected))
+    written = gd.world_position_columns_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
+    for (xs, ys, zs), (ex, ey, ez) in zip(written, position_columns_by_frame(motion)):
+        distances = list(map(math.hypot, map(sub, xs, ex), map(sub, ys, ey), map(sub, zs, ez)))
         if not math.isfinite(math.fsum(distances)):  # NaN or inf anywhere counts as worst
             return math.inf
         worst = max(worst, max(distances))

@@ -557,8 +557,16 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                              wanted: Sequence[int]) -> Iterator[List[Tuple[float, float, float]]]:
     """For each of `frames` keys, the world position of each `wanted` node: glTF's parent * T * R * S,
     evaluated from the nodes' own TRS and the animation's `channels` (per node and path, flat arrays as
-    `animation_arrays` gives). Quaternion FK on the flat arrays, parent before child along the file's
-    own `children`; where a node on the way carries a matrix or a scale, 4x4 matrices instead."""
+    `animation_arrays` gives). Quaternion FK on the flat arrays (`world_position_columns_by_frame`);
+    where a node on the way carries a matrix or a scale, 4x4 matrices instead."""
+    for xs, ys, zs in world_position_columns_by_frame(gltf, channels, frames, wanted):
+        yield list(zip(xs, ys, zs))
+
+
+def world_position_columns_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str, Sequence[float]]],
+                                    frames: int, wanted: Sequence[int]) -> Iterator[Tuple[List[float], List[float], List[float]]]:
+    """`world_positions_by_frame` as three lists a frame (x, y and z of each wanted node, in order). The
+    lists may be reused from one frame to the next: read them before asking for the next frame."""
     nodes = gltf.get("nodes", [])
     parents = node_parents(gltf)
     needed: List[int] = []  # the wanted nodes and their ancestors, parent before child
@@ -583,23 +591,39 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
             overrides = {node: {path: tuple(values[frame * PATH_WIDTHS[path]:(frame + 1) * PATH_WIDTHS[path]])
                                 for path, values in paths.items() if path in PATH_WIDTHS}
                          for node, paths in channels.items()}
-            yield [(m[12], m[13], m[14]) for m in world_matrices(gltf, overrides, wanted, parents)]
+            matrices = world_matrices(gltf, overrides, wanted, parents)
+            yield [m[12] for m in matrices], [m[13] for m in matrices], [m[14] for m in matrices]
         return
+    yield from _quaternion_fk_columns(nodes, channels, frames, needed, slots, parents, wanted_slots)
 
+
+def _quaternion_fk_columns(nodes, channels, frames: int, needed: List[int], slots: Dict[int, int],
+                           parents: List[int], wanted_slots: List[int]):
+    """The plain case of `world_position_columns_by_frame`: p = p_parent + q_parent t q_parent*, q =
+    q_parent q, parent before child. The nodes are sorted once into roots, nodes something hangs off
+    (a position and a world rotation) and nodes nothing hangs off (a position only); a skeleton whose
+    non-root nodes have animated translations takes one general loop instead."""
     parent_of_slot = [slots.get(parents[node], -1) for node in needed]
     has_children = [False] * len(needed)
     for parent in parent_of_slot:
         if parent >= 0:
             has_children[parent] = True
-    roots, plan = [], []
+    roots, general, inner, leaves = [], [], [], []
     for slot, node in enumerate(needed):
         record, animated = nodes[node], channels.get(node, {})
-        step = (slot, animated.get("rotation"), tuple(float(c) for c in record.get("rotation", (0.0, 0.0, 0.0, 1.0))),
-                animated.get("translation"), tuple(float(c) for c in record.get("translation", (0.0, 0.0, 0.0))))
-        if parent_of_slot[slot] < 0:
-            roots.append(step)
-        else:
-            plan.append(step + (parent_of_slot[slot], has_children[slot]))
+        rotations, translations = animated.get("rotation"), animated.get("translation")
+        rotation = tuple(float(c) for c in record.get("rotation", (0.0, 0.0, 0.0, 1.0)))
+        translation = tuple(float(c) for c in record.get("translation", (0.0, 0.0, 0.0)))
+        parent = parent_of_slot[slot]
+        if parent < 0:
+            roots.append((slot, rotations, rotation, translations, translation))
+            continue
+        general.append((slot, parent, has_children[slot], rotations, rotation, translations, translation))
+        (inner if has_children[slot] else leaves).append((slot, parent, rotations, rotation) + translation)
+    if any(step[5] is not None for step in general):
+        inner, leaves = [], []  # animated translations below the root: the general loop does all
+    else:
+        general = []
     count = len(needed)
     every_slot = wanted_slots == list(range(count))  # the wanted nodes are all there is, in order
     qx, qy, qz, qw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count  # world rotations
@@ -609,27 +633,45 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
         for slot, rotations, rotation, translations, translation in roots:
             px[slot], py[slot], pz[slot] = translation if translations is None else translations[t:t + 3]
             qx[slot], qy[slot], qz[slot], qw[slot] = rotation if rotations is None else rotations[r:r + 4]
-        for slot, rotations, rotation, translations, translation, parent, has_child in plan:
-            if translations is None:
-                tx, ty, tz = translation
-            else:
-                tx, ty, tz = translations[t], translations[t + 1], translations[t + 2]
-            # p = p_parent + q_parent t q_parent*, as t + w u + xyz x u with u = 2 xyz x t
+        for slot, parent, has_child, rotations, rotation, translations, translation in general:
+            tx, ty, tz = translation if translations is None else translations[t:t + 3]
             ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
             ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
             px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
             py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
             pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
-            if has_child:  # q = q_parent q; a node nothing hangs off never needs its world rotation
-                if rotations is None:
-                    x, y, z, w = rotation
-                else:
-                    x, y, z, w = rotations[r], rotations[r + 1], rotations[r + 2], rotations[r + 3]
+            if has_child:
+                x, y, z, w = rotation if rotations is None else rotations[r:r + 4]
                 qx[slot] = aw * x + ax * w + ay * z - az * y
                 qy[slot] = aw * y - ax * z + ay * w + az * x
                 qz[slot] = aw * z + ax * y - ay * x + az * w
                 qw[slot] = aw * w - ax * x - ay * y - az * z
-        yield list(zip(px, py, pz)) if every_slot else [(px[s], py[s], pz[s]) for s in wanted_slots]
+        for slot, parent, rotations, rotation, tx, ty, tz in inner:  # parent before child, as in `needed`
+            # p = p_parent + t + w u + xyz x u with u = 2 xyz x t (xyzw: the parent's world rotation)
+            ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
+            ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
+            px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
+            py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
+            pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
+            if rotations is None:
+                x, y, z, w = rotation
+            else:
+                x, y, z, w = rotations[r], rotations[r + 1], rotations[r + 2], rotations[r + 3]
+            qx[slot] = aw * x + ax * w + ay * z - az * y
+            qy[slot] = aw * y - ax * z + ay * w + az * x
+            qz[slot] = aw * z + ax * y - ay * x + az * w
+            qw[slot] = aw * w - ax * x - ay * y - az * z
+        for slot, parent, rotations, rotation, tx, ty, tz in leaves:  # after every parent; no world rotation
+            ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
+            ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
+            px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
+            py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
+            pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
+        if every_slot:
+            yield px, py, pz
+        else:
+            yield [px[s] for s in wanted_slots], [py[s] for s in wanted_slots], [pz[s] for s in wanted_slots]
+
 
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)

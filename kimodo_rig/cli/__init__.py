@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from pathlib import Path
@@ -45,16 +44,23 @@ def build_parser(prog: str = "kimodo-rig", verb: Optional[str] = None) -> argpar
     return parser
 
 
-class _StderrWarnings(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        print("warning: " + record.getMessage(), file=sys.stderr)
+def _show_warnings_on_stderr() -> None:
+    """The core's warnings (logging, "kimodo_rig") as `warning: ...` lines on stderr. Imported here, not
+    at the top: `kimodo_to_glb.py` runs nothing that warns and so never loads logging."""
+    import logging
+
+    class StderrWarnings(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            print("warning: " + record.getMessage(), file=sys.stderr)
+
+    logger = logging.getLogger("kimodo_rig")
+    if not logger.handlers:
+        logger.addHandler(StderrWarnings())
+        logger.setLevel(logging.WARNING)
 
 
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "kimodo-rig", default_outdir: Optional[Path] = None) -> int:
-    logger = logging.getLogger("kimodo_rig")
-    if not logger.handlers:
-        logger.addHandler(_StderrWarnings())
-        logger.setLevel(logging.WARNING)
+    _show_warnings_on_stderr()
     arguments = list(sys.argv[1:] if argv is None else argv)
     verb = arguments[0] if arguments and arguments[0] in VERBS else None
     args = build_parser(prog, verb or "").parse_args(arguments)  # no verb typed: list them, import none

@@ -32,7 +32,23 @@ UNIT_TOLERANCE = 1e-3  # rotation keys read back: |q| within this of 1, as raw c
 
 def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
     """The GLB bytes of `motion`. `names`: "mannequin" (Unreal names for SMPL-X) or "native"."""
-    skeleton = motion.skeleton
+    rig, rig_binary = _rig_part(motion.skeleton, names)
+    builder = gd.DocumentBuilder()
+    builder.binary += rig_binary
+    gltf = builder.gltf
+    for key, value in rig.items():  # the lists this clip extends are copied; their records are shared
+        gltf[key] = list(value) if isinstance(value, list) else value
+    gltf["nodes"].append({"name": (motion.name or "kimodo") + "_mesh", "mesh": 0, "skin": 0})
+    gltf["animations"] = [_animation(builder, motion)]
+    return builder.to_glb()
+
+
+@lru_cache(maxsize=8)
+def _rig_part(skeleton: Skeleton, names: str) -> Tuple[Dict, bytes]:
+    """What of the file the skeleton alone decides: one node per joint (the mesh node, named after the
+    clip, comes next), the scene, one box per bone, the skin and its inverse bind matrices, as glTF
+    JSON and its binary part. Built once per skeleton and name style (a batch meets the same few again
+    and again); callers copy what they extend and never change the records."""
     count = skeleton.joint_count
     joint_names = skeletons.display_names(skeleton, names)
     builder = gd.DocumentBuilder()
@@ -51,8 +67,7 @@ def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
         if children:
             node["children"] = children
         nodes.append(node)
-    mesh_node = count
-    nodes.append({"name": (motion.name or "kimodo") + "_mesh", "mesh": 0, "skin": 0})
+    mesh_node = count  # appended by encode
     gltf["nodes"] = nodes
     gltf["scenes"] = [{"nodes": [0, mesh_node]}]
     gltf["scene"] = 0
@@ -84,8 +99,7 @@ def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
             "inverseBindMatrices": builder.add_accessor(_inverse_bind_matrices(skeleton), "MAT4"),
         }
     ]
-    gltf["animations"] = [_animation(builder, motion)]
-    return builder.to_glb()
+    return gltf, bytes(builder.binary)
 
 
 def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
@@ -130,11 +144,9 @@ def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
     return matrices
 
 
-@lru_cache(maxsize=8)
 def _bone_boxes(skeleton: Skeleton):
     """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
-    where the joint has no child at a distance. Each box is skinned fully to its joint. Cached: a batch
-    meets the same few skeletons again and again (callers only read the lists)."""
+    where the joint has no child at a distance. Each box is skinned fully to its joint."""
     world = rest_positions(skeleton)
     positions: List[Tuple[float, float, float]] = []
     normals: List[Tuple[float, float, float]] = []

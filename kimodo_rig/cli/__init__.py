@@ -88,8 +88,10 @@ def _silence_stdout() -> None:
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[Path] = None) -> int:
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default."""
     from . import glb
+    from .arguments import SizedHelpFormatter
 
-    parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files")
+    parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files",
+                                     formatter_class=SizedHelpFormatter)
     glb.add_glb_arguments(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     return glb.run_glb(args, default_outdir)

@@ -6,11 +6,13 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, Callable, Union
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import BinaryIO, Callable, Union
 
 from .errors import KimodoError
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, "os.PathLike[str]"] if TYPE_CHECKING else str
 MAX_INPUT_BYTES = 1 << 30  # no motion or character file is a gigabyte; a device or a runaway file is refused
 _CHUNK = 1 << 20
 

@@ -16,7 +16,9 @@ Conventions, stated once:
 from __future__ import annotations
 
 from array import array
-from typing import Any, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence, Tuple
 
 from .rotations import IDENTITY, Quat, Vec3
 

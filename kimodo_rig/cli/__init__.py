@@ -11,7 +11,9 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError

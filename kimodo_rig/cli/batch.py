@@ -15,7 +15,9 @@ import os
 import sys
 import time
 from itertools import repeat
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 

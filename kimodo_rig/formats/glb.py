@@ -10,7 +10,9 @@ from array import array
 from functools import lru_cache
 from operator import sub, truediv
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError

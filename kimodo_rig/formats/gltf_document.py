@@ -7,7 +7,9 @@ import math
 import struct
 import sys
 from array import array
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..files import read_input
@@ -414,7 +416,7 @@ def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
 
 # --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------
 
-Matrix4 = List[float]  # column-major, as glTF stores them
+Matrix4 = List[float] if TYPE_CHECKING else list  # column-major, as glTF stores them
 
 
 def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: Sequence[float]) -> Matrix4:
@@ -520,7 +522,7 @@ def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], 
 PATH_WIDTHS = {"translation": 3, "rotation": 4, "scale": 3}
 
 
-FloatSequence = Sequence[float]  # array('f'), a float memoryview of the bytes, or array('d')
+FloatSequence = Sequence[float] if TYPE_CHECKING else list  # array('f'), a float memoryview of the bytes, or array('d')
 
 
 def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[FloatSequence, Dict[int, Dict[str, FloatSequence]]]:

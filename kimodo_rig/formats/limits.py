@@ -6,7 +6,9 @@ import json
 import math
 import re
 from itertools import accumulate
-from typing import Any, Union
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Union
 
 from ..errors import KimodoError
 

@@ -6,7 +6,9 @@ import math
 import sys
 from array import array
 from pathlib import Path
-from typing import Optional, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError

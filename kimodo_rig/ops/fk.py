@@ -1,7 +1,9 @@
 """Forward kinematics on the model (see model.py for the formula)."""
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Iterator, List, Sequence, Tuple
 
 from ..model import Motion, Skeleton
 from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract

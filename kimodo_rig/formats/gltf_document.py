@@ -602,30 +602,21 @@ def world_position_columns_by_frame(gltf: Dict[str, Any], channels: Dict[int, Di
 def _quaternion_fk_columns(nodes, channels, frames: int, needed: List[int], slots: Dict[int, int],
                            parents: List[int], wanted_slots: List[int]):
     """The plain case of `world_position_columns_by_frame`: p = p_parent + q_parent t q_parent*, q =
-    q_parent q, parent before child. The nodes are sorted once into roots, nodes something hangs off
-    (a position and a world rotation) and nodes nothing hangs off (a position only); a skeleton whose
-    non-root nodes have animated translations takes one general loop instead."""
+    q_parent q, parent before child; a node nothing hangs off needs no world rotation."""
     parent_of_slot = [slots.get(parents[node], -1) for node in needed]
     has_children = [False] * len(needed)
     for parent in parent_of_slot:
         if parent >= 0:
             has_children[parent] = True
-    roots, general, inner, leaves = [], [], [], []
+    roots, plan = [], []
     for slot, node in enumerate(needed):
         record, animated = nodes[node], channels.get(node, {})
-        rotations, translations = animated.get("rotation"), animated.get("translation")
-        rotation = tuple(float(c) for c in record.get("rotation", (0.0, 0.0, 0.0, 1.0)))
-        translation = tuple(float(c) for c in record.get("translation", (0.0, 0.0, 0.0)))
-        parent = parent_of_slot[slot]
-        if parent < 0:
-            roots.append((slot, rotations, rotation, translations, translation))
-            continue
-        general.append((slot, parent, has_children[slot], rotations, rotation, translations, translation))
-        (inner if has_children[slot] else leaves).append((slot, parent, rotations, rotation) + translation)
-    if any(step[5] is not None for step in general):
-        inner, leaves = [], []  # animated translations below the root: the general loop does all
-    else:
-        general = []
+        step = (slot, animated.get("rotation"), tuple(float(c) for c in record.get("rotation", (0.0, 0.0, 0.0, 1.0))),
+                animated.get("translation"), tuple(float(c) for c in record.get("translation", (0.0, 0.0, 0.0))))
+        if parent_of_slot[slot] < 0:
+            roots.append(step)
+        else:
+            plan.append(step + (parent_of_slot[slot], has_children[slot]))
     count = len(needed)
     every_slot = wanted_slots == list(range(count))  # the wanted nodes are all there is, in order
     qx, qy, qz, qw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count  # world rotations
@@ -635,40 +626,26 @@ def _quaternion_fk_columns(nodes, channels, frames: int, needed: List[int], slot
         for slot, rotations, rotation, translations, translation in roots:
             px[slot], py[slot], pz[slot] = translation if translations is None else translations[t:t + 3]
             qx[slot], qy[slot], qz[slot], qw[slot] = rotation if rotations is None else rotations[r:r + 4]
-        for slot, parent, has_child, rotations, rotation, translations, translation in general:
-            tx, ty, tz = translation if translations is None else translations[t:t + 3]
-            ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
-            ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
-            px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
-            py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
-            pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
-            if has_child:
-                x, y, z, w = rotation if rotations is None else rotations[r:r + 4]
-                qx[slot] = aw * x + ax * w + ay * z - az * y
-                qy[slot] = aw * y - ax * z + ay * w + az * x
-                qz[slot] = aw * z + ax * y - ay * x + az * w
-                qw[slot] = aw * w - ax * x - ay * y - az * z
-        for slot, parent, rotations, rotation, tx, ty, tz in inner:  # parent before child, as in `needed`
+        for slot, rotations, rotation, translations, translation, parent, has_child in plan:
+            if translations is None:
+                tx, ty, tz = translation
+            else:
+                tx, ty, tz = translations[t], translations[t + 1], translations[t + 2]
             # p = p_parent + t + w u + xyz x u with u = 2 xyz x t (xyzw: the parent's world rotation)
             ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
             ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
             px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
             py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
             pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
-            if rotations is None:
-                x, y, z, w = rotation
-            else:
-                x, y, z, w = rotations[r], rotations[r + 1], rotations[r + 2], rotations[r + 3]
-            qx[slot] = aw * x + ax * w + ay * z - az * y
-            qy[slot] = aw * y - ax * z + ay * w + az * x
-            qz[slot] = aw * z + ax * y - ay * x + az * w
-            qw[slot] = aw * w - ax * x - ay * y - az * z
-        for slot, parent, rotations, rotation, tx, ty, tz in leaves:  # after every parent; no world rotation
-            ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
-            ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
-            px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
-            py[slot] = py[parent] + ty + aw * uy + az * ux - ax * uz
-            pz[slot] = pz[parent] + tz + aw * uz + ax * uy - ay * ux
+            if has_child:  # q = q_parent q; a node nothing hangs off never needs its world rotation
+                if rotations is None:
+                    x, y, z, w = rotation
+                else:
+                    x, y, z, w = rotations[r], rotations[r + 1], rotations[r + 2], rotations[r + 3]
+                qx[slot] = aw * x + ax * w + ay * z - az * y
+                qy[slot] = aw * y - ax * z + ay * w + az * x
+                qz[slot] = aw * z + ax * y - ay * x + az * w
+                qw[slot] = aw * w - ax * x - ay * y - az * z
         if every_slot:
             yield px, py, pz
         else:

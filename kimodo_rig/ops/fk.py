@@ -58,18 +58,16 @@ def positions_by_frame(motion: Motion) -> Iterator[List[Vec3]]:
 def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], List[float], List[float]]]:
     """`positions_by_frame` as three lists a frame: x, y and z of every joint. The same lists come back
     every frame, refilled: read them before asking for the next. The same FK as pose_globals, with
-    quat_multiply and quat_rotate written out in place: joints something hangs off first (a position
-    and a world rotation), then the others (a position only)."""
+    quat_multiply and quat_rotate written out in place, and no world rotation kept for joints without
+    children."""
     skeleton = motion.skeleton
     count = skeleton.joint_count
     has_children = [False] * count
     for parent in skeleton.parents:
         if parent >= 0:
             has_children[parent] = True
-    inner, leaves = [], []
-    for joint, parent in enumerate(skeleton.parents):
-        if parent >= 0:
-            (inner if has_children[joint] else leaves).append((joint, parent, 4 * joint) + tuple(skeleton.rest_offsets[joint]))
+    plan = [(joint, parent, has_children[joint], 4 * joint) + tuple(skeleton.rest_offsets[joint])
+            for joint, parent in enumerate(skeleton.parents) if parent >= 0]
     rotations, roots = motion.local_rotations, motion.root_positions
     width = 4 * count
     gx, gy, gz, gw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count
@@ -78,7 +76,7 @@ def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], Lis
         q = rotations[frame * width:(frame + 1) * width].tolist()  # one frame, as floats, in one call
         gx[0], gy[0], gz[0], gw[0] = q[0], q[1], q[2], q[3]
         px[0], py[0], pz[0] = roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2]
-        for joint, parent, at, vx, vy, vz in inner:  # parents before children (model.py's order)
+        for joint, parent, has_child, at, vx, vy, vz in plan:
             ax, ay, az, aw = gx[parent], gy[parent], gz[parent], gw[parent]
             tx = 2.0 * (ay * vz - az * vy)
             ty = 2.0 * (az * vx - ax * vz)
@@ -86,19 +84,12 @@ def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], Lis
             px[joint] = px[parent] + vx + aw * tx + (ay * tz - az * ty)
             py[joint] = py[parent] + vy + aw * ty + (az * tx - ax * tz)
             pz[joint] = pz[parent] + vz + aw * tz + (ax * ty - ay * tx)
-            bx, by, bz, bw = q[at], q[at + 1], q[at + 2], q[at + 3]
-            gx[joint] = aw * bx + ax * bw + ay * bz - az * by
-            gy[joint] = aw * by - ax * bz + ay * bw + az * bx
-            gz[joint] = aw * bz + ax * by - ay * bx + az * bw
-            gw[joint] = aw * bw - ax * bx - ay * by - az * bz
-        for joint, parent, _, vx, vy, vz in leaves:  # every parent is done by now
-            ax, ay, az, aw = gx[parent], gy[parent], gz[parent], gw[parent]
-            tx = 2.0 * (ay * vz - az * vy)
-            ty = 2.0 * (az * vx - ax * vz)
-            tz = 2.0 * (ax * vy - ay * vx)
-            px[joint] = px[parent] + vx + aw * tx + (ay * tz - az * ty)
-            py[joint] = py[parent] + vy + aw * ty + (az * tx - ax * tz)
-            pz[joint] = pz[parent] + vz + aw * tz + (ax * ty - ay * tx)
+            if has_child:
+                bx, by, bz, bw = q[at], q[at + 1], q[at + 2], q[at + 3]
+                gx[joint] = aw * bx + ax * bw + ay * bz - az * by
+                gy[joint] = aw * by - ax * bz + ay * bw + az * bx
+                gz[joint] = aw * bz + ax * by - ay * bx + az * bw
+                gw[joint] = aw * bw - ax * bx - ay * by - az * bz
         yield px, py, pz
 
 

@@ -6,7 +6,8 @@ In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
     py "C:/path/to/unreal_retarget.py" --root-motion root "C:/path/walk_150.glb"  # travel on the root bone
 
-Each clip: Interchange import to /Game/Kimodo/Source/<name>, a source IK Rig and an IK Retargeter in
+Each clip: Interchange import to /Game/Kimodo/Source/<name> (of the .glb, or of the plan's copy of it turned
+to the character's facing or given a root bone for --root-motion root), a source IK Rig and an IK Retargeter in
 /Game/Kimodo/Rigs, a retarget pose holding the two corrections, a bake to /Game/Kimodo/Retargeted/A_<name>,
 and a report read back from the baked sequence. Every decision that needs no editor (names, chains, the
 lift, the arm offsets, the report) is made by kimodo_rig (beside this file) with the same functions the
@@ -16,7 +17,9 @@ Works on UE 5.2 to 5.7 and later by asking the engine for features rather than r
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
@@ -45,6 +48,9 @@ def main(arguments: Sequence[str]) -> int:
         target = find_target(request.target)
         target_plan = plan.plan_target(engine_skeleton(target))
         plan.check_root_motion(request.root_motion, target_plan)
+        plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
+        if request.root_motion == "root" and not can_add_root_motion_op():
+            raise EngineError(NO_ROOT_MOTION_OP + "; nothing was imported")  # once, before any import
         target_rig = target_ik_rig(target)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
@@ -73,6 +79,7 @@ class Batch:
     def run(self) -> None:
         while self.index < len(self.request.clips):
             clip = self.request.clips[self.index]
+            job = None  # type: Optional[ClipJob]
             try:
                 job = start_clip(clip, self.target, self.target_plan, self.request.root_motion)
                 if not job.ready():
@@ -81,6 +88,8 @@ class Batch:
                 self.finish(job)
             except Exception as error:  # an engine call raised: report this clip, keep going with the others
                 self.fail(clip, error)
+            if job is not None:
+                job.clean_up()
             self.index += 1
         count = len(self.request.clips)
         unreal.log("kimodo: {} of {} clips retargeted".format(count - self.failures, count))
@@ -101,6 +110,7 @@ class Batch:
             self.finish(job)
         except Exception as error:
             self.fail(job.clip, error)
+        job.clean_up()
         self.index += 1
         self.run()
 
@@ -175,19 +185,26 @@ class ClipJob:
     """One clip between its import and its bake: what the plan decided, and the import to wait for."""
 
     def __init__(self, clip: Path, name: str, source: plan.SourcePlan, pose: plan.RetargetPose,
-                 root_motion: plan.RootMotionPlan, folder: str, imported: Optional[List[unreal.Object]]) -> None:
+                 root_motion: plan.RootMotionPlan, engine: plan.EngineSource, folder: str) -> None:
         self.clip = clip
         self.name = name
         self.source = source
         self.pose = pose
         self.root_motion = root_motion
+        self.engine = engine  # what Interchange imports: the .glb, or the plan's copy of it
         self.folder = folder
-        self.imported = imported  # the import's objects where it finished in the call (UE 5.5+), else None
+        self.scratch = None  # type: Optional[str]
+        self.imported = None  # type: Optional[List[unreal.Object]]  # where the import finished in the call
 
     def ready(self) -> bool:
         if self.imported is not None:
             return True
         return imported_assets(self.folder) is not None
+
+    def clean_up(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.TargetPlan, root_motion: str) -> ClipJob:
@@ -195,6 +212,7 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
     source = plan.read_source(clip)  # the clip as the core reads it: skeleton, motion, chains, lift
     pose = plan.retarget_pose(source, target_plan)
     root_plan = plan.plan_root_motion(root_motion, source, target_plan)
+    engine = plan.engine_source(source, pose, root_plan)  # turned to the character's facing; root: a ground bone
     # An earlier run's retargeter and source rig use the earlier import: they go first, then the import's
     # folder, so that an import that finishes in the background is seen arriving, not mistaken for the last.
     delete_if_present(plan.retargeter_path(name, target.get_path_name()))
@@ -202,7 +220,21 @@ def start_clip(clip: Path, target: unreal.SkeletalMesh, target_plan: plan.Target
     folder = plan.source_folder(name)
     if unreal.EditorAssetLibrary.does_directory_exist(folder) and not unreal.EditorAssetLibrary.delete_directory(folder):
         raise EngineError("{}: could not replace the earlier import (is one of its assets open?)".format(folder))
-    return ClipJob(clip, name, source, pose, root_plan, folder, start_import(clip, folder))
+    job = ClipJob(clip, name, source, pose, root_plan, engine, folder)
+    try:
+        path = clip
+        if engine.derived:
+            job.scratch = tempfile.mkdtemp(prefix="kimodo_")
+            path = plan.write_engine_source(engine, Path(job.scratch))
+            unreal.log("kimodo: {}: imported as a copy{}{}".format(
+                name, " turned {:.1f} deg to the character's facing".format(engine.turn_deg)
+                if engine.turn_deg > plan.TURN_TOLERANCE_DEG else "",
+                " with a {} bone carrying the heading and travel".format(engine.root_bone) if engine.root_bone else ""))
+        job.imported = start_import(path, folder)
+    except BaseException:  # the temporary copy goes with the clip that failed
+        job.clean_up()
+        raise
+    return job
 
 
 def start_import(clip: Path, folder: str) -> Optional[List[unreal.Object]]:
@@ -436,7 +468,8 @@ def assign_rig_to_ops(controller: unreal.IKRetargeterController, source_rig: unr
 
 def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
     """UE 5.6+: add_default_ops adds a Root Motion op that copies the source root (our hips) onto the target
-    root. With root motion in the pelvis it goes; with root motion on the root it is set up as the plan says."""
+    root. With root motion in the pelvis it goes; with root motion on the root it copies the engine source's
+    root bone (the heading and the travel), snapped to the ground."""
     found = False
     for index in reversed(range(controller.get_num_retarget_ops())):
         op = controller.get_op_controller(index)
@@ -448,10 +481,8 @@ def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.
                 raise EngineError("could not remove the IK Retargeter's Root Motion op")
             continue
         settings = op.get_settings()
-        settings.root_motion_source = unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS
+        settings.root_motion_source = unreal.RootMotionSource.COPY_FROM_SOURCE_ROOT
         settings.root_height_source = unreal.RootMotionHeightSource.SNAP_TO_GROUND
-        settings.rotate_with_pelvis = root_motion.rotate_with_pelvis
-        settings.maintain_offset_from_pelvis = root_motion.maintain_offset_from_pelvis
         op.set_settings(settings)
         op.set_source_root_bone(root_motion.source_root)  # after the settings, which hold the bones too
         op.set_target_pelvis_bone(root_motion.target_pelvis)
@@ -461,20 +492,28 @@ def root_motion_op(controller: unreal.IKRetargeterController, root_motion: plan.
             root_motion.target_root))
 
 
+NO_ROOT_MOTION_OP = "this engine cannot add a Root Motion op from Python: use {} hips".format(plan.ROOT_MOTION_OPTION)
+
+
+def can_add_root_motion_op() -> bool:
+    """UE 5.6+: add_default_ops brings one; UE 5.4/5.5: RootMotionGeneratorOp, added by class."""
+    controller = unreal.IKRetargeterController
+    return hasattr(controller, "add_default_ops") or (
+        getattr(unreal, "RootMotionGeneratorOp", None) is not None
+        and hasattr(controller, "get_retarget_op_at_index") and hasattr(controller, "add_retarget_op"))
+
+
 def root_motion_generator(controller: unreal.IKRetargeterController, root_motion: plan.RootMotionPlan) -> None:
     """UE 5.4/5.5: the Root Motion Generator op is an object added by class, set up through its properties."""
     op_class = getattr(unreal, "RootMotionGeneratorOp", None)
     op_at = getattr(controller, "get_retarget_op_at_index", None)  # before UE 5.6 only
     if op_class is None or op_at is None or not hasattr(controller, "add_retarget_op"):
-        raise EngineError("this engine cannot add a Root Motion op from Python: use {} hips".format(
-            plan.ROOT_MOTION_OPTION))
+        raise EngineError(NO_ROOT_MOTION_OP)
     op = op_at(controller.add_retarget_op(op_class))
     if op is None:
         raise EngineError("the IK Retargeter refused a Root Motion Generator op")
-    op.set_editor_property("root_motion_source", unreal.RootMotionSource.GENERATE_FROM_TARGET_PELVIS)
+    op.set_editor_property("root_motion_source", unreal.RootMotionSource.COPY_FROM_SOURCE_ROOT)
     op.set_editor_property("root_height_source", unreal.RootMotionHeightSource.SNAP_TO_GROUND)
-    op.set_editor_property("rotate_with_pelvis", root_motion.rotate_with_pelvis)
-    op.set_editor_property("maintain_offset_from_pelvis", root_motion.maintain_offset_from_pelvis)
     op.set_editor_property("source_root_bone", root_motion.source_root)
     op.set_editor_property("target_pelvis_bone", root_motion.target_pelvis)
     op.set_editor_property("target_root_bone", root_motion.target_root or "None")
@@ -494,6 +533,12 @@ def apply_retarget_pose(asset: unreal.IKRetargeter, source: plan.SourcePlan, pos
 
 
 # Bake and read back
+
+def batch_takes_a_folder() -> bool:
+    """run_batch_retarget (after UE 5.7) takes the output folder; duplicate_and_retarget before it takes none."""
+    return (getattr(unreal.IKRetargetBatchOperation, "run_batch_retarget", None) is not None
+            and getattr(unreal, "IKRetargetBatchOperationInputs", None) is not None)
+
 
 def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMesh, sequence: unreal.AnimSequence,
          asset: unreal.IKRetargeter) -> unreal.AnimSequence:
@@ -518,8 +563,6 @@ def bake(name: str, source_mesh: unreal.SkeletalMesh, target: unreal.SkeletalMes
         inputs.overwrite_existing_files = True
         results = run_batch(inputs)
     else:
-        if not target.get_path_name().startswith("/Game/"):
-            raise EngineError(plan.read_only_target_message(target.get_path_name()))
         # By keyword: the parameters after the 8th differ between versions (remap_referenced_assets on 5.3,
         # include_referenced_assets on 5.4+, target_path inserted after 5.7); their defaults are right.
         results = unreal.IKRetargetBatchOperation.duplicate_and_retarget(
@@ -581,7 +624,7 @@ def finish_clip(job: ClipJob, target: unreal.SkeletalMesh, target_rig: unreal.IK
         raise EngineError("Interchange imported no Skeletal Mesh and Anim Sequence into {} (is the glTF Interchange "
                           "translator enabled?)".format(job.folder))
     source_mesh, sequence = found
-    plan.check_imported_source(job.source, engine_skeleton(source_mesh))  # the glTF frame change we assume
+    plan.check_imported_source(job.source, job.engine, engine_skeleton(source_mesh))  # the frame change we assume
     source_rig = source_ik_rig(job.name, source_mesh, job.source)
     mapping = plan.chain_mapping(job.source, job.pose.target, chains_of(target_rig))
     asset = retargeter(job.name, source_mesh, target, source_rig, target_rig, mapping, job.root_motion)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import stat
-import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Union
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import BinaryIO, Callable, Union
 
 from .errors import KimodoError
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = Union[str, "os.PathLike[str]"] if TYPE_CHECKING else str
 MAX_INPUT_BYTES = 1 << 30  # no motion or character file is a gigabyte; a device or a runaway file is refused
 _CHUNK = 1 << 20
 
@@ -74,16 +74,15 @@ def _require_regular(info: os.stat_result, source: str) -> None:
 
 def write_bytes_atomic(path: PathLike, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the whole new one, never a part."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
     try:
-        handle, temporary = tempfile.mkstemp(prefix="." + target.name + ".", suffix=".part", dir=folder)
+        handle, temporary = _new_file_beside(folder or ".", name)
     except OSError as error:
-        raise KimodoError("{}: cannot write output folder ({})".format(folder, error.strerror or error)) from error
+        raise KimodoError("{}: cannot write output folder ({})".format(folder or ".", error.strerror or error)) from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(temporary, _permissions_for_new_files())  # mkstemp makes 0600; users expect umask's say
         os.replace(temporary, target)
     except OSError as error:
         _remove_quietly(temporary)
@@ -93,9 +92,26 @@ def write_bytes_atomic(path: PathLike, data: bytes) -> None:
         raise
 
 
+def _new_file_beside(folder: str, name: str):
+    """A new, empty `.NAME.<random>.part` in `folder`, opened for writing: (descriptor, path). Made here
+    rather than by tempfile.mkstemp, whose import (random, shutil) weighs on a one-clip job's start-up;
+    created exclusively, with the permissions open() would give (0o666 less the umask)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        temporary = os.path.join(folder, ".{}.{}.part".format(name, os.urandom(6).hex()))
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError("no unused temporary name in {}".format(folder))
+
+
 def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
     """Create folder `path` whole: `fill` writes into a temporary sibling that is then renamed into place.
     An existing folder at `path` is replaced only after the new one is complete."""
+    import shutil  # raw clips only: a .glb job does not load these
+    import tempfile
+
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")
     try:

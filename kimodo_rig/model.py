@@ -16,34 +16,77 @@ Conventions, stated once:
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence, Tuple
 
 from .rotations import IDENTITY, Quat, Vec3
 
 
-@dataclass(frozen=True)
-class Skeleton:
+class FrozenRecord:
+    """What @dataclass(frozen=True) gives a record, written out: fields set once by __init__, compared,
+    hashed and shown by their values, never assigned after. Not a dataclass because importing
+    `dataclasses` loads inspect, ast, dis and tokenize: a tenth of a one-clip job's start-up. A subclass
+    names its fields in FIELDS, assigns them with `_set` in its own __init__, and gets `replace`."""
+
+    FIELDS: Tuple[str, ...] = ()
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    def _values(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with some fields changed (dataclasses.replace)."""
+        values = {name: getattr(self, name) for name in self.FIELDS}
+        values.update(changes)
+        return type(self)(**values)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("cannot assign to field {!r} of a {}".format(name, type(self).__name__))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("cannot delete field {!r} of a {}".format(name, type(self).__name__))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "{}({})".format(type(self).__name__, ", ".join(
+            "{}={!r}".format(name, getattr(self, name)) for name in self.FIELDS))
+
+
+class Skeleton(FrozenRecord):
     """Joint names, parents and rest pose of a rig. `name` is the built-in id (e.g. "somaskel30") or a
     free name for other rigs; `label` is what reports show ("SOMA", "G1", "SMPL-X")."""
 
+    FIELDS = ("name", "joint_names", "parents", "rest_offsets", "rest_rotations", "label")
     name: str
     joint_names: Tuple[str, ...]
     parents: Tuple[int, ...]
     rest_offsets: Tuple[Vec3, ...]
-    rest_rotations: Tuple[Quat, ...] = ()
-    label: str = ""
+    rest_rotations: Tuple[Quat, ...]
+    label: str
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, joint_names: Tuple[str, ...], parents: Tuple[int, ...],
+                 rest_offsets: Tuple[Vec3, ...], rest_rotations: Tuple[Quat, ...] = (), label: str = "") -> None:
+        for field, value in zip(self.FIELDS, (name, joint_names, parents, rest_offsets, rest_rotations, label)):
+            self._set(field, value)
         count = len(self.joint_names)
         if len(self.parents) != count or len(self.rest_offsets) != count:
             raise ValueError("joint_names, parents and rest_offsets must have one entry per joint")
         if not self.rest_rotations:
-            object.__setattr__(self, "rest_rotations", tuple(IDENTITY for _ in range(count)))
+            self._set("rest_rotations", tuple(IDENTITY for _ in range(count)))
         elif len(self.rest_rotations) != count:
             raise ValueError("rest_rotations must have one entry per joint")
         if not self.label:
-            object.__setattr__(self, "label", self.name)
+            self._set("label", self.name)
         for index, parent in enumerate(self.parents):
             if parent >= index or (parent < 0 and index != 0):
                 raise ValueError("joints must be ordered parent before child with a single root at 0")
@@ -51,7 +94,7 @@ class Skeleton:
         for index, parent in enumerate(self.parents):
             if parent >= 0:
                 children[parent].append(index)
-        object.__setattr__(self, "_children", tuple(tuple(c) for c in children))  # not a field: no eq/repr
+        self._set("_children", tuple(tuple(c) for c in children))  # not a field: no eq/repr
 
     @property
     def joint_count(self) -> int:
@@ -68,20 +111,23 @@ class Skeleton:
         return Skeleton(self.name, tuple(names), self.parents, self.rest_offsets, self.rest_rotations, self.label)
 
 
-@dataclass(frozen=True)
-class Motion:
+class Motion(FrozenRecord):
     """Per-frame local rotations and root positions on a skeleton. Treat the buffers as read-only:
     operations return new Motion objects."""
 
+    FIELDS = ("skeleton", "local_rotations", "root_positions", "fps", "foot_contacts", "name", "prompt")
     skeleton: Skeleton
     local_rotations: array  # 'd' (or 'f'), frames * joints * 4, xyzw
     root_positions: array  # 'd' (or 'f'), frames * 3, metres
-    fps: float = 30.0
-    foot_contacts: Optional[array] = None  # 'd', frames * 4: left heel, left toe, right heel, right toe
-    name: str = ""  # clip name for reports and output names
-    prompt: str = ""  # first line of the text prompt, where the clip has one
+    fps: float
+    foot_contacts: Optional[array]  # 'd', frames * 4: left heel, left toe, right heel, right toe
+    name: str  # clip name for reports and output names
+    prompt: str  # first line of the text prompt, where the clip has one
 
-    def __post_init__(self) -> None:
+    def __init__(self, skeleton: Skeleton, local_rotations: array, root_positions: array, fps: float = 30.0,
+                 foot_contacts: Optional[array] = None, name: str = "", prompt: str = "") -> None:
+        for field, value in zip(self.FIELDS, (skeleton, local_rotations, root_positions, fps, foot_contacts, name, prompt)):
+            self._set(field, value)
         frames, remainder = divmod(len(self.root_positions), 3)
         if remainder or len(self.local_rotations) != frames * self.skeleton.joint_count * 4:
             raise ValueError("local_rotations and root_positions disagree on the frame count")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Set
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Set
 
 # Words that say nothing about the motion; the first few that remain name the clip.
 _FILLER = frozenset(

@@ -7,11 +7,15 @@ Frame: +Y up, +Z forward, +X the character's left, metres.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Sequence, Tuple
 
-Quat = Tuple[float, float, float, float]
-Vec3 = Tuple[float, float, float]
-Mat3 = Tuple[Tuple[float, float, float], Tuple[float, float, float], Tuple[float, float, float]]
+    Quat = Tuple[float, float, float, float]
+    Vec3 = Tuple[float, float, float]
+    Mat3 = Tuple[Tuple[float, float, float], Tuple[float, float, float], Tuple[float, float, float]]
+else:  # at run time the names need only exist: annotations are never evaluated
+    Quat = Vec3 = Mat3 = tuple
 
 IDENTITY: Quat = (0.0, 0.0, 0.0, 1.0)
 

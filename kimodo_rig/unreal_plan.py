@@ -1,7 +1,9 @@
 """Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
 characters to look for, the frame change between glTF and Unreal, the numbers that go into the retarget
-pose, how root motion is set up, and the report read back from the bake (the clip sampled at the baked
-keys' times, the root bone's track). unreal_retarget.py (the only `import unreal`) only carries these out.
+pose, how root motion is set up, the clip the engine imports (turned to the character's facing; for
+`--root-motion root`, with a bone above the hips carrying the heading and travel), and the report read
+back from the bake (the clip sampled at the baked keys' times, the root bone's track). unreal_retarget.py
+(the only `import unreal`) only carries these out.
 
 Frames. Kimodo's and glTF's: +Y up, +Z forward, +X the character's left, right-handed, metres. Unreal's:
 +Z up, left-handed, centimetres. Unreal's glTF readers (GLTFCore, which Interchange's glTF translator
@@ -21,8 +23,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .errors import KimodoError
+from .files import open_input, read_input
 from .formats import glb
 from .formats import gltf_document as gd
+from .formats.options import WriteOptions
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
 from .ops.fk import pose_globals, rest_pose, rest_positions, world_positions
@@ -50,8 +54,11 @@ from .rotations import (
     quat_conjugate,
     quat_multiply,
     quat_rotate,
+    quat_normalize,
     quat_slerp,
     subtract,
+    yaw_angle,
+    yaw_rotation,
 )
 
 CM_PER_METRE = 100.0
@@ -106,8 +113,17 @@ def import_timeout_message(folder: str, seconds: float) -> str:
 
 
 def read_only_target_message(target_path: str) -> str:
-    return ("{}: this engine's batch retarget writes beside the target mesh, and this is plugin or engine content "
-            "(often read-only): copy the character into /Game and pass that path".format(target_path))
+    return ("{}: this engine's batch retarget (duplicate_and_retarget; it has no run_batch_retarget) takes no output "
+            "folder, and this character is plugin or engine content outside /Game (often read-only): copy it into "
+            "/Game and pass that path; nothing was imported".format(target_path))
+
+
+def check_target_folder(target_path: str, batch_takes_a_folder: bool) -> None:
+    """Once, before any import: where the engine's batch retarget cannot be told where to write (no
+    run_batch_retarget; duplicate_and_retarget has no folder parameter before it), a character outside /Game
+    is refused, so nothing is written into plugin or engine content."""
+    if not batch_takes_a_folder and not target_path.startswith("/Game/"):
+        raise KimodoError(read_only_target_message(target_path))
 
 
 _ASSET_PATH = re.compile(r"^(/[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
@@ -134,8 +150,7 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
         path = Path(argument)
         if not argument.lower().endswith(GLB_EXTENSIONS):
             raise KimodoError("{}: not a .glb file ({})".format(argument, USAGE))
-        if not path.is_file():
-            raise KimodoError("{}: no such file".format(argument))
+        open_input(path, argument).close()  # refused as every reader refuses: missing, a folder, a FIFO, a device
         clips.append(path)
     if not clips:
         clips = sorted(p for p in Path(script_folder).iterdir() if p.is_file() and p.suffix.lower() == ".glb")
@@ -287,7 +302,7 @@ def read_source(clip: Path) -> SourcePlan:
 
 def glb_joint_names(clip: Path, skeleton: Skeleton) -> Tuple[str, ...]:
     """The skeleton's joints as the .glb names them (Unreal names for SMPL-X by default, else native)."""
-    document = gd.parse_glb(Path(clip).read_bytes(), str(clip))
+    document = gd.parse_glb(read_input(clip), str(clip))  # a regular file within the size budget, as everywhere
     nodes = document.gltf.get("nodes", [])
     return glb.stored_joint_names(skeleton, [nodes[n].get("name", "") for n in document.gltf["skins"][0]["joints"]])
 
@@ -295,18 +310,19 @@ def glb_joint_names(clip: Path, skeleton: Skeleton) -> Tuple[str, ...]:
 IMPORT_TOLERANCE_M = 0.005
 
 
-def check_imported_source(source: SourcePlan, imported: Skeleton) -> None:
-    """The imported source skeleton (from the engine, in Kimodo's frame) must rest where the .glb says,
-    relative to the hips: otherwise the engine's glTF import did not apply the frame change assumed here,
-    and every correction computed in that frame would be wrong."""
-    expected = dict(zip(source.bone_names, rest_positions(source.motion.skeleton)))
+def check_imported_source(source: SourcePlan, engine: EngineSource, imported: Skeleton) -> None:
+    """The imported source skeleton (from the engine, in Kimodo's frame) must rest where the imported file
+    says, relative to the hips: otherwise the engine's glTF import did not apply the frame change assumed
+    here, and every correction computed in that frame would be wrong."""
+    skeleton = engine.motion.skeleton
+    expected = dict(zip(skeleton.joint_names, rest_positions(skeleton)))
     found = dict(zip(imported.joint_names, rest_positions(imported)))
-    missing = [bone for bone in source.bone_names if bone not in found]
+    missing = [bone for bone in skeleton.joint_names if bone not in found]
     if missing:
         raise KimodoError("{}: the imported skeleton lacks {} of the clip's bones ({}, ...)".format(
             source.motion.name, len(missing), missing[0]))
     hips = source.retarget_root
-    for bone in source.bone_names:
+    for bone in skeleton.joint_names:
         want = subtract(expected[bone], expected[hips])
         have = subtract(found[bone], found[hips])
         if length(subtract(want, have)) > IMPORT_TOLERANCE_M:
@@ -338,9 +354,6 @@ def skeleton_from_engine(name: str, bone_names: Sequence[str], parent_names: Seq
 # The character's humanoid reading, made once with the offline retarget's own functions (map_humanoid,
 # retarget_chains, find_root_bone, rest_corrections), so a character passed by path gets the same sides,
 # leaf bones and facing as `kimodo-rig retarget --target` gives it.
-
-FACING_TOLERANCE_DEG = 10.0
-
 
 @dataclass(frozen=True)
 class TargetPlan:
@@ -397,18 +410,13 @@ def retarget_pose(source: SourcePlan, target: TargetPlan) -> RetargetPose:
     """The core's rest correction (D = Rg^-1 G Rg in the bone's local frame, Rg its global rest rotation after
     its parent's offset) restricted to the arm segments: the IK Retargeter's FK chains carry the rest-pose
     difference (T-pose or G1 zero pose vs A-pose) into every frame unless the retarget pose cancels it.
-    A character that faces another way than the clip is refused: the offline retarget turns the motion by
-    that yaw, and the IK Retargeter's chains copy world-space rotation changes with no such turn."""
+    The offsets aim the arms along the source's rest turned by the character's facing (the offline
+    retarget's facing_between, measured from its feet, hips and shoulders), as the clip the engine imports
+    is turned by that facing too (engine_source)."""
     links = [link for link in link_parts(source.humanoid, target.humanoid) if link.part in ARM_SEGMENTS]
     corrections = rest_corrections(source.humanoid, target.humanoid, links)
-    turn = math.degrees(quat_angle(corrections.facing))
-    if turn > FACING_TOLERANCE_DEG:
-        raise KimodoError(
-            "{}: the character faces {:.0f} deg away from the clip's forward (Unreal's +Y): the IK Retargeter "
-            "cannot turn the motion to match; re-import the character facing +Y".format(target.skeleton.name, turn))
     offsets = tuple((bone, engine_rotation(offset)) for bone, offset in corrections.named_offsets(target.skeleton))
     return RetargetPose(offsets, corrections, target)
-
 
 # Root motion, the offline --root-motion choice carried out by the IK Retargeter.
 
@@ -416,12 +424,14 @@ def retarget_pose(source: SourcePlan, target: TargetPlan) -> RetargetPose:
 class RootMotionPlan:
     """`hips` (default): root motion stays in the pelvis as Kimodo makes it, the character's root bone keeps
     its reference pose, so no Root Motion op may run (UE 5.6+ adds one with its defaults: copy the source
-    root, which for a Kimodo .glb is the hips, onto the root bone). `root`: the op generates the root from the
-    retargeted pelvis, snapped to the ground, without the pelvis's rotation (which would tilt it), keeping
-    its reference offset from the pelvis: the root carries the horizontal travel."""
+    root, which for a Kimodo .glb is the hips, onto the root bone, tilting it with the pelvis). `root`: as
+    the offline `--root-motion root`, the root carries the ground-projected travel and the heading (the yaw
+    of the hips about up), the pelvis the rest. The engine's op cannot make that from the pelvis (it copies
+    the pelvis's whole rotation or none), so the imported clip gets a bone above its hips that already
+    carries the heading (engine_source), and the op copies that bone, snapped to the ground."""
 
     mode: str
-    source_root: str  # the source's retarget root: the hips (a Kimodo .glb has no bone above them)
+    source_root: str  # the source bone the op copies: the engine source's root bone (root), else the hips
     target_pelvis: str
     target_root: Optional[str]
 
@@ -429,10 +439,8 @@ class RootMotionPlan:
     def root_motion_op(self) -> bool:
         return self.mode == "root"
 
-    generate_from_target_pelvis = True
-    snap_to_ground = True
-    rotate_with_pelvis = False
-    maintain_offset_from_pelvis = True
+    copy_from_source_root = True  # RootMotionSource.COPY_FROM_SOURCE_ROOT: the heading and travel as made here
+    snap_to_ground = True  # RootMotionHeightSource.SNAP_TO_GROUND: the source root rides with the hips
 
 
 def check_root_motion(mode: str, target: TargetPlan) -> None:
@@ -446,7 +454,100 @@ def check_root_motion(mode: str, target: TargetPlan) -> None:
 
 def plan_root_motion(mode: str, source: SourcePlan, target: TargetPlan) -> RootMotionPlan:
     check_root_motion(mode, target)
-    return RootMotionPlan(mode, source.retarget_root, target.pelvis, target.root_bone)
+    source_root = engine_root_name(source) if mode == "root" else source.retarget_root
+    return RootMotionPlan(mode, source_root, target.pelvis, target.root_bone)
+
+
+# The clip as the engine imports it. The IK Retargeter applies each source bone's world-space rotation change
+# to the target bone as it is, and its Root Motion op copies a source bone's transform as it is: it can
+# neither turn the motion for a character that faces another way (the offline retarget turns it by the
+# facing) nor split the hips into travel and heading. So the clip it gets needs neither: turned by the
+# character's facing, and for `root` given a bone above the hips carrying the heading and the travel (the
+# offline root track's rule), the hips below it keeping the rest. The user's .glb goes in as it is when it
+# already is that clip (hips, a character facing the clip's way).
+
+ENGINE_ROOT_NAMES = ("root", "kimodo_root", "kimodo_ground")
+TURN_TOLERANCE_DEG = 0.01
+
+
+@dataclass(frozen=True)
+class EngineSource:
+    """What Interchange imports for one clip: `motion` under the .glb's bone names, its root bone above the
+    hips (None: the hips are the top bone), the yaw it was turned by, and whether it differs from the .glb."""
+
+    motion: Motion
+    root_bone: Optional[str]
+    turn_deg: float
+    derived: bool
+
+
+def engine_root_name(source: SourcePlan) -> str:
+    return next(name for name in ENGINE_ROOT_NAMES if name not in source.bone_names)
+
+
+def engine_source(source: SourcePlan, pose: RetargetPose, root_motion: RootMotionPlan) -> EngineSource:
+    """The clip turned by the character's facing F (world positions F p, world rotations F q); for `root`,
+    a new top bone with, every frame, the heading H (yaw about up of the hips' turn from rest, the offline
+    root track's `turn`) times the character's root rest rotation R, and the hips' position, the hips below
+    it at (H R)^-1 of their world rotation. FK of the result gives the turned hips exactly."""
+    motion = source.motion
+    facing = pose.corrections.facing
+    turn_deg = math.degrees(quat_angle(facing))
+    turned = turn_deg > TURN_TOLERANCE_DEG
+    skeleton = motion.skeleton.renamed(source.bone_names)
+    if not turned and not root_motion.root_motion_op:
+        return EngineSource(Motion(skeleton, motion.local_rotations, motion.root_positions, motion.fps,
+                                   name=motion.name, prompt=motion.prompt), None, turn_deg, False)
+    count = skeleton.joint_count
+    hips_rest_rotation = quat_multiply(facing, skeleton.rest_rotations[0])
+    hips_rest_position = quat_rotate(facing, skeleton.rest_offsets[0])
+    inverse_hips_rest = quat_conjugate(hips_rest_rotation)
+    rotations = array("d")
+    roots = array("d")
+    if not root_motion.root_motion_op:
+        for frame in range(motion.frame_count):
+            rotations.extend(quat_normalize(quat_multiply(facing, motion.rotation(frame, 0))))
+            base = (frame * count + 1) * 4
+            rotations.extend(motion.local_rotations[base:base + (count - 1) * 4])
+            roots.extend(quat_rotate(facing, motion.root_position(frame)))
+        turned_skeleton = Skeleton(skeleton.name, skeleton.joint_names, skeleton.parents,
+                                   (hips_rest_position,) + skeleton.rest_offsets[1:],
+                                   (hips_rest_rotation,) + skeleton.rest_rotations[1:], label=skeleton.label)
+        return EngineSource(Motion(turned_skeleton, rotations, roots, motion.fps, name=motion.name,
+                                   prompt=motion.prompt), None, turn_deg, True)
+    target = pose.target
+    root_index = target.skeleton.index(target.root_bone or "")
+    root_rest = rest_pose(target.skeleton)[0][root_index]
+    inverse_root_rest = quat_conjugate(root_rest)
+    name = root_motion.source_root
+    # The root sits below the hips' rest position, on the ground; the hips hang at their rest height above it.
+    root_rest_position = (hips_rest_position[0], 0.0, hips_rest_position[2])
+    hips_offset = quat_rotate(inverse_root_rest, (0.0, hips_rest_position[1], 0.0))
+    lift = (0.0, hips_rest_position[1], 0.0)
+    for frame in range(motion.frame_count):
+        hips = quat_multiply(facing, motion.rotation(frame, 0))
+        heading = yaw_rotation(yaw_angle(quat_multiply(hips, inverse_hips_rest)))
+        root = quat_normalize(quat_multiply(heading, root_rest))
+        rotations.extend(root)
+        rotations.extend(quat_normalize(quat_multiply(quat_conjugate(root), hips)))
+        base = (frame * count + 1) * 4
+        rotations.extend(motion.local_rotations[base:base + (count - 1) * 4])
+        roots.extend(subtract(quat_rotate(facing, motion.root_position(frame)), lift))
+    with_root = Skeleton(
+        skeleton.name, (name,) + skeleton.joint_names, (-1,) + tuple(parent + 1 for parent in skeleton.parents),
+        (root_rest_position, hips_offset) + skeleton.rest_offsets[1:],
+        (root_rest, quat_normalize(quat_multiply(inverse_root_rest, hips_rest_rotation))) + skeleton.rest_rotations[1:],
+        label=skeleton.label)
+    return EngineSource(Motion(with_root, rotations, roots, motion.fps, name=motion.name, prompt=motion.prompt),
+                        name, turn_deg, True)
+
+
+def write_engine_source(engine: EngineSource, folder: Path) -> Path:
+    """The engine source as a .glb in `folder` (a temporary folder), named as the clip so Interchange names
+    its assets as for the .glb itself; self-checked like every .glb this project writes."""
+    path = Path(folder) / (engine.motion.name + ".glb")
+    glb.write(engine.motion, path, WriteOptions(names="native"))
+    return path
 
 
 # Frame times. Interchange's glTF import resamples the animation (at 30 fps), and the batch retarget bakes one
@@ -524,11 +625,13 @@ UP = (0.0, 1.0, 0.0)
 ROOT_TOLERANCE_CM = 1.0
 ROOT_TOLERANCE_DEG = 1.0
 ROOT_FOLLOW_TOLERANCE_CM = 5.0
+ROOT_HEADING_TOLERANCE_DEG = 2.0
 
 
 @dataclass(frozen=True)
 class RootTrack:
-    """The baked root bone over the clip, measured in Kimodo's frame against its reference pose."""
+    """The baked root bone over the clip, measured in Kimodo's frame against its reference pose, and
+    against the baked pelvis (never against the clip or the plan that made the engine source)."""
 
     moved_cm: float  # largest distance from its reference position
     turned_deg: float  # largest rotation away from its reference rotation
@@ -536,6 +639,17 @@ class RootTrack:
     tilt_deg: float  # largest angle between its reference up and the world's up
     travelled_cm: float  # horizontal, first key to last
     off_pelvis_cm: float  # largest horizontal change of its offset from the pelvis, against the reference
+    heading_deg: float = 0.0  # largest yaw about up away from its reference
+    heading_off_deg: float = 0.0  # largest difference between its yaw and the pelvis's yaw, each from reference
+
+
+def _yaw_from(rotation: Quat, reference: Quat) -> float:
+    """Radians about up of the world-space turn taking `reference` to `rotation`."""
+    return yaw_angle(quat_multiply(rotation, quat_conjugate(reference)))
+
+
+def _angle_between(a: float, b: float) -> float:
+    return abs(math.atan2(math.sin(a - b), math.cos(a - b)))
 
 
 def measure_root_track(target: TargetPlan, frames: BakedFrames) -> RootTrack:
@@ -546,7 +660,7 @@ def measure_root_track(target: TargetPlan, frames: BakedFrames) -> RootTrack:
     reference_rotation, reference_position = rest_rotations[root], rest_world[root]
     reference_up = quat_rotate(quat_conjugate(reference_rotation), UP)  # the root's own axis that points up
     reference_offset = subtract(rest_world[pelvis], reference_position)
-    moved = turned = height = tilt = off = 0.0
+    moved = turned = height = tilt = off = heading = heading_off = 0.0
     path = []
     for rotations, positions in baked_globals(skeleton, frames):
         rotation, position = rotations[root], positions[root]
@@ -558,9 +672,13 @@ def measure_root_track(target: TargetPlan, frames: BakedFrames) -> RootTrack:
         tilt = max(tilt, math.degrees(math.acos(max(-1.0, min(1.0, dot(up, UP))))))
         offset = subtract(subtract(positions[pelvis], position), reference_offset)
         off = max(off, math.hypot(offset[0], offset[2]))
+        root_yaw = _yaw_from(rotation, reference_rotation)
+        heading = max(heading, math.degrees(abs(root_yaw)))
+        heading_off = max(heading_off, math.degrees(_angle_between(
+            root_yaw, _yaw_from(rotations[pelvis], rest_rotations[pelvis]))))
     travelled = math.hypot(path[-1][0] - path[0][0], path[-1][2] - path[0][2]) if path else 0.0
     return RootTrack(moved * CM_PER_METRE, turned, height * CM_PER_METRE, tilt, travelled * CM_PER_METRE,
-                     off * CM_PER_METRE)
+                     off * CM_PER_METRE, heading, heading_off)
 
 
 def root_motion_line(name: str, plan: RootMotionPlan, track: RootTrack) -> str:
@@ -582,7 +700,13 @@ def root_motion_line(name: str, plan: RootMotionPlan, track: RootTrack) -> str:
     if track.off_pelvis_cm > ROOT_FOLLOW_TOLERANCE_CM:
         raise KimodoError("{}: the baked {} does not follow the pelvis (up to {:.0f} cm off its reference offset)"
                           .format(name, plan.target_root, track.off_pelvis_cm))
-    return "  root motion on {}: travelled {:.0f} cm on the ground, upright".format(plan.target_root, track.travelled_cm)
+    if track.heading_off_deg > ROOT_HEADING_TOLERANCE_DEG:
+        raise KimodoError(
+            "{}: the baked {} does not turn with the pelvis (its heading is up to {:.0f} deg off the pelvis's; {} "
+            "root puts the heading on the root)".format(name, plan.target_root, track.heading_off_deg,
+                                                        ROOT_MOTION_OPTION))
+    return "  root motion on {}: travelled {:.0f} cm on the ground, upright, heading turned up to {:.0f} deg".format(
+        plan.target_root, track.travelled_cm, track.heading_deg)
 
 
 def baked_report(name: str, source: SourcePlan, pose: RetargetPose, mapping: Dict[str, Optional[str]],

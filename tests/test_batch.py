@@ -3,7 +3,6 @@
 with its summary line. (Speed is measured in benchmarks/, never here.)"""
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 
 from conftest import CLIPS, NPZ, REFERENCE, ROOT, run_cli
 from gltf_judge import long_clip_world_positions, matrices_to_quats, write_raw_clip
-from kimodo_rig import KimodoError
+from kimodo_rig import KimodoError, Motion
 from kimodo_rig.formats import glb, raw
 from test_cli_glb import _clip, _float_view, _join_glb, _split_glb
 
@@ -63,7 +62,8 @@ def test_key_times_are_checked_to_half_a_float32_step_however_far_into_the_clip(
     """At 0.03 fps thirty frames reach 967 s, where float32 steps are 61 us: the written keys pass, and a
     key moved by one float32 step is refused."""
     clip = _clip(tmp_path / "clip", frames=30, prompt="A person runs")
-    motion = dataclasses.replace(raw.read(clip), fps=0.03)  # readers refuse 0.03 fps (issue 9); the writer is tested
+    read = raw.read(clip)
+    motion = Motion(read.skeleton, read.local_rotations, read.root_positions, 0.03)  # readers refuse 0.03 fps (issue 9); the writer is tested
     good = glb.encode(motion)
     assert glb.self_check(good, motion) < 1e-6
     document, binary = _split_glb(good)
@@ -110,6 +110,31 @@ def test_convert_takes_many_inputs_into_a_new_outdir_and_jobs_change_no_byte(tmp
         outputs[jobs] = _digests(outdir)
     assert sorted(outputs["1"]) == ["motion.bvh", "motion_2.bvh", "soma_02_multi_text_prompt.bvh"]
     assert outputs["2"] == outputs["1"]
+
+
+def test_retarget_takes_many_inputs_on_every_core_into_a_new_outdir_and_jobs_change_no_byte(tmp_path):
+    """`kimodo-rig retarget clips/* --target RIG --outdir NEW`: every core by default, one line per clip in
+    input order, a bad clip its one error line, the summary, exit 1; --jobs 1 and 2 write the same bytes."""
+    bad = tmp_path / "broken_clip"
+    bad.mkdir()
+    (bad / "local_rotations_xyzw.f32").write_bytes(b"\0" * 7)
+    (bad / "root_positions.f32").write_bytes(b"\0" * 12)
+    inputs = [CLIPS / "soma_01_single_text_prompt", bad, CLIPS / "g1_01_single_text_prompt",
+              NPZ / "soma_01_single_text_prompt" / "motion.npz"]
+    names = ["soma_01_single_text_prompt.glb", "g1_01_single_text_prompt.glb", "motion.glb"]
+    outputs = {}
+    for jobs in ((), ("--jobs", "1"), ("--jobs", "2")):
+        outdir = tmp_path / "new" / (jobs[-1] if jobs else "default")
+        result = run_cli("retarget", *inputs, "--target", "mixamo", "--outdir", outdir, *jobs)
+        assert result.returncode == 1
+        assert result.stderr == "{}: rotation and root files disagree\n".format(bad), result.stderr
+        lines = result.stdout.splitlines()
+        assert [line.split(":")[0] for line in lines[:-1]] == [n[:-4] for n in names], lines
+        assert [line.rsplit(" -> ", 1)[1] for line in lines[:-1]] == [str(outdir / n) for n in names]
+        assert SUMMARY.match(lines[-1]).groups() == ("3", "1"), lines[-1]
+        outputs[jobs] = ([line.replace(str(outdir), "OUT") for line in lines[:-1]], _digests(outdir))
+    assert sorted(outputs[()][1]) == sorted(names)
+    assert outputs[("--jobs", "1")] == outputs[()] and outputs[("--jobs", "2")] == outputs[()]
 
 
 def test_convert_refuses_several_inputs_without_outdir_and_outdir_without_format(tmp_path):
@@ -159,7 +184,11 @@ def test_a_glb_job_imports_only_what_it_needs(tmp_path, front_end):
     assert not loaded & {"kimodo_rig.formats.bvh", "kimodo_rig.formats.npy", "kimodo_rig.formats.kimodo_npz",
                          "kimodo_rig.formats.amass", "kimodo_rig.formats.g1_csv", "kimodo_rig.retarget",
                          "kimodo_rig.cli.convert", "kimodo_rig.cli.retarget", "kimodo_rig.cli.inspect",
-                         "concurrent.futures.process", "multiprocessing", "zipfile"}, sorted(loaded)
+                         "concurrent.futures.process", "multiprocessing", "zipfile",
+                         # the standard library's heavier corners a glb job does without (issue 11)
+                         "dataclasses", "inspect", "ast", "tempfile", "random"}, sorted(loaded)
+    if front_end == "kimodo_to_glb.py":  # nothing in it warns, so logging is never loaded
+        assert "logging" not in loaded
 
 
 def test_the_self_checks_flat_quaternion_fk_agrees_with_4x4_matrices_on_any_hierarchy(tmp_path):

@@ -236,3 +236,14 @@ def test_self_check_refuses_a_broken_writer(capsys, tmp_path, monkeypatch, corru
     assert (status, out) == (1, "")
     assert re.match("^runs_30.glb: self-check failed: " + message + "\n$", err), err
     assert list(outdir.iterdir()) == [] and not (tmp_path / "walk.glb").exists()
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`kimodo-rig map RIG | head -1`: the pipe closes before we finish writing."""
+    process = subprocess.Popen([sys.executable, "-m", "kimodo_rig", "map", "mixamo"], cwd=str(ROOT),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before the first line
+    stderr = process.stderr.read().decode()
+    process.wait()
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+    assert process.returncode == 1

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
+import os
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 from .. import __version__
 from ..errors import KimodoError
@@ -44,33 +46,54 @@ def build_parser(prog: str = "kimodo-rig", verb: Optional[str] = None) -> argpar
     return parser
 
 
-class _StderrWarnings(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        print("warning: " + record.getMessage(), file=sys.stderr)
+def _show_warnings_on_stderr() -> None:
+    """The core's warnings (logging, "kimodo_rig") as `warning: ...` lines on stderr. Imported here, not
+    at the top: `kimodo_to_glb.py` runs nothing that warns and so never loads logging."""
+    import logging
+
+    class StderrWarnings(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            print("warning: " + record.getMessage(), file=sys.stderr)
+
+    logger = logging.getLogger("kimodo_rig")
+    if not logger.handlers:
+        logger.addHandler(StderrWarnings())
+        logger.setLevel(logging.WARNING)
 
 
 def main(argv: Optional[Sequence[str]] = None, *, prog: str = "kimodo-rig", default_outdir: Optional[Path] = None) -> int:
-    logger = logging.getLogger("kimodo_rig")
-    if not logger.handlers:
-        logger.addHandler(_StderrWarnings())
-        logger.setLevel(logging.WARNING)
+    _show_warnings_on_stderr()
     arguments = list(sys.argv[1:] if argv is None else argv)
     verb = arguments[0] if arguments and arguments[0] in VERBS else None
     args = build_parser(prog, verb or "").parse_args(arguments)  # no verb typed: list them, import none
     try:
         if args.command == "glb":
-            return args.run(args, default_outdir)
-        return args.run(args)
+            status = args.run(args, default_outdir)
+        else:
+            status = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return status
     except KimodoError as error:
         print(str(error), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `kimodo-rig map RIG | head`: the reader has all it wanted
+        _silence_stdout()
+        return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device so Python's flush at exit does not fail on the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[Path] = None) -> int:
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default."""
     from . import glb
+    from .arguments import SizedHelpFormatter
 
-    parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files")
+    parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files",
+                                     formatter_class=SizedHelpFormatter)
     glb.add_glb_arguments(parser)
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     return glb.run_glb(args, default_outdir)

@@ -2,37 +2,63 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from .. import formats
 from ..formats import glb, limits
 from ..formats.options import WriteOptions
 
 
-def positive_float(text: str) -> float:
+class SizedHelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, given the terminal's width as shutil.get_terminal_size would find it
+    ($COLUMNS, else the terminal's, else 80). argparse builds a formatter for every argument it is given
+    and each asks shutil, whose import (bz2, lzma, fnmatch) `kimodo_to_glb.py` would otherwise pay for."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width=None) -> None:
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def terminal_columns() -> int:
     try:
-        value = float(text)
+        columns = int(os.environ.get("COLUMNS", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+def parsed_number(text: str, kind=float):
+    """`text` as a float (or `kind` int), or argparse's one-line error naming what was typed."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected {}, got {!r}".format(
+            "a whole number" if kind is int else "a number", text))
+
+
+def positive_float(text: str) -> float:
+    value = parsed_number(text)
     if not value > 0:
         raise argparse.ArgumentTypeError("must be greater than 0")
     return value
 
 
 def frames_per_second(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+    value = parsed_number(text)
     if not limits.MIN_FPS <= value <= limits.MAX_FPS:  # what every reader accepts from a file
         raise argparse.ArgumentTypeError("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
     return value
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number, got {!r}".format(text))
+    value = parsed_number(text, int)
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
     return value

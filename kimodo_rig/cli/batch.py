@@ -6,17 +6,18 @@ order, and returns the item's line (it may write files, name them, or raise Kimo
 prints one line, on stdout when it worked and its KimodoError line on stderr when it did not, in input
 order whatever order the workers finish in; warnings a worker logs are held back and shown with its
 item. With several items a closing line says how many were converted, how many failed, and the seconds.
-`--jobs 1` (or a single item) runs everything in this process and starts no pool.
+`--jobs 1` (or a single item) runs everything in this process and starts no pool (nor imports one).
 """
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import time
 from itertools import repeat
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 
@@ -46,48 +47,68 @@ def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
                         help="processes to use for several inputs (default: every core, {})".format(default_jobs()))
 
 
-class _HeldWarnings(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: List[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-def attempt(work: Callable[[Any], Any], item: Any) -> Tuple[Any, Optional[str], List[str]]:
-    """work(item) with its warnings held back: (result, None, warnings) or (None, error line, warnings)."""
-    logger = logging.getLogger(LOGGER)
-    held = _HeldWarnings()
-    shown, logger.handlers = logger.handlers, [held]
+def attempt(work: Callable[..., Any], item: Any) -> Tuple[Any, Optional[str], List[str]]:
+    """work(item) (or work(shared, item), see run_batch) with its warnings held back: (result, None,
+    warnings) or (None, error line, warnings). Warnings go through logging, which a process loads only
+    when something in it can warn (a glb job never does): without it nothing is held, or imported."""
+    logging = sys.modules.get("logging")
+    held: List[str] = []
+    if logging is not None:
+        logger = logging.getLogger(LOGGER)
+        handler = logging.Handler()
+        handler.emit = lambda record: held.append(record.getMessage())  # type: ignore[assignment]
+        shown, logger.handlers = logger.handlers, [handler]
     try:
-        return work(item), None, held.messages
+        return (work(item) if _SHARED is _NOTHING else work(_SHARED, item)), None, held
     except KimodoError as error:
-        return None, str(error), held.messages
+        return None, str(error), held
     finally:
-        logger.handlers = shown
+        if logging is not None:
+            logger.handlers = shown
 
 
-def run_batch(items: Sequence[Any], work: Callable[[Any], Any], finish: Callable[[Any, Any], str],
-              jobs: Optional[int] = None) -> int:
+_NOTHING = object()
+_SHARED: Any = _NOTHING  # what every item of the running batch shares (see run_batch)
+
+
+def _share(shared: Any) -> None:
+    global _SHARED
+    _SHARED = shared
+
+
+def run_batch(items: Sequence[Any], work: Callable[..., Any], finish: Callable[[Any, Any], str],
+              jobs: Optional[int] = None, *, shared: Any = _NOTHING) -> int:
     """Run `work` over `items` on `jobs` processes (default: every core), print each item's line in input
-    order, then the summary when there are several items. Returns the number that failed."""
+    order, then the summary when there are several items. Returns the number that failed.
+
+    `shared`, when given, is what every item needs alike (a retarget's character and bone map): `work`
+    is then called as work(shared, item), and `shared` reaches each worker once, not with every item.
+    Workers are forked where the system can (they start with every module this process has imported,
+    so none imports anything again) and take the items in chunks, a few per worker, to keep the pool's
+    own traffic small next to the work."""
     started = time.perf_counter()
     jobs = min(jobs or default_jobs(), len(items))
-    logger = logging.getLogger(LOGGER)
     converted = failed = 0
     pool = None
     try:
         if jobs > 1:
-            from concurrent.futures import ProcessPoolExecutor  # only a batch pays for multiprocessing
+            import multiprocessing  # only a batch pays for multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
 
-            pool = ProcessPoolExecutor(jobs)
-            outcomes = pool.map(attempt, repeat(work), items, chunksize=1)  # yields in input order
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else None)
+            pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_share, initargs=(shared,))
+            chunk = max(1, min(8, len(items) // (4 * jobs)))
+            outcomes = pool.map(attempt, repeat(work), items, chunksize=chunk)  # yields in input order
         else:
+            _share(shared)
             outcomes = (attempt(work, item) for item in items)
         for item, (result, error, warnings) in zip(items, outcomes):
-            for message in warnings:
-                logger.warning("%s", message)
+            if warnings:
+                import logging
+
+                for message in warnings:
+                    logging.getLogger(LOGGER).warning("%s", message)
             if error is None:
                 try:
                     line = finish(item, result)
@@ -102,6 +123,7 @@ def run_batch(items: Sequence[Any], work: Callable[[Any], Any], finish: Callable
     finally:
         if pool is not None:
             pool.shutdown()
+        _share(_NOTHING)
     if len(items) > 1:
         print("{} converted, {} failed, {:.1f} s".format(converted, failed, time.perf_counter() - started))
     return failed

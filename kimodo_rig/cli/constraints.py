@@ -19,12 +19,13 @@ from ..constraints.model import SKELETON_OF_JOINT_COUNT, ConstraintSet, Problem,
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from .arguments import frames_per_second, positive_float
+from . import VERBS
 
 DEFAULT_MODEL = "kimodo-soma-rp"
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("constraints", help="check, measure, extract and convert Kimodo constraints")
+    parser = commands.add_parser("constraints", help=VERBS["constraints"])
     verbs = parser.add_subparsers(dest="constraints_command", metavar="VERB")
     verbs.required = True
 

@@ -11,12 +11,13 @@ from ..formats import glb
 from ..formats.options import WriteOptions
 from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
+from . import VERBS
 from .glb import output_folder_problem
 
 
 def add_parser(commands) -> None:
     convert = commands.add_parser(
-        "convert", help="any Kimodo format -> any other",
+        "convert", help=VERBS["convert"],
         usage="%(prog)s INPUT OUTPUT [options]\n       %(prog)s INPUT... --outdir DIR --format FORMAT [options]")
     convert.add_argument("paths", nargs="+", metavar="PATH", help="INPUT OUTPUT, or the inputs with --outdir")
     convert.add_argument("--outdir", metavar="DIR", help="convert every input into this folder (created if missing), "

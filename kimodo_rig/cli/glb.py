@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 from .. import naming
 from ..files import write_bytes_atomic
@@ -12,10 +14,11 @@ from ..formats import glb, raw
 from ..formats.options import WriteOptions
 from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("glb", help="Kimodo clip folders -> self-checked .glb files")
+    parser = commands.add_parser("glb", help=VERBS["glb"])
     add_glb_arguments(parser)
 
 

@@ -7,10 +7,11 @@ import json
 from .. import formats
 from ..ops.summary import summarize
 from .arguments import frames_per_second
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    inspect = commands.add_parser("inspect", help="what a motion file holds, and its health")
+    inspect = commands.add_parser("inspect", help=VERBS["inspect"])
     inspect.add_argument("input")
     inspect.add_argument("--json", action="store_true", help="print JSON")
     inspect.add_argument("--fps", type=frames_per_second)

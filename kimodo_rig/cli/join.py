@@ -8,10 +8,11 @@ import math
 from .. import formats
 from ..ops import timeline
 from .arguments import add_output_arguments, non_negative_int, write_output
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("join", help="clips one after another, cross-faded (past Kimodo's 10 s)")
+    parser = commands.add_parser("join", help=VERBS["join"])
     parser.add_argument("first", metavar="A", help="anything `convert` reads")
     parser.add_argument("following", nargs="+", metavar="B", help="the clips that follow, in order")
     parser.add_argument("-o", "--output", required=True, help="any format `convert` writes")

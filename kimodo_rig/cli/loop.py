@@ -7,10 +7,11 @@ import math
 from .. import formats
 from ..ops import timeline
 from .arguments import add_output_arguments, non_negative_int, positive_float, write_output
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("loop", help="a seamless loop cut where two poses match")
+    parser = commands.add_parser("loop", help=VERBS["loop"])
     parser.add_argument("input", help="anything `convert` reads")
     parser.add_argument("output", help="any format `convert` writes")
     parser.add_argument("--min-length", type=positive_float, default=timeline.DEFAULT_LOOP_SECONDS, metavar="S",

@@ -5,10 +5,11 @@ import argparse
 
 from ..retarget import character
 from ..retarget.mapping import facing_label, parts_by_name
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("map", help="which bone of a rig plays which part (the automatic map)")
+    parser = commands.add_parser("map", help=VERBS["map"])
     parser.add_argument("rig", help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
     parser.add_argument("--json", action="store_true", help="print the map as JSON, the form --map reads")
     parser.set_defaults(run=run_map)

@@ -8,12 +8,13 @@ from .. import formats
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from .arguments import frames_per_second
+from . import VERBS
 
 OUTPUTS = (".svg", ".html")
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("preview", help="an SVG contact sheet or a one-file HTML player of a motion")
+    parser = commands.add_parser("preview", help=VERBS["preview"])
     parser.add_argument("input")
     parser.add_argument("-o", "--output", required=True, help="OUT.svg (contact sheet) or OUT.html (player)")
     parser.add_argument("--target", help="also show the motion retargeted onto this rig (.glb/.gltf/.bvh, mannequin, mixamo)")

@@ -15,6 +15,8 @@ from ..retarget.mapping import HumanoidMap
 from ..retarget.report import format_report
 from ..retarget.solve import retarget
 from .arguments import frames_per_second
+from .batch import add_jobs_argument, run_batch
+from .glb import output_folder_problem
 
 
 def add_parser(commands) -> None:
@@ -28,6 +30,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
     parser.add_argument("--fps", type=frames_per_second)
+    add_jobs_argument(parser)
     parser.set_defaults(run=run_retarget, prog=parser.prog)
 
 
@@ -41,9 +44,10 @@ def run_retarget(args: argparse.Namespace) -> int:
     if args.output:
         retarget_output.check_output_path(args.output)
     else:
-        outdir = Path(args.outdir)
-        if not outdir.is_dir():
-            raise KimodoError("{}: output folder {}".format(outdir, "is not a folder" if outdir.exists() else "does not exist"))
+        problem = output_folder_problem(Path(args.outdir))
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
     target = targets.load_target(args.target)
     user_map = targets.read_user_map(args.map) if args.map else None
     target_map = targets.map_target(target, user_map, args.map or "")  # once: its warnings print once
@@ -51,18 +55,21 @@ def run_retarget(args: argparse.Namespace) -> int:
         print(retarget_one(args.inputs[0], Path(args.output), target, target_map, args))
         return 0
     taken = set()  # type: set
-    failures = 0
-    for source in args.inputs:
-        output = Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")
-        try:
-            report = retarget_one(source, output, target, target_map, args)
-        except KimodoError as error:
-            print(str(error), file=sys.stderr)
-            failures += 1
-            continue
-        lines = report.splitlines()
-        print("{}, {} -> {}".format(lines[0], lines[-1].strip(), output))
+    tasks = [(source, Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")) for source in args.inputs]
+    failures = run_batch(tasks, _retarget_task, _batch_line, args.jobs, shared=(target, target_map, args))
     return 1 if failures else 0
+
+
+def _retarget_task(shared, task) -> str:
+    """One input of a batch (in a worker process when there are several jobs): its report."""
+    source, output = task
+    target, target_map, args = shared
+    return retarget_one(source, output, target, target_map, args)
+
+
+def _batch_line(task, report: str) -> str:
+    lines = report.splitlines()
+    return "{}, {} -> {}".format(lines[0], lines[-1].strip(), task[1])
 
 
 def _stem(source: str) -> str:

@@ -6,10 +6,11 @@ import argparse
 from .. import formats
 from ..ops import timeline
 from .arguments import add_output_arguments, non_negative_int, write_output
+from . import VERBS
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser("trim", help="a range of frames, end exclusive")
+    parser = commands.add_parser("trim", help=VERBS["trim"])
     parser.add_argument("input", help="anything `convert` reads")
     parser.add_argument("output", help="any format `convert` writes")
     parser.add_argument("--start", type=non_negative_int, required=True, metavar="F", help="first frame kept")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
 
 from ..errors import KimodoError
 from ..model import Motion

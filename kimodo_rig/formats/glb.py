@@ -8,15 +8,17 @@ from __future__ import annotations
 import math
 from array import array
 from functools import lru_cache
-from operator import truediv
+from operator import sub, truediv
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
-from ..ops.fk import positions_by_frame, rest_pose, rest_positions
+from ..ops.fk import position_columns_by_frame, rest_pose, rest_positions
 from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
 from . import gltf_document as gd
 from .limits import frame_rate, frame_rate_of_period
@@ -32,7 +34,23 @@ UNIT_TOLERANCE = 1e-3  # rotation keys read back: |q| within this of 1, as raw c
 
 def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
     """The GLB bytes of `motion`. `names`: "mannequin" (Unreal names for SMPL-X) or "native"."""
-    skeleton = motion.skeleton
+    rig, rig_binary = _rig_part(motion.skeleton, names)
+    builder = gd.DocumentBuilder()
+    builder.binary += rig_binary
+    gltf = builder.gltf
+    for key, value in rig.items():  # the lists this clip extends are copied; their records are shared
+        gltf[key] = list(value) if isinstance(value, list) else value
+    gltf["nodes"].append({"name": (motion.name or "kimodo") + "_mesh", "mesh": 0, "skin": 0})
+    gltf["animations"] = [_animation(builder, motion)]
+    return builder.to_glb()
+
+
+@lru_cache(maxsize=8)
+def _rig_part(skeleton: Skeleton, names: str) -> Tuple[Dict, bytes]:
+    """What of the file the skeleton alone decides: one node per joint (the mesh node, named after the
+    clip, comes next), the scene, one box per bone, the skin and its inverse bind matrices, as glTF
+    JSON and its binary part. Built once per skeleton and name style (a batch meets the same few again
+    and again); callers copy what they extend and never change the records."""
     count = skeleton.joint_count
     joint_names = skeletons.display_names(skeleton, names)
     builder = gd.DocumentBuilder()
@@ -51,8 +69,7 @@ def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
         if children:
             node["children"] = children
         nodes.append(node)
-    mesh_node = count
-    nodes.append({"name": (motion.name or "kimodo") + "_mesh", "mesh": 0, "skin": 0})
+    mesh_node = count  # appended by encode
     gltf["nodes"] = nodes
     gltf["scenes"] = [{"nodes": [0, mesh_node]}]
     gltf["scene"] = 0
@@ -84,8 +101,7 @@ def encode(motion: Motion, *, names: str = "mannequin") -> bytes:
             "inverseBindMatrices": builder.add_accessor(_inverse_bind_matrices(skeleton), "MAT4"),
         }
     ]
-    gltf["animations"] = [_animation(builder, motion)]
-    return builder.to_glb()
+    return gltf, bytes(builder.binary)
 
 
 def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
@@ -130,11 +146,9 @@ def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
     return matrices
 
 
-@lru_cache(maxsize=8)
 def _bone_boxes(skeleton: Skeleton):
     """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
-    where the joint has no child at a distance. Each box is skinned fully to its joint. Cached: a batch
-    meets the same few skeletons again and again (callers only read the lists)."""
+    where the joint has no child at a distance. Each box is skinned fully to its joint."""
     world = rest_positions(skeleton)
     positions: List[Tuple[float, float, float]] = []
     normals: List[Tuple[float, float, float]] = []
@@ -202,9 +216,9 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
         raise KimodoError("{}: self-check failed: the written animation does not key the motion's {} frames at "
                           "frame/fps".format(name, motion.frame_count))
     worst = 0.0
-    written = gd.world_positions_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
-    for positions, expected in zip(written, positions_by_frame(motion)):
-        distances = list(map(math.dist, positions, expected))
+    written = gd.world_position_columns_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
+    for (xs, ys, zs), (ex, ey, ez) in zip(written, position_columns_by_frame(motion)):
+        distances = list(map(math.hypot, map(sub, xs, ex), map(sub, ys, ey), map(sub, zs, ez)))
         if not math.isfinite(math.fsum(distances)):  # NaN or inf anywhere counts as worst
             return math.inf
         worst = max(worst, max(distances))

@@ -7,7 +7,9 @@ import math
 import struct
 import sys
 from array import array
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..files import read_input
@@ -414,7 +416,7 @@ def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
 
 # --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------
 
-Matrix4 = List[float]  # column-major, as glTF stores them
+Matrix4 = List[float] if TYPE_CHECKING else list  # column-major, as glTF stores them
 
 
 def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: Sequence[float]) -> Matrix4:
@@ -520,7 +522,7 @@ def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], 
 PATH_WIDTHS = {"translation": 3, "rotation": 4, "scale": 3}
 
 
-FloatSequence = Sequence[float]  # array('f'), a float memoryview of the bytes, or array('d')
+FloatSequence = Sequence[float] if TYPE_CHECKING else list  # array('f'), a float memoryview of the bytes, or array('d')
 
 
 def animation_arrays(document: Document, animation_index: int = 0) -> Tuple[FloatSequence, Dict[int, Dict[str, FloatSequence]]]:
@@ -557,8 +559,16 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                              wanted: Sequence[int]) -> Iterator[List[Tuple[float, float, float]]]:
     """For each of `frames` keys, the world position of each `wanted` node: glTF's parent * T * R * S,
     evaluated from the nodes' own TRS and the animation's `channels` (per node and path, flat arrays as
-    `animation_arrays` gives). Quaternion FK on the flat arrays, parent before child along the file's
-    own `children`; where a node on the way carries a matrix or a scale, 4x4 matrices instead."""
+    `animation_arrays` gives). Quaternion FK on the flat arrays (`world_position_columns_by_frame`);
+    where a node on the way carries a matrix or a scale, 4x4 matrices instead."""
+    for xs, ys, zs in world_position_columns_by_frame(gltf, channels, frames, wanted):
+        yield list(zip(xs, ys, zs))
+
+
+def world_position_columns_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str, Sequence[float]]],
+                                    frames: int, wanted: Sequence[int]) -> Iterator[Tuple[List[float], List[float], List[float]]]:
+    """`world_positions_by_frame` as three lists a frame (x, y and z of each wanted node, in order). The
+    lists may be reused from one frame to the next: read them before asking for the next frame."""
     nodes = gltf.get("nodes", [])
     parents = node_parents(gltf)
     needed: List[int] = []  # the wanted nodes and their ancestors, parent before child
@@ -583,9 +593,16 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
             overrides = {node: {path: tuple(values[frame * PATH_WIDTHS[path]:(frame + 1) * PATH_WIDTHS[path]])
                                 for path, values in paths.items() if path in PATH_WIDTHS}
                          for node, paths in channels.items()}
-            yield [(m[12], m[13], m[14]) for m in world_matrices(gltf, overrides, wanted, parents)]
+            matrices = world_matrices(gltf, overrides, wanted, parents)
+            yield [m[12] for m in matrices], [m[13] for m in matrices], [m[14] for m in matrices]
         return
+    yield from _quaternion_fk_columns(nodes, channels, frames, needed, slots, parents, wanted_slots)
 
+
+def _quaternion_fk_columns(nodes, channels, frames: int, needed: List[int], slots: Dict[int, int],
+                           parents: List[int], wanted_slots: List[int]):
+    """The plain case of `world_position_columns_by_frame`: p = p_parent + q_parent t q_parent*, q =
+    q_parent q, parent before child; a node nothing hangs off needs no world rotation."""
     parent_of_slot = [slots.get(parents[node], -1) for node in needed]
     has_children = [False] * len(needed)
     for parent in parent_of_slot:
@@ -614,7 +631,7 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                 tx, ty, tz = translation
             else:
                 tx, ty, tz = translations[t], translations[t + 1], translations[t + 2]
-            # p = p_parent + q_parent t q_parent*, as t + w u + xyz x u with u = 2 xyz x t
+            # p = p_parent + t + w u + xyz x u with u = 2 xyz x t (xyzw: the parent's world rotation)
             ax, ay, az, aw = qx[parent], qy[parent], qz[parent], qw[parent]
             ux, uy, uz = 2.0 * (ay * tz - az * ty), 2.0 * (az * tx - ax * tz), 2.0 * (ax * ty - ay * tx)
             px[slot] = px[parent] + tx + aw * ux + ay * uz - az * uy
@@ -629,7 +646,11 @@ def world_positions_by_frame(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                 qy[slot] = aw * y - ax * z + ay * w + az * x
                 qz[slot] = aw * z + ax * y - ay * x + az * w
                 qw[slot] = aw * w - ax * x - ay * y - az * z
-        yield list(zip(px, py, pz)) if every_slot else [(px[s], py[s], pz[s]) for s in wanted_slots]
+        if every_slot:
+            yield px, py, pz
+        else:
+            yield [px[s] for s in wanted_slots], [py[s] for s in wanted_slots], [pz[s] for s in wanted_slots]
+
 
 def is_finite(values: Sequence[float]) -> bool:
     return all(math.isfinite(v) for v in values)

@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Union
+from itertools import accumulate
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Any, Union
 
 from ..errors import KimodoError
 
 MIN_FPS = 1.0
 MAX_FPS = 1000.0
 MAX_JSON_DEPTH = 64  # glTF nests about 6 deep; its extras rarely more than a few levels
-# A string (to its closing quote, or to the end when it has none: never scanned twice) or a bracket.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+# A string (to its closing quote, or to the end when it has none: never scanned twice).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def frame_rate(value: float, source: str, what: str = "frame rate") -> float:
@@ -42,14 +47,11 @@ def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     the caller, which knows what the file was meant to be."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    depth = 0
-    for token in _JSON_TOKEN.finditer(text):
-        first = token.group()[0]
-        if first == '"':
-            continue
-        depth += 1 if first in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
-            raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
+    # The brackets outside strings, in order (the scan in C: strings dropped, then all but brackets),
+    # and the deepest running count of them.
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > MAX_JSON_DEPTH:
+        raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
     try:
         return json.loads(text)
     except RecursionError:  # not reached after the scan; kept so no RecursionError can escape

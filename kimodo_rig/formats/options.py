@@ -1,13 +1,17 @@
 """Writer options, one frozen record instead of a dict of strings."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..model import FrozenRecord
 
 
-@dataclass(frozen=True)
-class WriteOptions:
-    names: str = "mannequin"  # glb: "mannequin" (Unreal names for SMPL-X) or "native"
-    rest: str = "seed"  # bvh for SOMA: "seed" (Kimodo's BONES-SEED rest) or "tpose"
+class WriteOptions(FrozenRecord):
+    FIELDS = ("names", "rest")
+    names: str  # glb: "mannequin" (Unreal names for SMPL-X) or "native"
+    rest: str  # bvh for SOMA: "seed" (Kimodo's BONES-SEED rest) or "tpose"
+
+    def __init__(self, names: str = "mannequin", rest: str = "seed") -> None:
+        self._set("names", names)
+        self._set("rest", rest)
 
 
 DEFAULT = WriteOptions()

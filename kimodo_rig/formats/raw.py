@@ -6,7 +6,9 @@ import math
 import sys
 from array import array
 from pathlib import Path
-from typing import Optional, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
@@ -77,11 +79,11 @@ def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float
     # Kept float32 as read (the format's own precision; half the memory of float64 for long clips).
     rotations = _read_float32(rotation_file)
     roots = _read_float32(root_file)
-    low, high = 1.0 - UNIT_TOLERANCE, 1.0 + UNIT_TOLERANCE
     norms = map(math.hypot, rotations[0::4], rotations[1::4], rotations[2::4], rotations[3::4])
-    if not all(low <= norm <= high for norm in norms):  # also catches NaN
+    # |1 - norm| <= UNIT_TOLERANCE for every quaternion, in C (map over map); NaN fails the comparison
+    if not all(map(UNIT_TOLERANCE.__ge__, map(abs, map((1.0).__sub__, norms)))):
         raise KimodoError("{}: rotations are not unit quaternions".format(path))
-    if not all(math.isfinite(v) for v in roots):
+    if not all(map(math.isfinite, roots)):
         raise KimodoError("{}: root positions are not finite numbers".format(path))
     prompt = ""
     prompt_path = folder / PROMPT_FILE

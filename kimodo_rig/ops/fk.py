@@ -1,10 +1,12 @@
 """Forward kinematics on the model (see model.py for the formula)."""
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Iterator, List, Sequence, Tuple
 
 from ..model import Motion, Skeleton
-from ..rotations import Quat, Vec3, quat_multiply, quat_rotate
+from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract
 
 
 def pose_globals(
@@ -48,39 +50,47 @@ def world_positions(motion: Motion) -> List[List[Vec3]]:
 
 def positions_by_frame(motion: Motion) -> Iterator[List[Vec3]]:
     """The world position of every joint, one frame at a time (a long clip is never held whole), read
-    straight from the motion's flat buffers. The same FK as pose_globals, with quat_multiply and
-    quat_rotate written out in place and no global rotation kept for joints without children."""
+    straight from the motion's flat buffers (`position_columns_by_frame`)."""
+    for xs, ys, zs in position_columns_by_frame(motion):
+        yield list(zip(xs, ys, zs))
+
+
+def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], List[float], List[float]]]:
+    """`positions_by_frame` as three lists a frame: x, y and z of every joint. The same lists come back
+    every frame, refilled: read them before asking for the next. The same FK as pose_globals, with
+    quat_multiply and quat_rotate written out in place, and no world rotation kept for joints without
+    children."""
     skeleton = motion.skeleton
     count = skeleton.joint_count
     has_children = [False] * count
     for parent in skeleton.parents:
         if parent >= 0:
             has_children[parent] = True
-    plan = [(joint, parent, has_children[joint]) + tuple(skeleton.rest_offsets[joint])
+    plan = [(joint, parent, has_children[joint], 4 * joint) + tuple(skeleton.rest_offsets[joint])
             for joint, parent in enumerate(skeleton.parents) if parent >= 0]
     rotations, roots = motion.local_rotations, motion.root_positions
+    width = 4 * count
     gx, gy, gz, gw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count
+    px, py, pz = [0.0] * count, [0.0] * count, [0.0] * count
     for frame in range(motion.frame_count):
-        base = 4 * count * frame
-        gx[0], gy[0], gz[0], gw[0] = rotations[base], rotations[base + 1], rotations[base + 2], rotations[base + 3]
-        positions: List[Vec3] = [(roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2])]
-        for joint, parent, has_child, vx, vy, vz in plan:
+        q = rotations[frame * width:(frame + 1) * width].tolist()  # one frame, as floats, in one call
+        gx[0], gy[0], gz[0], gw[0] = q[0], q[1], q[2], q[3]
+        px[0], py[0], pz[0] = roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2]
+        for joint, parent, has_child, at, vx, vy, vz in plan:
             ax, ay, az, aw = gx[parent], gy[parent], gz[parent], gw[parent]
             tx = 2.0 * (ay * vz - az * vy)
             ty = 2.0 * (az * vx - ax * vz)
             tz = 2.0 * (ax * vy - ay * vx)
-            px, py, pz = positions[parent]
-            positions.append((px + (vx + aw * tx + (ay * tz - az * ty)),
-                              py + (vy + aw * ty + (az * tx - ax * tz)),
-                              pz + (vz + aw * tz + (ax * ty - ay * tx))))
+            px[joint] = px[parent] + vx + aw * tx + (ay * tz - az * ty)
+            py[joint] = py[parent] + vy + aw * ty + (az * tx - ax * tz)
+            pz[joint] = pz[parent] + vz + aw * tz + (ax * ty - ay * tx)
             if has_child:
-                at = base + 4 * joint
-                bx, by, bz, bw = rotations[at], rotations[at + 1], rotations[at + 2], rotations[at + 3]
+                bx, by, bz, bw = q[at], q[at + 1], q[at + 2], q[at + 3]
                 gx[joint] = aw * bx + ax * bw + ay * bz - az * by
                 gy[joint] = aw * by - ax * bz + ay * bw + az * bx
                 gz[joint] = aw * bz + ax * by - ay * bx + az * bw
                 gw[joint] = aw * bw - ax * bx - ay * by - az * bz
-        yield positions
+        yield px, py, pz
 
 
 def rest_pose(skeleton: Skeleton) -> Tuple[List[Quat], List[Vec3]]:
@@ -95,3 +105,20 @@ def rest_positions(skeleton: Skeleton) -> List[Vec3]:
 
 def rest_global_rotations(skeleton: Skeleton) -> List[Quat]:
     return rest_pose(skeleton)[0]
+
+
+def locals_from_globals(parents: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3]
+                        ) -> Tuple[List[Vec3], List[Quat]]:
+    """The inverse of pose_globals: each joint's offset and rotation in its parent's frame (a root keeps
+    its world placement), for skeletons read as world-space bind poses."""
+    offsets: List[Vec3] = []
+    local_rotations: List[Quat] = []
+    for joint, parent in enumerate(parents):
+        if parent < 0:
+            offsets.append(tuple(positions[joint]))
+            local_rotations.append(tuple(rotations[joint]))
+            continue
+        inverse = quat_conjugate(rotations[parent])
+        offsets.append(quat_rotate(inverse, subtract(positions[joint], positions[parent])))
+        local_rotations.append(quat_normalize(quat_multiply(inverse, rotations[joint])))
+    return offsets, local_rotations

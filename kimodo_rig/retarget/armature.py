@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..model import Motion, Skeleton
-from ..ops.fk import global_rotations_and_positions, rest_global_rotations
+from ..ops.fk import global_rotations_and_positions, locals_from_globals, rest_global_rotations
 from ..rotations import (
     Mat3,
     Quat,
@@ -138,16 +138,7 @@ def skeleton_of(armature: Armature) -> Skeleton:
         # hang from it at their own rest so the Skeleton keeps a single root.
         roots = [i for i, p in enumerate(parents) if p < 0]
         parents = tuple(roots[0] if (p < 0 and i != roots[0]) else p for i, p in enumerate(parents))
-    offsets: List[Vec3] = []
-    locals_: List[Quat] = []
-    for joint, parent in enumerate(parents):
-        if parent < 0:
-            offsets.append(world_positions[joint])
-            locals_.append(world_rotations[joint])
-            continue
-        inverse = quat_conjugate(world_rotations[parent])
-        offsets.append(quat_rotate(inverse, subtract(world_positions[joint], world_positions[parent])))
-        locals_.append(quat_normalize(quat_multiply(inverse, world_rotations[joint])))
+    offsets, locals_ = locals_from_globals(parents, world_rotations, world_positions)
     return _ordered_skeleton(armature.name, [bone.name for bone in order], parents, offsets, locals_)
 
 

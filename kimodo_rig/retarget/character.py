@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
 from ..model import Skeleton
-from ..ops.fk import rest_positions
-from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_rotate, subtract
+from ..ops.fk import locals_from_globals, rest_positions
+from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
 
 LOG = logging.getLogger("kimodo_rig")
@@ -237,16 +237,7 @@ def read_gltf_target(path) -> Target:
         seen[name] = old
         names.append(name)
     skeleton_parents = tuple(new_index[parents[old]] if parents[old] >= 0 else -1 for old in order)
-    offsets: List[Vec3] = []
-    local_rotations: List[Quat] = []
-    for j, parent in enumerate(skeleton_parents):
-        if parent < 0:
-            offsets.append(positions[j])
-            local_rotations.append(rotations[j])
-        else:
-            inverse_parent = quat_conjugate(rotations[parent])
-            offsets.append(quat_rotate(inverse_parent, subtract(positions[j], positions[parent])))
-            local_rotations.append(quat_multiply(inverse_parent, rotations[j]))
+    offsets, local_rotations = locals_from_globals(skeleton_parents, rotations, positions)
     if not all(gd.is_finite(value) for value in offsets + local_rotations + scales):
         raise KimodoError("{}: the skin's bind pose is not finite numbers (scales or matrices too large?)".format(source))
     tip_records = []

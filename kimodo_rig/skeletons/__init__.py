@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Sequence
 
 from ..model import Skeleton
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -10,11 +11,12 @@ from pathlib import Path
 from .. import formats, naming
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
-from ..retarget import character as targets, output as retarget_output
+from ..retarget import character as targets, feet, output as retarget_output
 from ..retarget.mapping import HumanoidMap
-from ..retarget.report import format_report
-from ..retarget.solve import retarget
+from ..retarget.report import format_report, report_warnings
 from .arguments import frames_per_second
+
+LOG = logging.getLogger("kimodo_rig")
 
 
 def add_parser(commands) -> None:
@@ -28,6 +30,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
     parser.add_argument("--fps", type=frames_per_second)
+    parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
+                        help="keep the feet as the solve leaves them (they still stand on the floor)")
     parser.set_defaults(run=run_retarget, prog=parser.prog)
 
 
@@ -76,11 +80,15 @@ def retarget_one(source: str, output: Path, target: targets.Target, target_map: 
                  args: argparse.Namespace) -> str:
     """One input onto the target, written to `output`; returns the printed report."""
     motion = formats.read_file(source, fps=args.fps)
-    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
-                                target_map=target_map, target_name=args.target, source_name=source)
+    retargeted, info, treadmill = feet.retarget_onto(
+        motion, target, in_place=args.in_place, root_motion=args.root_motion, lock=args.foot_lock,
+        target_map=target_map, target_name=args.target, source_name=source)
     retarget_output.write(retargeted, info, target, output)
-    report = retarget_output.report_from_output(output, motion, retargeted, info)
+    report = retarget_output.report_from_output(output, motion, retargeted, info, target, treadmill=treadmill)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))
+    problems = report_warnings(report)
+    if problems:
+        LOG.warning("%s: %s", output.name, "; ".join(problems))
     return format_report(output.stem, report)

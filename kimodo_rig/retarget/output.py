@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import formats
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..formats import glb
 from ..formats import gltf_document as gd
-from ..model import Motion, rest_motion
+from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
-from . import character_glb
-from .solve import RetargetInfo
-from .report import Report, measure_report
+from ..rotations import Vec3, dot, sphere_directions, subtract
+from . import character_glb, feet
 from .character import Target
+from .mapping import SIDES
+from .report import FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report
+from .solve import RetargetInfo
+
+Matrix4 = gd.Matrix4
 
 LOG = logging.getLogger("kimodo_rig")
 OUTPUT_EXTENSIONS = (".glb", ".bvh")
@@ -110,25 +116,270 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
     return [[frame[j] for j in order] for frame in world_positions(written)]
 
 
-def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo) -> Report:
-    return report_from_positions(source, info, output_positions(path, retargeted))
+def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
+                       target: Optional[Target] = None,
+                       treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Report:
+    """The report measured from the file as written: joint positions and, for a character with a mesh,
+    its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
+    the file's bind geometry; the contacts from the clip. `treadmill`: the travel --in-place removed,
+    per frame, added back to the feet for the skate (an in-place walk slides on purpose)."""
+    written = output_positions(path, retargeted)
+    with_mesh = target is not None and target.has_mesh and Path(str(path)).suffix.lower() == ".glb"
+    if Path(str(path)).suffix.lower() == ".glb":
+        geometry = _glb_feet(Path(path).read_bytes(), info, with_mesh, str(path))
+    else:
+        geometry = _joint_feet(written, retargeted.skeleton, info)
+    return _measured(source, info, written, geometry, treadmill)
 
 
 def report_from_positions(source: Motion, info: RetargetInfo, target_positions) -> Report:
-    """The report from per-frame world positions of the retargeted skeleton's joints (None where one was
-    not sampled), however they were read back: from the written file, or from a host's evaluation."""
+    """The report from per-frame world positions of the retargeted skeleton's joints, however they were
+    read back (a host's own evaluation, such as Blender's): the feet are its joints."""
+    geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
+    return _measured(source, info, target_positions, geometry, None)
+
+
+def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
+              treadmill: Optional[Sequence[Tuple[float, float]]]) -> Report:
+    source_positions = world_positions(source)
+    yaw, label = measure_facing(geometry.bind["thigh_l"], geometry.bind["thigh_r"],
+                                [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
+    contacts = feet.source_contacts(source, info.source_map, source_positions)
+    figures = FeetFigures(
+        lowest_cm=100.0 * (min(min(track) for track in geometry.lowest.values()) - geometry.rest_floor),
+        skate_cm=foot_skate({side: (_on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill))
+                             for side in SIDES}, contacts),
+        planted_cm=_planted(geometry, contacts),
+        height_cm=100.0 * geometry.height,
+    )
     return measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
         target_map=info.target_map,
-        source_positions=world_positions(source),
-        target_positions=target_positions,
+        source_positions=source_positions,
+        target_positions=written,  # type: ignore[arg-type]
         duration_s=source.duration,
         chains_mapped=info.chains_mapped,
         left_at_rest=info.left_at_rest,
         reach_source=info.reach_source,
         reach_target=info.reach_target,
         arm_correction_max_deg=info.corrections.arm_max_deg,
-        facing=info.corrections.facing,
+        facing=facing_rotation(yaw),
+        facing_label=label,
+        feet=figures,
     )
+
+
+def _on_treadmill(track: Sequence[Vec3], treadmill: Optional[Sequence[Tuple[float, float]]]) -> Sequence[Vec3]:
+    if treadmill is None:
+        return track
+    return [(p[0] + t[0], p[1], p[2] + t[1]) for p, t in zip(track, treadmill)]
+
+
+@dataclass
+class _Feet:
+    """Per side and frame, from a written file: the heel (foot joint), the toe point and the foot's
+    lowest point; the rest floor, the height and bind positions of the parts the facing is measured from."""
+
+    heel: Dict[str, List[Vec3]]
+    toe: Dict[str, List[Vec3]]
+    lowest: Dict[str, List[float]]
+    rest_floor: float
+    height: float
+    bind: Dict[str, Vec3]
+    bind_toe: Dict[str, Vec3]
+
+
+def _planted(geometry: _Feet, contacts) -> Optional[float]:
+    heights = [geometry.lowest[side][t] - geometry.rest_floor for side in SIDES
+               for t, flags in enumerate(contacts[side][:len(geometry.lowest[side])]) if flags[0] or flags[1]]
+    return 100.0 * sum(heights) / len(heights) if heights else None
+
+
+def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: RetargetInfo) -> _Feet:
+    """Feet as joints (a .bvh, a host's samples, or a character without a mesh): the foot's joints are its points."""
+    tmap = info.target_map
+    bind_positions = rest_pose(skeleton)[1]
+    heel, toe, lowest, bind, bind_toe = {}, {}, {}, {}, {}
+    floor = float("inf")
+    for side in SIDES:
+        foot = tmap.bones["foot_" + side]
+        chain = feet.subtree(skeleton, foot)
+        tip = tmap.bones.get("toe_" + side, chain[-1])
+        heel[side] = [tuple(frame[foot]) for frame in written]
+        toe[side] = [tuple(frame[tip]) for frame in written]
+        lowest[side] = [min(frame[j][1] for j in chain) for frame in written]
+        floor = min(floor, min(bind_positions[j][1] for j in chain))
+        bind_toe[side] = bind_positions[tip]
+    for part in ("thigh_l", "thigh_r", "foot_l", "foot_r"):
+        bind[part] = bind_positions[tmap.bones[part]]
+    height = max(p[1] for p in bind_positions) - min(p[1] for p in bind_positions)
+    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe)  # type: ignore[arg-type]
+
+
+SUPPORT_DIRECTIONS = 96  # vertices extreme in this many directions stand for a foot (its hull, nearly)
+
+
+def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> _Feet:
+    """Feet measured in a written .glb by the glTF rules alone: node matrices from the file's nodes and
+    animation, skinned vertices as sum(w * world(joint) * inverseBind * v) (meshes hanging under a joint
+    node move with it); the bind pose is where every joint matrix world(joint) * inverseBind equals the
+    skin's top joint's, as saved."""
+    document = gd.parse_glb(data, source)
+    gltf = document.gltf
+    nodes = gltf.get("nodes", [])
+    by_name: Dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        by_name.setdefault(node.get("name"), index)
+    tmap = info.target_map
+    parents = gd.node_parents(gltf)
+    static = gd.world_matrices(gltf, {})
+    children: Dict[int, List[int]] = {}
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
+
+    def below(node: int) -> List[int]:
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(children.get(n, []))
+        return out
+
+    skins = gltf.get("skins", [])
+    hips_node = by_name[tmap.joint_name("hips")]
+    skin_index = next((i for i, skin in enumerate(skins) if hips_node in skin.get("joints", [])), 0)
+    inverse = {}
+    bind_space: Dict[int, Matrix4] = {}
+    for i, skin in enumerate(skins):
+        joints = skin.get("joints", [])
+        ibm = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if ibm is not None and (len(ibm) != len(joints) or not all(len(m) == 16 and gd.is_finite(m) for m in ibm)):
+            ibm = None  # a skin the file gets wrong: its vertices are not measured
+            joints = []
+        inverse[i] = ibm
+        if not joints:
+            continue
+        in_skin = set(joints)
+        top = next((slot for slot, n in enumerate(joints) if parents[n] not in in_skin), 0)
+        bind_space[i] = gd.multiply4(static[joints[top]], ibm[top]) if ibm else static[joints[top]]
+    main_joints = skins[skin_index]["joints"] if skins else []
+    main_ibm = inverse.get(skin_index)
+
+    def bind_of(node: int) -> Vec3:
+        m = static[node]
+        if main_ibm and node in main_joints:
+            try:
+                m = gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
+            except ValueError:  # a singular inverse bind matrix: the node as saved
+                pass
+        return (m[12], m[13], m[14])
+
+    bind = {part: bind_of(by_name[tmap.joint_name(part)]) for part in ("thigh_l", "thigh_r", "foot_l", "foot_r")}
+    foot_nodes = {side: below(by_name[tmap.joint_name("foot_" + side)]) for side in SIDES}
+    toe_nodes = {side: by_name[tmap.joint_name("toe_" + side)] if tmap.has("toe_" + side) else None for side in SIDES}
+    # Vertices: (bind world, [(node, slot matrix index or None, weight)], rigid node or None)
+    points: Dict[str, List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]]] = {s: [] for s in SIDES}
+    all_bind: List[Vec3] = []
+    if with_mesh:
+        for index, node in enumerate(nodes):
+            if "mesh" not in node:
+                continue
+            for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+                attributes = primitive.get("attributes", {})
+                if "POSITION" not in attributes:
+                    continue
+                vertices = document.accessor(attributes["POSITION"])
+                if "skin" in node and "JOINTS_0" in attributes and "WEIGHTS_0" in attributes:
+                    k = node["skin"]
+                    if k not in bind_space or inverse.get(k) is None and "inverseBindMatrices" in skins[k]:
+                        continue
+                    joints = skins[k]["joints"]
+                    ibm = inverse[k]
+                    space = bind_space[k]
+                    for v, js, ws in zip(vertices, document.accessor(attributes["JOINTS_0"]), document.accessor(attributes["WEIGHTS_0"])):
+                        world = gd.apply4(space, v)
+                        all_bind.append(world)
+                        total = sum(ws)
+                        terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws)
+                                 if w > 0.0 and 0 <= int(j) < len(joints)] if total > 0 else []
+                        for side in SIDES:
+                            if sum(w for n, _, w in terms if n in foot_nodes[side]) >= 0.5:
+                                points[side].append((world, v, terms))
+                elif "skin" not in node:
+                    for v in vertices:
+                        world = gd.apply4(static[index], v)
+                        all_bind.append(world)
+                        for side in SIDES:
+                            if index in foot_nodes[side]:
+                                points[side].append((world, v, [(index, None, 1.0)]))
+    if not all(points[side] for side in SIDES):
+        with_mesh = False
+    times, channels = gd.animation_keyframes(document)
+    frames = len(times)
+    heel: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
+    toe: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
+    lowest: Dict[str, List[float]] = {side: [] for side in SIDES}
+    bind_toe: Dict[str, Vec3] = {}
+    front: Dict[str, Optional[Tuple]] = {}
+    if with_mesh:
+        rest_floor = min(p[0][1] for side in SIDES for p in points[side])
+        height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
+        for side in SIDES:
+            chosen = {}
+            by_node: Dict[int, List[int]] = {}  # per node that carries the vertex most: a toe turns against its foot
+            for i, (_, _, terms) in enumerate(points[side]):
+                by_node.setdefault(max(terms, key=lambda term: term[2])[0], []).append(i)
+            for members in by_node.values():
+                for direction in sphere_directions(SUPPORT_DIRECTIONS):
+                    best = max(members, key=lambda i: dot(points[side][i][0], direction))
+                    chosen[best] = points[side][best]
+            lowest_foot = min(p[0][1] for p in points[side])
+            ankle = bind["foot_" + side]
+            sole = [p for p in points[side] if p[0][1] <= lowest_foot + 0.02 * height]
+            # Without a toe bone the toe contact is measured at the sole's front (a rigid foot rolls on it).
+            tip = max(sole, key=lambda p: math.hypot(p[0][0] - ankle[0], p[0][2] - ankle[2]))
+            front[side] = tip
+            points[side] = list(chosen.values())
+            bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else tip[0]
+    else:
+        joint_bind = [bind_of(n) for n in main_joints] or [bind["foot_l"]]
+        rest_floor = min(bind_of(n)[1] for side in SIDES for n in foot_nodes[side])
+        height = max(p[1] for p in joint_bind) - min(p[1] for p in joint_bind)
+        for side in SIDES:
+            tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
+            bind_toe[side] = bind_of(tip_node)
+    for frame in range(frames):
+        world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        joint_matrices: Dict = {}
+        for side in SIDES:
+            foot_node = foot_nodes[side][0]
+            heel[side].append((world[foot_node][12], world[foot_node][13], world[foot_node][14]))
+            if with_mesh:
+                posed = [_skin(world, v, terms, joint_matrices) for _, v, terms in points[side]]
+                lowest[side].append(min(p[1] for p in posed))
+                toe[side].append(_skin(world, front[side][1], front[side][2], joint_matrices) if toe_nodes[side] is None else  # type: ignore[index]
+                                 tuple(world[toe_nodes[side]][12:15]))  # type: ignore[index]
+            else:
+                lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
+                tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
+                toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
+    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe)
+
+
+def _skin(world: Sequence[Sequence[float]], v: Sequence[float],
+          terms: Sequence[Tuple[int, Optional[Sequence[float]], float]], joint_matrices: Dict) -> Vec3:
+    """sum(w * world(node) * inverseBind * v); `joint_matrices` caches the products of one frame."""
+    x = y = z = 0.0
+    for node, inverse_bind, weight in terms:
+        key = (node, id(inverse_bind))
+        m = joint_matrices.get(key)
+        if m is None:
+            m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
+            joint_matrices[key] = m
+        p = gd.apply4(m, v)
+        x += weight * p[0]
+        y += weight * p[1]
+        z += weight * p[2]
+    return (x, y, z)

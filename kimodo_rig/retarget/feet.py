@@ -1,0 +1,612 @@
+"""The floor and the feet, as a pass after the solve: where the character's soles are, Kimodo's foot
+contacts, the feet placed on the floor and locked where they land.
+
+- Soles: with a mesh, each foot's vertices at bind (linear blend skinning of the vertices the foot's
+  joints carry, or meshes hung rigidly under a foot bone), kept as the few farthest out in DIRECTIONS
+  directions per bone; without one, the foot's joints. The character's REST FLOOR is their lowest at bind.
+- Contacts: the clip's own (Kimodo NPZ, [T,4] or [T,6]), else labelled as Kimodo labels them: a foot
+  joint slower than 0.15 m/s and lower than 0.10 m.
+- Floor: every frame the hips move up or down so the lowest sole sits on the rest floor while a foot is
+  planted, and as far above it as Kimodo's lowest foot joint rises above its own planted height (scaled
+  by the leg ratio) while none is; the change is eased over BLEND_FRAMES.
+- Foot lock: while heel and toe are both down the foot keeps its world rotation. Each contact span pins
+  its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
+  it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
+  and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
+  coming down where a leg cannot reach and up where it cannot fold so far; eased in before and out after
+  each span over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
+  onto it by the same IK on the arm.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import skeletons
+from ..model import Motion, Skeleton
+from ..ops import derived_channels
+from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
+from ..rotations import (
+    IDENTITY,
+    Quat,
+    Vec3,
+    add,
+    cross,
+    dot,
+    length,
+    normalize,
+    quat_between,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_slerp,
+    scale,
+    sphere_directions,
+    subtract,
+)
+from ..formats import gltf_document as gd
+from .character import Target
+from .mapping import SIDES, HumanoidMap
+from .solve import RetargetInfo, retarget
+
+BLEND_FRAMES = 4
+SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
+DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
+REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
+
+Matrix4 = gd.Matrix4
+Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
+
+
+@dataclass(frozen=True)
+class Soles:
+    """Points that ride on the working skeleton's joints, per side, and the rest floor (metres)."""
+
+    rest_floor: float
+    feet: Dict[str, Tuple[Point, ...]]
+    hands: Dict[str, Tuple[Point, ...]]
+    toe_points: Dict[str, Optional[Point]]  # where a toe contact pins, per side
+    from_mesh: bool
+
+
+def subtree(skeleton: Skeleton, joint: int) -> List[int]:
+    inside = {joint}
+    for j in range(joint + 1, skeleton.joint_count):
+        if skeleton.parents[j] in inside:
+            inside.add(j)
+    return sorted(inside)
+
+
+def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:
+    """The hand, or where the map names none, the forearm's first child (a palm bone by another name)."""
+    if tmap.has("hand_" + side):
+        return tmap.bones["hand_" + side]
+    if not tmap.has("lowerarm_" + side):
+        return None
+    children = tmap.skeleton.children(tmap.bones["lowerarm_" + side])
+    return children[0] if children else None
+
+
+def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
+    x = y = z = 0.0
+    for joint, weight, offset in point:
+        p = add(positions[joint], quat_rotate(rotations[joint], offset))
+        x += weight * p[0]
+        y += weight * p[1]
+        z += weight * p[2]
+    return (x, y, z)
+
+
+def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[int, float]]]:
+    """Every vertex of the character at bind (world, metres) with its weights on the working skeleton's
+    joints: skinned meshes by their skin (influences outside the skeleton dropped, the rest renormalised),
+    meshes that hang rigidly under a joint's node (a robot's plated feet) wholly on that joint."""
+    document = target.document
+    if document is None or not target.has_mesh:
+        return []
+    gltf = document.gltf
+    by_name = {name: j for j, name in enumerate(skeleton.joint_names)}
+    node_joint = {node: by_name.get(target.skeleton.joint_names[j]) for j, node in enumerate(target.nodes)}
+    node_scale = {node: target.scales[j] for j, node in enumerate(target.nodes)}
+    rotations, positions = rest_pose(skeleton)
+
+    def bind_world(node: int) -> Matrix4:
+        j = node_joint[node]
+        return gd.trs_matrix(positions[j], rotations[j], node_scale[node])  # type: ignore[index]
+
+    parents = gd.node_parents(gltf)
+    static = gd.world_matrices(gltf, {})
+    result = []
+    for index, node in enumerate(gltf.get("nodes", [])):
+        if "mesh" not in node:
+            continue
+        primitives = gltf["meshes"][node["mesh"]].get("primitives", [])
+        if "skin" not in node:
+            holder = parents[index]
+            while holder >= 0 and node_joint.get(holder) is None:
+                holder = parents[holder]
+            if holder < 0:
+                continue
+            try:
+                to_world = gd.multiply4(bind_world(holder), gd.multiply4(gd.invert4(static[holder]), static[index]))
+            except ValueError:  # a singular node matrix: that mesh cannot be placed, so it is not a sole
+                continue
+            for primitive in primitives:
+                if "POSITION" in primitive.get("attributes", {}):
+                    result.extend((gd.apply4(to_world, v), {node_joint[holder]: 1.0})  # type: ignore[misc]
+                                  for v in document.accessor(primitive["attributes"]["POSITION"]))
+            continue
+        skin = gltf["skins"][node["skin"]]
+        joints = skin.get("joints", [])
+        inverse_binds = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if inverse_binds is not None and (len(inverse_binds) != len(joints) or not all(
+                len(m) == 16 and gd.is_finite(m) for m in inverse_binds)):
+            continue  # a skin the file gets wrong carries no sole
+        # The skin's bind space in the world: the bind world of a joint this skin shares with the body.
+        shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None]
+        if not shared:
+            continue
+        to_world = bind_world(joints[shared[0]])
+        if inverse_binds:
+            to_world = gd.multiply4(to_world, inverse_binds[shared[0]])
+        slots = [node_joint.get(n) for n in joints]
+        for primitive in primitives:
+            attributes = primitive.get("attributes", {})
+            if not all(k in attributes for k in ("POSITION", "JOINTS_0", "WEIGHTS_0")):
+                continue
+            vertices = document.accessor(attributes["POSITION"])
+            influences = document.accessor(attributes["JOINTS_0"])
+            weights = document.accessor(attributes["WEIGHTS_0"])
+            for v, js, ws in zip(vertices, influences, weights):
+                terms: Dict[int, float] = {}
+                for slot, w in zip(js, ws):
+                    slot = int(slot)
+                    j = slots[slot] if 0 <= slot < len(slots) else None
+                    if w > 0.0 and j is not None:
+                        terms[j] = terms.get(j, 0.0) + w
+                total = sum(terms.values())
+                if total > 1e-6:
+                    result.append((gd.apply4(to_world, v), {j: w / total for j, w in terms.items()}))
+    return result
+
+
+def _as_point(world: Vec3, weights: Dict[int, float], rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Point:
+    return tuple((j, w, quat_rotate(quat_conjugate(rotations[j]), subtract(world, positions[j])))
+                 for j, w in sorted(weights.items()))
+
+
+def _extremes(items: List, count: int) -> List:
+    """The items (vertex, weights) farthest out in `count` directions, per bone that carries them most
+    (a toe turns against its foot): the lowest point of a foot or a hand, however it turns, is one of
+    them (nearly: skinning bends a little)."""
+    groups: Dict[int, List[int]] = {}
+    for index, (_, weights) in enumerate(items):
+        groups.setdefault(max(weights, key=lambda j: weights[j]), []).append(index)
+    chosen = set()
+    directions = sphere_directions(count)
+    for members in groups.values():
+        for direction in directions:
+            chosen.add(max(members, key=lambda i: dot(items[i][0], direction)))
+    return [items[i] for i in sorted(chosen)]
+
+
+def find_soles(target: Target, info: RetargetInfo) -> Soles:
+    """The character's soles, hands and rest floor on the retarget's working skeleton (mesh data read from
+    `target.document`)."""
+    tmap = info.target_map
+    skeleton = tmap.skeleton
+    rotations, positions = rest_pose(skeleton)
+    height = max(p[1] for p in positions) - min(p[1] for p in positions)
+    vertices = _mesh_vertices(target, skeleton)
+    feet: Dict[str, Tuple[Point, ...]] = {}
+    hands: Dict[str, Tuple[Point, ...]] = {}
+    toes: Dict[str, Optional[Point]] = {}
+    from_mesh = True
+    for side in SIDES:
+        foot = tmap.bones["foot_" + side]
+        foot_joints = set(subtree(skeleton, foot))
+        hand = hand_joint(tmap, side)
+        hand_joints = set(subtree(skeleton, hand)) if hand is not None else set()
+        on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
+        on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in hand_joints) >= 0.5]
+        toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
+        if on_foot:
+            lowest = min(v[1] for v, _ in on_foot)
+            sole = sorted((item for item in on_foot if item[0][1] <= lowest + SOLE_BAND * height), key=lambda i: i[0][1])
+            feet[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_foot, DIRECTIONS))
+            if toes[side] is None:  # no toe bone: a toe contact pins the sole's front (a rigid foot rolls on it)
+                ankle = positions[foot]
+                front = max(sole, key=lambda item: math.hypot(item[0][0] - ankle[0], item[0][2] - ankle[2]))
+                toes[side] = _as_point(front[0], front[1], rotations, positions)
+        else:
+            from_mesh = False
+            feet[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(foot_joints))
+        if on_hand:
+            hands[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_hand, DIRECTIONS))
+        else:
+            hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(hand_joints))
+    rest_floor = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in feet[side])
+    return Soles(rest_floor, feet, hands, toes, from_mesh)
+
+
+# --- contacts -------------------------------------------------------------------------------------
+
+def source_contacts(motion: Motion, source_map: HumanoidMap,
+                    positions: Sequence[Sequence[Vec3]]) -> Dict[str, List[Tuple[bool, bool]]]:
+    """Per side, per frame: (heel, toe) in contact. The clip's own labels where it has them (a [T,6] NPZ
+    reads with the toe in contact when its toe or toe end is), else Kimodo's rule on the foot and toe joints."""
+    frames = motion.frame_count
+    if motion.foot_contacts is not None:
+        values = motion.foot_contacts
+        return {side: [(values[f * 4 + 2 * s] >= 0.5, values[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]
+                for s, side in enumerate(SIDES)}
+    if motion.skeleton.name in skeletons.BUILTIN:
+        labels = derived_channels.detect_foot_contacts(motion.skeleton, positions, motion.fps)
+        return {side: [(labels[f * 4 + 2 * s] >= 0.5, labels[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]
+                for s, side in enumerate(SIDES)}
+    result = {}
+    for side in SIDES:
+        heel = source_map.bones["foot_" + side]
+        toe = source_map.bones.get("toe_" + side, heel)
+        result[side] = [(_touching(positions, heel, f, motion.fps), _touching(positions, toe, f, motion.fps))
+                        for f in range(frames)]
+    return result
+
+
+def _touching(positions: Sequence[Sequence[Vec3]], joint: int, frame: int, fps: float) -> bool:
+    count = len(positions)
+    a, b = (frame, frame + 1) if frame + 1 < count else (frame - 1, frame)
+    speed = length(subtract(positions[b][joint], positions[a][joint])) * fps if count > 1 else 0.0
+    return speed < derived_channels.CONTACT_SPEED_M_S and positions[frame][joint][1] < derived_channels.CONTACT_HEIGHT_M
+
+
+def _ramp(flags: Sequence[bool], frames: int) -> List[float]:
+    """1 on flagged frames, falling smoothly to 0 over `frames` frames either side."""
+    count = len(flags)
+    weights = []
+    for t in range(count):
+        if flags[t]:
+            weights.append(1.0)
+            continue
+        near = min([abs(t - u) for u in range(max(0, t - frames), min(count, t + frames + 1)) if flags[u]] or [frames + 1])
+        x = max(0.0, 1.0 - near / float(frames + 1))
+        weights.append(x * x * (3.0 - 2.0 * x))
+    return weights
+
+
+# --- two-bone IK ------------------------------------------------------------------------------------
+
+def two_bone(root: Vec3, middle: Vec3, end: Vec3, goal: Vec3, lateral: Vec3) -> Tuple[Quat, Quat]:
+    """Rotations (world, about `root` and about `middle`) that bring `end` to `goal` (or as near as the
+    chain reaches): the middle joint bends in the chain's own plane (its normal from the pose, leaning
+    on `lateral` where the chain is straight), then the whole chain swings about the root."""
+    upper = subtract(middle, root)
+    lower = subtract(end, middle)
+    a, b = length(upper), length(lower)
+    if a < 1e-9 or b < 1e-9:
+        return (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+    bend_normal = cross(upper, lower)
+    normal = normalize(add(bend_normal, scale(normalize(lateral), 0.05 * a * b)))
+    reach = length(subtract(goal, root))
+    reach = min(max(reach, abs(a - b) + 1e-6 * (a + b)), (a + b) * (1.0 - 1e-6))
+    now = math.acos(max(-1.0, min(1.0, dot(scale(upper, -1.0 / a), scale(lower, 1.0 / b)))))
+    wanted = math.acos(max(-1.0, min(1.0, (a * a + b * b - reach * reach) / (2.0 * a * b))))
+    knee = quat_from_axis_angle(normal, now - wanted)
+    new_end = add(middle, quat_rotate(knee, lower))
+    swing = quat_between(subtract(new_end, root), subtract(goal, root))
+    return swing, knee
+
+
+def _solve_chain(skeleton: Skeleton, rotations: List[Quat], positions: List[Vec3], top: int, middle: int,
+                 effector: int, goal: Vec3, lateral: Vec3, middle_chain: List[int], effector_chain: List[int]) -> None:
+    """Turn the joints in place so `effector` reaches `goal`; the effector's subtree keeps its world
+    rotations. Positions are recomputed for every joint below `top`."""
+    swing, knee = two_bone(positions[top], positions[middle], positions[effector], goal, lateral)
+    effector_set = set(effector_chain)
+    middle_set = set(middle_chain)
+    for j in subtree(skeleton, top):
+        if j in effector_set:
+            continue
+        turn = quat_multiply(swing, knee) if j in middle_set else swing
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+    for j in subtree(skeleton, top):
+        if j == top:
+            continue
+        parent = skeleton.parents[j]
+        positions[j] = add(positions[parent], quat_rotate(rotations[parent], skeleton.rest_offsets[j]))
+
+
+def _locals(skeleton: Skeleton, rotations: Sequence[Quat]) -> List[Quat]:
+    out = []
+    for j, parent in enumerate(skeleton.parents):
+        out.append(rotations[j] if parent < 0 else quat_normalize(quat_multiply(quat_conjugate(rotations[parent]), rotations[j])))
+    return out
+
+
+# --- the pass ---------------------------------------------------------------------------------------
+
+def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dict[int, float]:
+    """Each source foot joint's height when Kimodo has it planted (median over its contact frames), so
+    the source's clearance is measured from its own sole, not from its joints."""
+    heights = {}
+    for side in SIDES:
+        heel = source_map.bones["foot_" + side]
+        toe = source_map.bones.get("toe_" + side)
+        for joint, channel in ((heel, 0), (toe, 1)):
+            if joint is None:
+                continue
+            values = sorted(source_positions[f][joint][1] for f, flags in enumerate(contacts[side]) if flags[channel])
+            heights[joint] = values[len(values) // 2] if values else min(
+                p[joint][1] for p in source_positions) if source_positions else 0.0
+    return heights
+
+
+def retarget_onto(motion: Motion, target: Target, *, in_place: bool = False, root_motion: str = "hips",
+                  lock: bool = True, target_map: Optional[HumanoidMap] = None, target_name: str = "",
+                  source_name: str = "") -> Tuple[Motion, RetargetInfo, Optional[List[Tuple[float, float]]]]:
+    """The solve, then this pass: what `kimodo-rig retarget` (and the preview) put on a character.
+    Returns the motion, the solve's info and, for --in-place with the lock, the travel taken out
+    (`removed_travel`: locked feet walk a treadmill, locked on the travelling motion)."""
+    retargeted, info = retarget(motion, target.skeleton, in_place=in_place, root_motion=root_motion,
+                                target_map=target_map, target_name=target_name, source_name=source_name)
+    treadmill = None
+    if in_place and lock:
+        travelling, _ = retarget(motion, target.skeleton, root_motion=root_motion, target_map=target_map,
+                                 target_name=target_name, source_name=source_name)
+        treadmill = removed_travel(travelling, retargeted)
+        retargeted = travelling
+    return place_feet(retargeted, motion, info, target, lock=lock, treadmill=treadmill), info, treadmill
+
+
+def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:
+    """Per frame, the horizontal travel --in-place took out of the hips (the same retarget with and without)."""
+    return [(travelling.root_positions[f * 3] - in_place.root_positions[f * 3],
+             travelling.root_positions[f * 3 + 2] - in_place.root_positions[f * 3 + 2])
+            for f in range(travelling.frame_count)]
+
+
+def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: Target, *,
+               lock: bool = True, treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Motion:
+    """The retargeted motion with its soles on the character's rest floor and, with `lock`, its
+    planted feet pinned where they land. `treadmill` (--in-place: `removed_travel`) is taken out of the
+    hips afterwards, so the feet are locked to a floor that moves with the travel removed."""
+    skeleton = retargeted.skeleton
+    tmap = info.target_map
+    smap = info.source_map
+    soles = find_soles(target, info)
+    floor = soles.rest_floor
+    frames = retargeted.frame_count
+    if not frames:
+        return retargeted
+    ratio = info.reach_target / info.reach_source
+    source_positions = global_rotations_and_positions(source)[1]
+    contacts = source_contacts(source, smap, source_positions)
+    planted = _planted_heights(source_positions, contacts, smap)
+    any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
+    planted_weight = _ramp(any_contact, BLEND_FRAMES)
+
+    roots = array("d", retargeted.root_positions)
+    poses = []
+    for frame in range(frames):
+        rotations, positions = pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))
+        clearance = max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
+        lowest = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in soles.feet[side])
+        shift = floor + (1.0 - planted_weight[frame]) * clearance - lowest
+        roots[frame * 3 + 1] += shift
+        poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
+
+    if lock:
+        for side in SIDES:
+            _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
+    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock else [None] * frames
+             for side in SIDES}
+    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
+    for side in SIDES:
+        _keep_above(skeleton, tmap, soles, side, poses, floor)
+
+    local_rotations = array("d")
+    for rotations, _ in poses:
+        for q in _locals(skeleton, rotations):
+            local_rotations.extend(q)
+    if treadmill is not None:
+        for frame, (dx, dz) in enumerate(treadmill):
+            roots[frame * 3] -= dx
+            roots[frame * 3 + 2] -= dz
+    return Motion(skeleton, local_rotations, roots, retargeted.fps, name=retargeted.name, prompt=retargeted.prompt)
+
+
+def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.0, 0.0)) -> float:
+    return min(posed_point(p, rotations, positions)[1] for p in points) + lift[1]
+
+
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
+                    poses) -> None:
+    """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
+    from the first such frame (turned about the ankle), and eased back to the animation's over
+    BLEND_FRAMES after."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    frames = len(poses)
+    deltas: List[Optional[Quat]] = [None] * frames
+    held: Optional[Quat] = None
+    for frame in range(frames):
+        if flags[frame][0] and flags[frame][1]:
+            animated = poses[frame][0][foot]
+            if held is None:
+                held = animated
+            deltas[frame] = quat_normalize(quat_multiply(held, quat_conjugate(animated)))
+        else:
+            held = None
+    for frame in range(frames):
+        delta = deltas[frame]
+        if delta is None:  # eased out after a flat span
+            for step in range(1, BLEND_FRAMES + 1):
+                earlier = deltas[frame - step] if frame - step >= 0 else None
+                if earlier is not None:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    delta = quat_slerp(IDENTITY, earlier, x * x * (3.0 - 2.0 * x))
+                    break
+        if delta is None:
+            continue
+        rotations, positions = poses[frame]
+        ankle = positions[foot]
+        for j in chain:
+            rotations[j] = quat_normalize(quat_multiply(delta, rotations[j]))
+            positions[j] = add(ankle, quat_rotate(delta, subtract(positions[j], ankle)))
+
+
+def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
+                floor: float) -> List[Optional[Vec3]]:
+    """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
+    the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
+    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout."""
+    foot = tmap.bones["foot_" + side]
+    toe_point = soles.toe_points.get(side)
+    frames = len(poses)
+    offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
+    pin_heel: Optional[Vec3] = None
+    pin_toe: Optional[Vec3] = None
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        heel_on, toe_on = flags[frame]
+        if toe_point is None:
+            heel_on, toe_on = heel_on or toe_on, False
+        if not (heel_on or toe_on):
+            pin_heel = pin_toe = None
+            continue
+        ankle = positions[foot]
+        toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
+        if pin_heel is None and pin_toe is None:
+            # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
+            start: Vec3 = (0.0, floor - _lowest(soles.feet[side], rotations, positions), 0.0)
+        else:
+            start = offsets[frame - 1] or (0.0, 0.0, 0.0)
+        if heel_on:
+            if pin_heel is None:
+                pin_heel = add(ankle, start)
+            goal = pin_heel
+        else:
+            if pin_toe is None:
+                pin_toe = add(toe, start)
+            goal = add(pin_toe, subtract(ankle, toe))
+        # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
+        # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
+        grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
+        offset = (goal[0] - ankle[0], grounded - ankle[1], goal[2] - ankle[2])
+        offsets[frame] = offset
+        if heel_on and toe_on:
+            pin_toe = add(toe, offset)
+        elif toe_on:
+            pin_heel = None
+    blended = _blend_offsets(offsets, [o is not None for o in offsets])
+    return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
+                 poses, roots: array, floor: float) -> None:
+    """Bring each foot to its goal with two-bone IK. Where a leg cannot reach its goal the hips come down,
+    where it cannot fold so far they go up (eased over BLEND_FRAMES either side); no foot ends under the
+    floor."""
+    frames = len(poses)
+    downs, ups = [], []
+    for frame in range(frames):
+        _, positions = poses[frame]
+        down = up = 0.0
+        for side in SIDES:
+            goal = goals[side][frame]
+            if goal is None:
+                continue
+            hip, knee, ankle = (positions[tmap.bones[p + "_" + side]] for p in ("thigh", "calf", "foot"))
+            upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+            longest = (upper + lower) * REACH_LIMIT
+            shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
+            dx, dy, dz = subtract(goal, hip)
+            horizontal = dx * dx + dz * dz
+            if horizontal + dy * dy > longest * longest:
+                # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
+                down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
+            elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
+                # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
+                up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
+        downs.append(down)
+        ups.append(up)
+    eased = [b - a for a, b in zip(_ease(downs), _ease(ups))]  # the hips' change: negative comes down
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        if eased[frame] != 0.0:
+            roots[frame * 3 + 1] += eased[frame]
+            positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
+        for side in SIDES:
+            foot = tmap.bones["foot_" + side]
+            thigh, calf = tmap.bones["thigh_" + side], tmap.bones["calf_" + side]
+            goal = goals[side][frame] or positions[foot]
+            low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
+            if low < floor:  # nothing under the floor, locked or not
+                goal = add(goal, (0.0, floor - low, 0.0))
+            if length(subtract(goal, positions[foot])) < 1e-7:
+                continue
+            # The leg's plane normal where it is straight: the hip line (the knee bends forward).
+            other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
+            lateral = scale(subtract(positions[thigh], positions[other]), 1.0 if side == "l" else -1.0)
+            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, lateral,
+                         subtree(skeleton, calf), subtree(skeleton, foot))
+
+
+def _ease(needs: Sequence[float]) -> List[float]:
+    """Each frame's need, eased in and out over BLEND_FRAMES either side (the largest that reaches it)."""
+    frames = len(needs)
+    eased = []
+    for t in range(frames):
+        best = 0.0
+        for u in range(max(0, t - BLEND_FRAMES), min(frames, t + BLEND_FRAMES + 1)):
+            x = 1.0 - abs(t - u) / float(BLEND_FRAMES + 1)
+            best = max(best, needs[u] * x * x * (3.0 - 2.0 * x))
+        eased.append(best)
+    return eased
+
+
+def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]) -> List[Optional[Vec3]]:
+    """Contact frames keep their offset; the BLEND_FRAMES either side of a span ease from it to none."""
+    count = len(offsets)
+    out: List[Optional[Vec3]] = list(offsets)
+    for t in range(count):
+        if in_contact[t]:
+            continue
+        total = (0.0, 0.0, 0.0)
+        weight_sum = 0.0
+        for direction in (-1, 1):
+            for step in range(1, BLEND_FRAMES + 1):
+                u = t + direction * step
+                if 0 <= u < count and in_contact[u]:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    w = x * x * (3.0 - 2.0 * x)
+                    total = add(total, scale(offsets[u], w))  # type: ignore[arg-type]
+                    weight_sum += w
+                    break
+        if weight_sum > 0.0:
+            out[t] = scale(total, 1.0 / max(1.0, weight_sum))
+    return out
+
+
+def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
+    """A hand that would go under the rest floor is lifted back onto it by two-bone IK on the arm (the
+    elbow bends in the arm's plane, the hand keeps its world rotation)."""
+    upper, lower = "upperarm_" + side, "lowerarm_" + side
+    hand = hand_joint(tmap, side)
+    if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):
+        return
+    shoulder, elbow = tmap.bones[upper], tmap.bones[lower]
+    for rotations, positions in poses:
+        low = _lowest(soles.hands[side], rotations, positions)
+        if low >= floor:
+            continue
+        goal = add(positions[hand], (0.0, floor - low, 0.0))
+        lateral = cross(subtract(positions[elbow], positions[shoulder]), (0.0, 1.0, 0.0))
+        if length(lateral) < 1e-9:
+            lateral = (1.0, 0.0, 0.0)
+        _solve_chain(skeleton, rotations, positions, shoulder, elbow, hand, goal, lateral,
+                     subtree(skeleton, elbow), subtree(skeleton, hand))

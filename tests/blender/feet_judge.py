@@ -1,0 +1,135 @@
+"""Blender as a judge of feet and floor in retargeted .glb files: Blender's own glTF importer reads each
+file, its depsgraph deforms the mesh (the armature modifier, `evaluated_get`), and what Blender shows is
+reported, in glTF's axes (Blender is Z up: glTF (x, y, z) = Blender (x, z, -y)). Nothing here imports
+kimodo_rig.
+
+Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
+  {"name", "output": retargeted .glb, "rig": the input character (saved at bind), "fps", "frames",
+   "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names]}
+For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
+Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
+the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
+frame: each foot's lowest vertex height, its front sole vertex (chosen at frame 0: the sole vertex
+farthest from the ankle) and the head of every bone in `points`. Writes one JSON object {name: report}.
+"""
+import json
+import sys
+
+import bpy
+import numpy as np
+
+TO_GLTF = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # Blender (x, y, z) -> glTF
+
+
+def gltf_axes(points):
+    return np.asarray(points, dtype=np.float64) @ TO_GLTF.T
+
+
+def load(path, fps):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = int(round(fps))
+    scene.render.fps_base = scene.render.fps / fps
+    bpy.ops.import_scene.gltf(filepath=path)
+    armatures = [o for o in scene.objects if o.type == "ARMATURE"]
+    if len(armatures) != 1:
+        raise SystemExit("{}: Blender built {} armatures, expected 1".format(path, len(armatures)))
+    armature = armatures[0]
+    meshes = [o for o in scene.objects if o.type == "MESH"
+              and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)]
+    return scene, armature, meshes
+
+
+def foot_masks(armature, meshes, foot):
+    """Per mesh object: which vertices the foot (and the bones under it) carries, by Blender's vertex groups."""
+    bone = armature.data.bones[foot]
+    names = {bone.name} | {child.name for child in bone.children_recursive}
+    masks = []
+    for mesh_object in meshes:
+        on_foot = {g.index for g in mesh_object.vertex_groups if g.name in names}
+        bones = {g.index for g in mesh_object.vertex_groups if g.name in armature.data.bones}
+        mask = np.zeros(len(mesh_object.data.vertices), bool)
+        for vertex in mesh_object.data.vertices:
+            total = sum(e.weight for e in vertex.groups if e.group in bones)
+            carried = sum(e.weight for e in vertex.groups if e.group in on_foot)
+            mask[vertex.index] = total > 0.0 and carried >= 0.5 * total
+        masks.append(mask)
+    return masks
+
+
+def deformed(meshes):
+    """World positions (glTF axes) of every deformed vertex of each mesh object, as the depsgraph has them."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    out = []
+    for mesh_object in meshes:
+        evaluated = mesh_object.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        co = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", co)
+        evaluated.to_mesh_clear()
+        world = np.array(evaluated.matrix_world)
+        out.append(gltf_axes(co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]))
+    return out
+
+
+def rest_of(case):
+    scene, armature, meshes = load(case["rig"], case["fps"])
+    armature.data.pose_position = "REST"
+    bpy.context.view_layer.update()
+    vertices = deformed(meshes)
+    everything = np.concatenate(vertices)
+    world = np.array(armature.matrix_world)
+
+    def head(name):
+        return gltf_axes(world[:3, :3] @ np.array(armature.data.bones[name].head_local) + world[:3, 3]).tolist()
+
+    feet = {}
+    for side, foot in case["feet"].items():
+        masks = foot_masks(armature, meshes, foot)
+        toe = case["toes"].get(side)
+        feet[side] = {"vertices": np.concatenate([v[m] for v, m in zip(vertices, masks)]).tolist(),
+                      "heel": head(foot), "toe": head(toe) if toe else None}
+    return {"height": float(np.ptp(everything[:, 1])), "feet": feet, "meshes": len(meshes),
+            "points": {name: head(name) for name in case["points"]}}
+
+
+def output_of(case, height):
+    scene, armature, meshes = load(case["output"], case["fps"])
+    masks = {side: foot_masks(armature, meshes, foot) for side, foot in case["feet"].items()}
+    lowest = {side: [] for side in masks}
+    front_index = {}
+    front = {side: [] for side in masks}
+    points = {name: [] for name in case["points"]}
+    for frame in range(case["frames"]):
+        scene.frame_set(frame)
+        vertices = deformed(meshes)
+        world = np.array(armature.matrix_world)
+        for name in case["points"]:
+            head = armature.pose.bones[name].head
+            points[name].append(gltf_axes(world[:3, :3] @ np.array(head) + world[:3, 3]).tolist())
+        for side, side_masks in masks.items():
+            foot = np.concatenate([v[m] for v, m in zip(vertices, side_masks)])
+            lowest[side].append(float(foot[:, 1].min()))
+            if side not in front_index:
+                ankle = np.array(points[case["feet"][side]][-1]) if case["feet"][side] in points else foot.mean(0)
+                sole = foot[:, 1] <= foot[:, 1].min() + 0.02 * height
+                reach = np.hypot(foot[:, 0] - ankle[0], foot[:, 2] - ankle[2])
+                front_index[side] = int(np.argmax(np.where(sole, reach, -1.0)))
+            front[side].append(foot[front_index[side]].tolist())
+    action = armature.animation_data.action if armature.animation_data else None
+    return {"lowest": lowest, "front": front, "points": points, "meshes": len(meshes),
+            "has_action": action is not None}
+
+
+def main():
+    spec = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    results = {}
+    for case in spec:
+        rest = rest_of(case)
+        results[case["name"]] = {"rest": rest, "output": output_of(case, rest["height"])}
+    with open(sys.argv[2], "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+    print(json.dumps({"cases": len(results)}))
+
+
+main()

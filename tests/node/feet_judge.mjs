@@ -1,0 +1,171 @@
+// three.js as a judge of feet and floor in retargeted .glb files: three's own GLTFLoader reads each file,
+// AnimationMixer poses it at every frame, and SkinnedMesh.getVertexPosition (three's applyBoneTransform: linear
+// blend skinning with three's bones and bind matrices) places the foot vertices. Nothing here is kimodo_rig's.
+//   node feet_judge.mjs SPEC.json OUT.json
+// SPEC is the list of cases tests/blender/feet_judge.py reads; bones are named by their glTF node names (three
+// renames some: `mixamorig:Hips` becomes `mixamorigHips`; the loader's associations give back the node). For each
+// case, from the INPUT character as its file stores it (the test rigs are saved at bind; no animation is played):
+// the foot vertices (carried at least half by the foot bone and the bones under it), foot, toe and `points` bones,
+// the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
+// (chosen at frame 0: the sole vertex farthest from the ankle) and the position of every bone in `points`.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const modules = process.env.KIMODO_NODE_MODULES || path.join(here, "node_modules");
+const THREE = await import(pathToFileURL(path.join(modules, "three", "build", "three.module.js")).href);
+const { GLTFLoader } = await import(
+  pathToFileURL(path.join(modules, "three", "examples", "jsm", "loaders", "GLTFLoader.js")).href
+);
+
+const messages = [];
+for (const level of ["warn", "error"]) {
+  console[level] = (...parts) => messages.push(level + ": " + parts.map(String).join(" "));
+}
+
+// GLTFLoader's image path needs a browser; textures become empty Texture objects (bones and geometry load as in
+// a browser).
+const stubTextures = () => ({ name: "kimodo_stub_textures", loadTexture: () => Promise.resolve(new THREE.Texture()) });
+
+function parse(file) {
+  const bytes = fs.readFileSync(file);
+  const loader = new GLTFLoader();
+  loader.register(stubTextures);
+  const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  return new Promise((resolve, reject) => loader.parse(buffer, "", resolve, reject));
+}
+
+function load(gltf) {
+  const scene = gltf.scene;
+  const byName = new Map(); // glTF node name -> three object
+  const meshes = [];
+  scene.traverse((object) => {
+    const mapping = gltf.parser.associations.get(object);
+    if (mapping && mapping.nodes !== undefined && !byName.has(gltf.parser.json.nodes[mapping.nodes].name)) {
+      byName.set(gltf.parser.json.nodes[mapping.nodes].name, object);
+    }
+    if (object.isSkinnedMesh) meshes.push(object);
+  });
+  return { scene, byName, meshes };
+}
+
+function footVertices(character, footName) {
+  // Per skinned mesh: the indices of the vertices the foot (and everything under it) carries.
+  const foot = character.byName.get(footName);
+  if (!foot) throw new Error("no node named " + footName);
+  const under = new Set();
+  foot.traverse((object) => under.add(object));
+  return character.meshes.map((mesh) => {
+    const index = mesh.geometry.attributes.skinIndex;
+    const weight = mesh.geometry.attributes.skinWeight;
+    const picked = [];
+    for (let i = 0; i < index.count; i += 1) {
+      let total = 0;
+      let carried = 0;
+      for (let k = 0; k < index.itemSize; k += 1) {
+        const w = weight.getComponent(i, k);
+        total += w;
+        if (under.has(mesh.skeleton.bones[index.getComponent(i, k)])) carried += w;
+      }
+      if (total > 0 && carried >= 0.5 * total) picked.push(i);
+    }
+    return picked;
+  });
+}
+
+function skinned(mesh, i) {
+  const v = new THREE.Vector3();
+  mesh.getVertexPosition(i, v); // three's applyBoneTransform, in the mesh's space
+  return v.applyMatrix4(mesh.matrixWorld);
+}
+
+function position(object) {
+  const p = new THREE.Vector3().setFromMatrixPosition(object.matrixWorld);
+  return [p.x, p.y, p.z];
+}
+
+async function rest(item) {
+  const character = load(await parse(item.rig));
+  character.scene.updateMatrixWorld(true);
+  let low = Infinity;
+  let high = -Infinity;
+  for (const mesh of character.meshes) {
+    for (let i = 0; i < mesh.geometry.attributes.position.count; i += 1) {
+      const y = skinned(mesh, i).y;
+      low = Math.min(low, y);
+      high = Math.max(high, y);
+    }
+  }
+  const feet = {};
+  for (const [side, footName] of Object.entries(item.feet)) {
+    const picked = footVertices(character, footName);
+    const vertices = [];
+    character.meshes.forEach((mesh, m) => picked[m].forEach((i) => vertices.push(skinned(mesh, i).toArray())));
+    const toe = item.toes[side];
+    feet[side] = { vertices, heel: position(character.byName.get(footName)), toe: toe ? position(character.byName.get(toe)) : null };
+  }
+  const points = {};
+  for (const name of item.points) points[name] = position(character.byName.get(name));
+  return { height: high - low, feet, points, meshes: character.meshes.length };
+}
+
+async function output(item, height) {
+  const gltf = await parse(item.output);
+  const character = load(gltf);
+  const clip = gltf.animations[0];
+  const mixer = new THREE.AnimationMixer(character.scene);
+  const action = mixer.clipAction(clip);
+  action.setLoop(THREE.LoopOnce); // a repeating action wraps the clip's end back to its start
+  action.clampWhenFinished = true;
+  action.play();
+  const picked = {};
+  for (const [side, footName] of Object.entries(item.feet)) picked[side] = footVertices(character, footName);
+  const lowest = {};
+  const front = {};
+  const frontIndex = {};
+  const points = {};
+  for (const name of item.points) points[name] = [];
+  for (const side of Object.keys(picked)) {
+    lowest[side] = [];
+    front[side] = [];
+  }
+  for (let frame = 0; frame < item.frames; frame += 1) {
+    mixer.setTime(frame / item.fps);
+    character.scene.updateMatrixWorld(true);
+    for (const name of item.points) points[name].push(position(character.byName.get(name)));
+    for (const [side, perMesh] of Object.entries(picked)) {
+      const foot = [];
+      character.meshes.forEach((mesh, m) => perMesh[m].forEach((i) => foot.push(skinned(mesh, i))));
+      const low = Math.min(...foot.map((v) => v.y));
+      lowest[side].push(low);
+      if (frontIndex[side] === undefined) {
+        const ankle = new THREE.Vector3().setFromMatrixPosition(character.byName.get(item.feet[side]).matrixWorld);
+        let best = -1;
+        foot.forEach((v, k) => {
+          const reach = Math.hypot(v.x - ankle.x, v.z - ankle.z);
+          if (v.y <= low + 0.02 * height && (best < 0 || reach > Math.hypot(foot[best].x - ankle.x, foot[best].z - ankle.z))) best = k;
+        });
+        frontIndex[side] = best;
+      }
+      front[side].push(foot[frontIndex[side]].toArray());
+    }
+  }
+  return { lowest, front, points, meshes: character.meshes.length, duration: clip.duration, has_action: true };
+}
+
+async function main() {
+  const [specFile, outFile] = process.argv.slice(2);
+  const results = {};
+  for (const item of JSON.parse(fs.readFileSync(specFile, "utf8"))) {
+    const restReport = await rest(item);
+    results[item.name] = { rest: restReport, output: await output(item, restReport.height) };
+  }
+  fs.writeFileSync(outFile, JSON.stringify({ cases: results, messages }));
+  console.log(JSON.stringify({ cases: Object.keys(results).length, messages: messages.length }));
+}
+
+main().catch((error) => {
+  process.stderr.write(String(error && error.stack ? error.stack : error) + "\n");
+  process.exit(1);
+});

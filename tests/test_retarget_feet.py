@@ -174,6 +174,34 @@ def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig
     assert report["limb_cosine_mean"] == pytest.approx(cosine, abs=0.01)
 
 
+def test_one_bone_legs_stand_on_the_floor_unlocked_and_the_report_says_so(tmp_path):
+    """Kenney's legs are one bone hip to foot (no shin, no foot bone): the retarget runs, the foot lock
+    leaves those legs as the solve has them and the JSON says so; the floor figures are measured on the
+    legs' own skinned vertices, and agree with the numpy judge's on the same vertices."""
+    import rig_variants as rv
+
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "kenney.glb", rv.kenney_like)
+    clip = "soma_01_single_text_prompt"
+    out = tmp_path / "kenney_out.glb"
+    result = run_cli("retarget", NPZ / clip / "motion.npz", "--target", rig, "-o", out, "--report", out.with_suffix(".json"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["feet_measured_at"] == "skinned mesh"
+    assert report["notes"] == ["leg-{}: one-bone leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(s)
+                               for s in ("left", "right")]
+    assert report["arms_match"] >= 0.99  # a one-bone arm is compared with Kimodo's shoulder-to-wrist line
+    contacts = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["foot_contacts"]
+    legs = {"l": "leg-left", "r": "leg-right"}
+    figures = feet_figures(out, rig, legs, {"l": None, "r": None}, contacts)
+    planted = np.concatenate([figures["lowest"][s][contacts[:, 2 * i] | contacts[:, 2 * i + 1]]
+                              for i, s in enumerate("lr")]) * 100.0
+    lowest = min(figures["lowest"][s].min() for s in "lr") * 100.0
+    assert lowest >= -2.0 * figures["height"] / 1.7
+    assert report["lowest_toe_cm"] == pytest.approx(lowest, abs=0.3)
+    assert report["planted_sole_cm"] == pytest.approx(planted.mean(), abs=0.2)
+    assert report["height_cm"] == pytest.approx(figures["height"] * 100.0, rel=0.01)
+
+
 def test_long_armed_character_keeps_its_hands_above_the_floor(tmp_path):
     """soma_03 picks something up from the ground; on the 4.6 m dress character no hand vertex goes
     under the rest floor (Kimodo keeps its hands above its floor)."""
@@ -274,8 +302,13 @@ def test_cli_prints_one_warning_line_for_a_sliding_character(tmp_path):
     """Without the lock the robot's planted feet slide (its legs are not Kimodo's): the report says so
     in one warning line, after the printed report, which now names the facing."""
     out, report, result = _retarget(tmp_path, "soma_01_single_text_prompt", "robot", "--no-foot-lock")
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "planted feet slide" in warnings[0], result.stderr
+    # The rig's own warnings (RobotExpressive is saved in another pose than its bind pose) name the rig;
+    # the report's warnings name the output: exactly one of those, and no other line speaks of the feet.
+    lines = result.stderr.splitlines()
+    about_output = [line for line in lines if line.startswith("warning: " + out.name + ":")]
+    assert len(about_output) == 1 and "planted feet slide" in about_output[0], result.stderr
+    assert not [line for line in lines if line not in about_output and any(
+        word in line for word in ("planted", "slide", "float", "sink", "arms match"))], result.stderr
     assert "facing +Z, planted feet slide" in result.stdout
     assert report["foot_skate_cm_per_frame"] > 0.15 * report["height_cm"] / 170.0
 
@@ -292,6 +325,17 @@ def test_in_place_feet_are_locked_on_a_treadmill(tmp_path):
     path = glb.animated_world_matrices()[:, hips, :3, 3]
     assert np.hypot(*(path[-1] - path[0])[[0, 2]]) < 0.05 and report["travelled_cm"] < 5.0
     assert report["foot_skate_cm_per_frame"] <= 0.15  # measured with the removed travel added back
+
+
+def test_report_never_prints_minus_zero():
+    """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines and the warnings."""
+    from kimodo_rig.retarget.report import Report, format_report
+
+    report = Report("SOMA", 30, 9, [], 100.0, 95.0, -0.2, 0.999, "lowerarm_r", 0.99, 0.95, 93.0, -0.3, -0.4, 4.0,
+                    foot_skate_cm_per_frame=-0.001, planted_sole_cm=-0.04, height_cm=170.0)
+    text = format_report("clip", report)
+    assert "-0" not in text, text
+    assert "lowest toe 0 cm" in text and "slide 0.00 cm a frame" in text and "planted soles 0.0 cm" in text, text
 
 
 @pytest.mark.parametrize("forward, label", [((0, 0, 1), "+Z"), ((0, 0, -1), "-Z"), ((1, 0, 0), "+X"), ((-1, 0, 0), "-X"),

@@ -49,6 +49,7 @@ from ..rotations import (
     subtract,
 )
 from ..formats import gltf_document as gd
+from ..errors import KimodoError
 from .character import Target
 from .mapping import SIDES, HumanoidMap
 from .solve import RetargetInfo, retarget
@@ -89,6 +90,35 @@ def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:
         return None
     children = tmap.skeleton.children(tmap.bones["lowerarm_" + side])
     return children[0] if children else None
+
+
+def standing_joint(tmap: HumanoidMap, side: str) -> int:
+    """The joint one side of the body stands on: its foot, else its toe, else the lowest bone of its leg
+    (the map always has a thigh, or a one-bone leg's, on each side)."""
+    for part in ("foot_", "toe_", "calf_", "thigh_"):
+        if tmap.has(part + side):
+            return tmap.bones[part + side]
+    raise KimodoError("{}: no leg on the {} side".format(tmap.skeleton.name, "left" if side == "l" else "right"))
+
+
+def leg_chain(tmap: HumanoidMap, side: str) -> Optional[Tuple[int, int, int]]:
+    """Thigh, shin and foot, each below the one before: a leg two-bone IK can lock. None for a one-bone
+    leg (Kenney's `leg-left`) or a leg without a foot: such a leg stands on the floor but is not locked."""
+    joints = [tmap.bones.get(part + "_" + side) for part in ("thigh", "calf", "foot")]
+    if any(j is None for j in joints):
+        return None
+    thigh, calf, foot = joints  # type: ignore[misc]
+    skeleton = tmap.skeleton
+    if calf not in subtree(skeleton, thigh) or foot not in subtree(skeleton, calf) or calf == thigh or foot == calf:
+        return None
+    return thigh, calf, foot  # type: ignore[return-value]
+
+
+def unlocked_legs(tmap: HumanoidMap) -> List[str]:
+    """The sides whose leg the foot lock leaves as the solve has it, in words for the report."""
+    return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
+        tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless")
+        for side in SIDES if leg_chain(tmap, side) is None]
 
 
 def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
@@ -137,8 +167,8 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
                 continue
             for primitive in primitives:
                 if "POSITION" in primitive.get("attributes", {}):
-                    result.extend((gd.apply4(to_world, v), {node_joint[holder]: 1.0})  # type: ignore[misc]
-                                  for v in document.accessor(primitive["attributes"]["POSITION"]))
+                    placed = (gd.apply4(to_world, v) for v in document.accessor(primitive["attributes"]["POSITION"]))
+                    result.extend((p, {node_joint[holder]: 1.0}) for p in placed if gd.is_finite(p))  # type: ignore[misc]
             continue
         skin = gltf["skins"][node["skin"]]
         joints = skin.get("joints", [])
@@ -169,8 +199,9 @@ def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[
                     if w > 0.0 and j is not None:
                         terms[j] = terms.get(j, 0.0) + w
                 total = sum(terms.values())
-                if total > 1e-6:
-                    result.append((gd.apply4(to_world, v), {j: w / total for j, w in terms.items()}))
+                world = gd.apply4(to_world, v)
+                if 1e-6 < total < math.inf and gd.is_finite(world):  # a vertex nowhere is no sole
+                    result.append((world, {j: w / total for j, w in terms.items()}))
     return result
 
 
@@ -207,11 +238,15 @@ def find_soles(target: Target, info: RetargetInfo) -> Soles:
     toes: Dict[str, Optional[Point]] = {}
     from_mesh = True
     for side in SIDES:
-        foot = tmap.bones["foot_" + side]
+        foot = standing_joint(tmap, side)
         foot_joints = set(subtree(skeleton, foot))
         hand = hand_joint(tmap, side)
         hand_joints = set(subtree(skeleton, hand)) if hand is not None else set()
         on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
+        if not on_foot and leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
+            # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+            leg_joints = set(subtree(skeleton, skeleton.parents[foot]))
+            on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in leg_joints) >= 0.5]
         on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in hand_joints) >= 0.5]
         toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
         if on_foot:
@@ -250,7 +285,7 @@ def source_contacts(motion: Motion, source_map: HumanoidMap,
                 for s, side in enumerate(SIDES)}
     result = {}
     for side in SIDES:
-        heel = source_map.bones["foot_" + side]
+        heel = standing_joint(source_map, side)
         toe = source_map.bones.get("toe_" + side, heel)
         result[side] = [(_touching(positions, heel, f, motion.fps), _touching(positions, toe, f, motion.fps))
                         for f in range(frames)]
@@ -334,10 +369,10 @@ def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dic
     the source's clearance is measured from its own sole, not from its joints."""
     heights = {}
     for side in SIDES:
-        heel = source_map.bones["foot_" + side]
+        heel = standing_joint(source_map, side)
         toe = source_map.bones.get("toe_" + side)
         for joint, channel in ((heel, 0), (toe, 1)):
-            if joint is None:
+            if joint is None or joint in heights:
                 continue
             values = sorted(source_positions[f][joint][1] for f, flags in enumerate(contacts[side]) if flags[channel])
             heights[joint] = values[len(values) // 2] if values else min(
@@ -399,11 +434,12 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: T
         roots[frame * 3 + 1] += shift
         poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
 
+    lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     if lock:
-        for side in SIDES:
+        for side in lockable:
             _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
-    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock else [None] * frames
-             for side in SIDES}
+    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock and side in lockable
+             else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
     for side in SIDES:
         _keep_above(skeleton, tmap, soles, side, poses, floor)
@@ -520,7 +556,7 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             goal = goals[side][frame]
             if goal is None:
                 continue
-            hip, knee, ankle = (positions[tmap.bones[p + "_" + side]] for p in ("thigh", "calf", "foot"))
+            hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
             upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
             longest = (upper + lower) * REACH_LIMIT
             shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
@@ -541,8 +577,10 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             roots[frame * 3 + 1] += eased[frame]
             positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
         for side in SIDES:
-            foot = tmap.bones["foot_" + side]
-            thigh, calf = tmap.bones["thigh_" + side], tmap.bones["calf_" + side]
+            chain = leg_chain(tmap, side)
+            if chain is None:  # a one-bone leg: the floor pass above has it on the floor
+                continue
+            thigh, calf, foot = chain
             goal = goals[side][frame] or positions[foot]
             low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not

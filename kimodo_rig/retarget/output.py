@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -151,6 +151,8 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
                              for side in SIDES}, contacts),
         planted_cm=_planted(geometry, contacts),
         height_cm=100.0 * geometry.height,
+        measured_at="skinned mesh" if geometry.from_mesh else "joints",
+        notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map)),
     )
     return measure_report(
         skeleton_label=source.skeleton.label,
@@ -189,6 +191,8 @@ class _Feet:
     height: float
     bind: Dict[str, Vec3]
     bind_toe: Dict[str, Vec3]
+    from_mesh: bool = False
+    notes: List[str] = field(default_factory=list)
 
 
 def _planted(geometry: _Feet, contacts) -> Optional[float]:
@@ -204,7 +208,7 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
     heel, toe, lowest, bind, bind_toe = {}, {}, {}, {}, {}
     floor = float("inf")
     for side in SIDES:
-        foot = tmap.bones["foot_" + side]
+        foot = feet.standing_joint(tmap, side)
         chain = feet.subtree(skeleton, foot)
         tip = tmap.bones.get("toe_" + side, chain[-1])
         heel[side] = [tuple(frame[foot]) for frame in written]
@@ -212,10 +216,18 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
         lowest[side] = [min(frame[j][1] for j in chain) for frame in written]
         floor = min(floor, min(bind_positions[j][1] for j in chain))
         bind_toe[side] = bind_positions[tip]
-    for part in ("thigh_l", "thigh_r", "foot_l", "foot_r"):
-        bind[part] = bind_positions[tmap.bones[part]]
+    for side in SIDES:
+        bind["thigh_" + side] = bind_positions[tmap.bones["thigh_" + side]]
+        bind["foot_" + side] = bind_positions[feet.standing_joint(tmap, side)]
     height = max(p[1] for p in bind_positions) - min(p[1] for p in bind_positions)
-    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe)  # type: ignore[arg-type]
+    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe, False, _footless(tmap))  # type: ignore[arg-type]
+
+
+def _footless(tmap) -> List[str]:
+    """A note per side whose leg has no foot bone: its feet are measured at the joint it ends at."""
+    return ["{}: no foot bone: its foot measured at {}".format(
+        tmap.joint_name("thigh_" + side), tmap.skeleton.joint_names[feet.standing_joint(tmap, side)])
+        for side in SIDES if not tmap.has("foot_" + side)]
 
 
 SUPPORT_DIRECTIONS = 96  # vertices extreme in this many directions stand for a foot (its hull, nearly)
@@ -276,12 +288,15 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                 pass
         return (m[12], m[13], m[14])
 
-    bind = {part: bind_of(by_name[tmap.joint_name(part)]) for part in ("thigh_l", "thigh_r", "foot_l", "foot_r")}
-    foot_nodes = {side: below(by_name[tmap.joint_name("foot_" + side)]) for side in SIDES}
+    foot_names = {side: tmap.skeleton.joint_names[feet.standing_joint(tmap, side)] for side in SIDES}
+    bind = {part + "_" + side: bind_of(by_name[tmap.joint_name("thigh_" + side) if part == "thigh" else foot_names[side]])
+            for part in ("thigh", "foot") for side in SIDES}
+    foot_nodes = {side: below(by_name[foot_names[side]]) for side in SIDES}
     toe_nodes = {side: by_name[tmap.joint_name("toe_" + side)] if tmap.has("toe_" + side) else None for side in SIDES}
     # Vertices: (bind world, [(node, slot matrix index or None, weight)], rigid node or None)
     points: Dict[str, List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]]] = {s: [] for s in SIDES}
     all_bind: List[Vec3] = []
+    every: List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]] = []
     if with_mesh:
         for index, node in enumerate(nodes):
             if "mesh" not in node:
@@ -300,22 +315,35 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                     space = bind_space[k]
                     for v, js, ws in zip(vertices, document.accessor(attributes["JOINTS_0"]), document.accessor(attributes["WEIGHTS_0"])):
                         world = gd.apply4(space, v)
+                        if not gd.is_finite(world):  # a vertex nowhere is no sole
+                            continue
                         all_bind.append(world)
                         total = sum(ws)
+                        if not 0.0 <= total < math.inf:
+                            continue
                         terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws)
                                  if w > 0.0 and 0 <= int(j) < len(joints)] if total > 0 else []
-                        for side in SIDES:
-                            if sum(w for n, _, w in terms if n in foot_nodes[side]) >= 0.5:
-                                points[side].append((world, v, terms))
+                        every.append((world, v, terms))
                 elif "skin" not in node:
                     for v in vertices:
                         world = gd.apply4(static[index], v)
+                        if not gd.is_finite(world):
+                            continue
                         all_bind.append(world)
-                        for side in SIDES:
-                            if index in foot_nodes[side]:
-                                points[side].append((world, v, [(index, None, 1.0)]))
-    if not all(points[side] for side in SIDES):
+                        every.append((world, v, [(index, None, 1.0)]))
+        for side in SIDES:
+            carriers = set(foot_nodes[side])
+            points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
+            foot_node = foot_nodes[side][0]
+            if not points[side] and feet.leg_chain(tmap, side) is None and parents[foot_node] >= 0:
+                # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+                carriers = set(below(parents[foot_node]))
+                points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
+    notes = _footless(tmap)
+    if with_mesh and not all(points[side] for side in SIDES):
         with_mesh = False
+        notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
+            " and ".join(foot_names[side] for side in SIDES if not points[side])))
     times, channels = gd.animation_keyframes(document)
     frames = len(times)
     heel: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
@@ -344,7 +372,8 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             points[side] = list(chosen.values())
             bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else tip[0]
     else:
-        joint_bind = [bind_of(n) for n in main_joints] or [bind["foot_l"]]
+        # The skin's joints and every foot node (a leg's tip joint is in no skin) at bind.
+        joint_bind = [bind_of(n) for n in main_joints] + [bind_of(n) for side in SIDES for n in foot_nodes[side]]
         rest_floor = min(bind_of(n)[1] for side in SIDES for n in foot_nodes[side])
         height = max(p[1] for p in joint_bind) - min(p[1] for p in joint_bind)
         for side in SIDES:
@@ -365,7 +394,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                 lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
                 tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
                 toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
-    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe)
+    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes)
 
 
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],

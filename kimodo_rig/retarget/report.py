@@ -51,6 +51,8 @@ class Report:
     planted_sole_cm: Optional[float] = None  # mean height of the planted feet's lowest point over the rest floor
     travel_cosine: Optional[float] = None  # hips travel vs the source's, in the character's facing
     height_cm: Optional[float] = None  # the character at bind (its mesh, or its joints)
+    feet_measured_at: str = ""  # "skinned mesh" or "joints": what the floor figures were measured on
+    notes: Tuple[str, ...] = ()  # what could not be measured (or done) as asked, and what stood in for it
 
     def to_json(self) -> Dict:
         record = asdict(self)
@@ -91,7 +93,10 @@ def measure_report(
         values = []
         for frame in range(frames):
             try:
-                wanted = source_map.segment(part, source_positions[frame])
+                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
+                    wanted = _span(source_map, part, source_positions[frame])
+                else:
+                    wanted = source_map.segment(part, source_positions[frame])
                 have = target_map.segment(part, target_positions[frame])  # type: ignore[arg-type]
             except TypeError:  # a joint not sampled
                 continue
@@ -148,7 +153,20 @@ def measure_report(
         planted_sole_cm=feet.planted_cm if feet is not None else None,
         travel_cosine=travel_cosine,
         height_cm=feet.height_cm if feet is not None else None,
+        feet_measured_at=feet.measured_at if feet is not None else "",
+        notes=feet.notes if feet is not None else (),
     )
+
+
+def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[Vec3]:
+    """Shoulder to wrist (or hip to ankle) on a two-bone limb: where the upper part starts to where the
+    lower part ends."""
+    lower = ("lowerarm_" if part.startswith("upperarm_") else "calf_") + part[-1]
+    ends = hmap.ends.get(lower)
+    if not (hmap.has(part) and hmap.has(lower) and ends):
+        return None
+    end = tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))
+    return subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
 
 
 TRAVEL_MEASURED_M = 0.2  # below this the clip is in place: no travel direction to compare
@@ -162,6 +180,8 @@ class FeetFigures:
     skate_cm: Optional[float]  # planted-foot speed, cm a frame
     planted_cm: Optional[float]  # mean height of the planted feet's lowest point
     height_cm: float
+    measured_at: str = "joints"  # or "skinned mesh"
+    notes: Tuple[str, ...] = ()
 
 
 def measure_facing(left_hip: Vec3, right_hip: Vec3, heel_to_toe: Sequence[Vec3]) -> Tuple[float, str]:
@@ -212,11 +232,11 @@ def report_warnings(report: Report) -> List[str]:
     scale = (report.height_cm or REFERENCE_HEIGHT_CM) / REFERENCE_HEIGHT_CM
     problems = []
     if report.planted_sole_cm is not None and report.planted_sole_cm > FLOAT_LIMIT_CM * scale:
-        problems.append("planted feet float {:.1f} cm above the floor".format(report.planted_sole_cm))
+        problems.append("planted feet float {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
     if report.lowest_toe_cm < -SINK_LIMIT_CM * scale:
-        problems.append("feet sink {:.1f} cm into the floor".format(-report.lowest_toe_cm))
+        problems.append("feet sink {} cm into the floor".format(_shown(-report.lowest_toe_cm, 1)))
     if report.foot_skate_cm_per_frame is not None and report.foot_skate_cm_per_frame > SKATE_LIMIT_CM * scale:
-        problems.append("planted feet slide {:.2f} cm a frame".format(report.foot_skate_cm_per_frame))
+        problems.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
     if report.arms_match < ARMS_LIMIT or math.isnan(report.arms_match):
         problems.append("arms match only {:.3f}".format(report.arms_match))
     if report.travel_cosine is not None and report.travel_cosine < 0.0:
@@ -224,10 +244,10 @@ def report_warnings(report: Report) -> List[str]:
     return problems
 
 
-def _whole(value: float) -> str:
-    """Rounded to a whole number, never "-0"."""
-    text = "{:.0f}".format(value)
-    return "0" if text == "-0" else text
+def _shown(value: float, digits: int = 0) -> str:
+    """Rounded to `digits` decimals, never "-0" or "-0.0" (a value that rounds to zero is shown as 0)."""
+    text = "{:.{}f}".format(value, digits)
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
 
 
 def format_report(name: str, report: Report) -> str:
@@ -240,10 +260,10 @@ def format_report(name: str, report: Report) -> str:
         "{}: {}, {} joints".format(name, report.skeleton, report.joints),
         "  {} chains mapped, {} left at rest{}".format(report.chains_mapped, len(report.left_at_rest), left),
         "  reach {} cm to {} cm, arms corrected by up to {} deg".format(
-            _whole(report.reach_source_cm), _whole(report.reach_target_cm), _whole(report.arm_correction_max_deg)),
+            _shown(report.reach_source_cm), _shown(report.reach_target_cm), _shown(report.arm_correction_max_deg)),
         "  arms match {:.3f} (worst {}), pelvis {} cm, lowest toe {} cm, travelled {} cm over {:.1f} s".format(
-            report.arms_match, report.arms_match_worst_bone, _whole(report.pelvis_cm), _whole(report.lowest_toe_cm),
-            _whole(report.travelled_cm), report.duration_s),
+            report.arms_match, report.arms_match_worst_bone, _shown(report.pelvis_cm), _shown(report.lowest_toe_cm),
+            _shown(report.travelled_cm), report.duration_s),
     ) + ((_feet_line(report),) if report.foot_skate_cm_per_frame is not None or report.planted_sole_cm is not None
          else ()))
 
@@ -251,7 +271,7 @@ def format_report(name: str, report: Report) -> str:
 def _feet_line(report: Report) -> str:
     parts = ["facing " + report.facing]
     if report.foot_skate_cm_per_frame is not None:
-        parts.append("planted feet slide {:.2f} cm a frame".format(report.foot_skate_cm_per_frame))
+        parts.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
     if report.planted_sole_cm is not None:
-        parts.append("planted soles {:.1f} cm above the floor".format(report.planted_sole_cm))
+        parts.append("planted soles {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
     return "  " + ", ".join(parts)

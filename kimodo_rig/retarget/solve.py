@@ -14,7 +14,6 @@ Order of work, parent before child on the target:
 """
 from __future__ import annotations
 
-import math
 from array import array
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -33,6 +32,7 @@ from ..rotations import (
     quat_rotate,
     quat_slerp,
     subtract,
+    yaw_angle,
 )
 from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
 from .mapping import (
@@ -148,11 +148,6 @@ def _smooth(values: Sequence[float], window: int) -> List[float]:
     return out
 
 
-def _yaw(rotation: Quat) -> float:
-    forward = quat_rotate(rotation, (0.0, 0.0, 1.0))
-    return math.atan2(forward[0], forward[2])
-
-
 def retarget(
     motion: Motion,
     target: Skeleton,
@@ -266,7 +261,7 @@ def retarget(
         for frame in range(frames):
             # Facing yaw: how far the hips have turned about +Y from their rest heading.
             hips_rotation = quat_multiply(source_globals[frame][source_hips], inverse_source_rest[source_hips])
-            turn = quat_from_axis_angle((0.0, 1.0, 0.0), _yaw(quat_multiply(quat_multiply(facing, hips_rotation), inverse_facing)))
+            turn = quat_from_axis_angle((0.0, 1.0, 0.0), yaw_angle(quat_multiply(quat_multiply(facing, hips_rotation), inverse_facing)))
             position = (root_rest[0][0] + roots[frame * 3] - hips_bind[0], root_rest[0][1],
                         root_rest[0][2] + roots[frame * 3 + 2] - hips_bind[2])
             track.append((position, quat_normalize(quat_multiply(turn, root_rest[1]))))

@@ -92,6 +92,8 @@ class Case:
     facing_deg: float = 0.0  # the facing the rig was built with
     limbs: Tuple[Tuple[str, str], ...] = LIMBS
     expected_warnings: Tuple[str, ...] = field(default=())
+    carried: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # part -> (bone, joint of the ORIGINAL rig
+    # at whose bind place it sits): a part the rig lost, judged where the original joint is in that bone's frame
 
     @property
     def kind(self) -> str:
@@ -133,6 +135,12 @@ def _cesium_posed(folder: Path):
     return str(posed), bind
 
 
+def _no_hands(folder: Path):
+    """Forearms with no hand joint (leaf bones), their hands' vertices weighted to them."""
+    rig = rv.variant(rv.MANNEQUIN, folder, "no_hands.glb", lambda g: rv.drop_joints(g, ["hand_l", "hand_r"]))
+    return str(rig), rig
+
+
 def _dress_viewer_sides_ik_feet(folder: Path):
     """The dress character with IK-style foot names and every side named the viewer's way round."""
     rig = rv.variant(rv.FEMALE_DRESS, folder, "dress_swapped.glb",
@@ -156,6 +164,10 @@ CASES = {
     "cesium_posed_soma01": Case("soma_01_single_text_prompt", _cesium_posed,
                                 _parts(MANNEQUIN_PARTS, lambda n: rv.CESIUM_NAMES.get(n, n)),
                                 expected_warnings=("saved in another pose than its bind pose",)),
+    # Leaf forearms: judged at the original hand's place, carried by the forearm.
+    "no_hands_g1": Case("g1_03_full_body_keyframes", _no_hands,
+                        {k: v for k, v in _parts(MANNEQUIN_PARTS).items() if not k.startswith("hand")},
+                        carried={"hand_" + s: ("lowerarm_" + s, "hand_" + s) for s in "lr"}),
     "dress_viewer_sides_g1": Case("g1_01_single_text_prompt", _dress_viewer_sides_ik_feet,
                                   _parts(DRESS_PARTS, lambda n: {"Foot.L": "FootIK.L", "Foot.R": "FootIK.R"}.get(n, n),
                                          swap=True),
@@ -203,6 +215,12 @@ BREAKS = {"floats": (_lifted(0.10), ("planted",)), "sinks": (_lifted(-0.10), ("p
           "slides": (_sliding, ("slides", "travel")), "turned": (_turned_about, ("slides", "limbs"))}
 
 
+def _original_place(joint: str) -> list:
+    """Where a joint of the unchanged mannequin sits at bind (its file is saved at bind)."""
+    gltf = rv.load(rv.MANNEQUIN)
+    return rv.world_matrices(gltf)[rv.node_index(gltf, joint)][:3, 3].tolist()
+
+
 def _retarget(folder: Path, name: str, case: Case):
     target, rig = case.build(folder)
     out = folder / (name + ".glb")
@@ -228,7 +246,8 @@ def judged(tmp_path_factory):
         spec.append({"name": name, "output": str(out), "rig": str(rig), "fps": 30.0, "frames": len(contacts),
                      "feet": {s: case.parts["foot_" + s] for s in "lr"},
                      "toes": {s: case.parts.get("toe_" + s) for s in "lr"},
-                     "points": sorted(set(case.parts.values()))})
+                     "points": sorted(set(case.parts.values())),
+                     "carried": {part: {"bone": bone, "at": _original_place(joint)} for part, (bone, joint) in case.carried.items()}})
     good = next(item for item in spec if item["name"] == BROKEN_FROM)
     for kind, (change, _) in BREAKS.items():
         broken = _hips_changed(Path(good["output"]), CASES[BROKEN_FROM].parts["hips"], change,
@@ -299,6 +318,7 @@ def figures(case: Case, judge: dict) -> dict:
     feet = {s: np.array(rest["feet"][s]["vertices"]) for s in "lr"}
     floor = min(feet[s][:, 1].min() for s in "lr")
     points = {name: np.array(track) for name, track in out["points"].items()}
+    parts = dict(case.parts, **{part: part for part in case.carried})  # carried points go by their part's name
     source, contacts = _source(case)
     frames = min(len(contacts), len(out["lowest"]["l"]))
     lowest = {s: np.array(out["lowest"][s][:frames]) - floor for s in "lr"}
@@ -306,8 +326,8 @@ def figures(case: Case, judge: dict) -> dict:
     for k, s in enumerate("lr"):
         heel_on, toe_on = contacts[:frames, 2 * k], contacts[:frames, 2 * k + 1]
         planted.append(lowest[s][heel_on | toe_on])
-        heel = points[case.parts["foot_" + s]][:frames]
-        toe_name = case.parts.get("toe_" + s)
+        heel = points[parts.get("ankle_" + s, parts["foot_" + s])][:frames]  # Kimodo's heel: the ankle joint
+        toe_name = parts.get("toe_" + s)
         toe = points[toe_name][:frames] if toe_name else np.array(out["front"][s][:frames])
         for on, point in ((heel_on, heel), (toe_on, toe)):
             both = on[:-1] & on[1:]
@@ -321,15 +341,15 @@ def figures(case: Case, judge: dict) -> dict:
     for s in "lr":
         for a, b in case.limbs:
             want = (source[b + "_" + s] - source[a + "_" + s])[:frames] @ turn.T
-            have = points[case.parts[b + "_" + s]][:frames] - points[case.parts[a + "_" + s]][:frames]
+            have = points[parts[b + "_" + s]][:frames] - points[parts[a + "_" + s]][:frames]
             cosines.append(_cosines(want, have))
             if (a, b) in ARMS:
                 arms.append(cosines[-1].mean())
-    hips = points[case.parts["hips"]][:frames]
+    hips = points[parts["hips"]][:frames]
     travel_have = (hips[-1] - hips[0]) * [1.0, 0.0, 1.0]
     travel_want = ((source["hips"][frames - 1] - source["hips"][0]) * [1.0, 0.0, 1.0]) @ turn.T
     rest_points = {name: np.array(p) for name, p in rest["points"].items()}
-    rest_feet_y = min(rest_points[case.parts[part + "_" + s]][1] for part in ("foot", "toe") for s in "lr"
+    rest_feet_y = min(rest_points[parts[part + "_" + s]][1] for part in ("foot", "toe") for s in "lr"
                       if part + "_" + s in case.parts)
     steps_all = np.concatenate(steps)
     return {
@@ -345,7 +365,7 @@ def figures(case: Case, judge: dict) -> dict:
         "travelled_cm": float(np.linalg.norm(travel_have)) * 100.0,
         "travel_cosine": float(_cosines(travel_want, travel_have)),
         "duration_s": out.get("duration"),
-        "reach_cm": (rest_points[case.parts["hips"]][1] - rest_feet_y) * 100.0,
+        "reach_cm": (rest_points[parts["hips"]][1] - rest_feet_y) * 100.0,
     }
 
 

@@ -5,12 +5,14 @@ kimodo_rig.
 
 Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
   {"name", "output": retargeted .glb, "rig": the input character (saved at bind), "fps", "frames",
-   "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names]}
+   "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names],
+   "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand)}
 For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
 Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
 the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
 frame: each foot's lowest vertex height, its front sole vertex (chosen at frame 0: the sole vertex
-farthest from the ankle) and the head of every bone in `points`. Writes one JSON object {name: report}.
+farthest from the ankle), the head of every bone in `points` and where
+each `carried` point is. Writes one JSON object {name: report}.
 """
 import json
 import sys
@@ -89,17 +91,29 @@ def rest_of(case):
         toe = case["toes"].get(side)
         feet[side] = {"vertices": np.concatenate([v[m] for v, m in zip(vertices, masks)]).tolist(),
                       "heel": head(foot), "toe": head(toe) if toe else None}
+    carried = {}  # a point fixed in a bone's frame: where it sits in the bone's rest frame
+    for name, item in case.get("carried", {}).items():
+        rest = world @ np.array(armature.data.bones[item["bone"]].matrix_local)
+        carried[name] = (np.linalg.inv(rest) @ np.append(TO_GLTF.T @ item["at"], 1.0)).tolist()
     return {"height": float(np.ptp(everything[:, 1])), "feet": feet, "meshes": len(meshes),
-            "points": {name: head(name) for name in case["points"]}}
+            "points": {name: head(name) for name in case["points"]}, "carried": carried}
 
 
-def output_of(case, height):
+def sole_front(foot, ankle, height):
+    """Index of the sole's front vertex: the sole vertex (within 2% of the height of the foot's lowest)
+    farthest from the ankle, across the floor."""
+    sole = foot[:, 1] <= foot[:, 1].min() + 0.02 * height
+    reach = np.hypot(foot[:, 0] - ankle[0], foot[:, 2] - ankle[2])
+    return int(np.argmax(np.where(sole, reach, -1.0)))
+
+
+def output_of(case, rest):
     scene, armature, meshes = load(case["output"], case["fps"])
     masks = {side: foot_masks(armature, meshes, foot) for side, foot in case["feet"].items()}
     lowest = {side: [] for side in masks}
-    front_index = {}
+    chosen = {}  # per side: the sole's front vertex, chosen at frame 0
     front = {side: [] for side in masks}
-    points = {name: [] for name in case["points"]}
+    points = {name: [] for name in list(case["points"]) + list(rest["carried"])}
     for frame in range(case["frames"]):
         scene.frame_set(frame)
         vertices = deformed(meshes)
@@ -107,15 +121,15 @@ def output_of(case, height):
         for name in case["points"]:
             head = armature.pose.bones[name].head
             points[name].append(gltf_axes(world[:3, :3] @ np.array(head) + world[:3, 3]).tolist())
+        for name, local in rest["carried"].items():
+            bone = armature.pose.bones[case["carried"][name]["bone"]]
+            points[name].append(gltf_axes((world @ np.array(bone.matrix) @ local)[:3]).tolist())
         for side, side_masks in masks.items():
             foot = np.concatenate([v[m] for v, m in zip(vertices, side_masks)])
             lowest[side].append(float(foot[:, 1].min()))
-            if side not in front_index:
-                ankle = np.array(points[case["feet"][side]][-1]) if case["feet"][side] in points else foot.mean(0)
-                sole = foot[:, 1] <= foot[:, 1].min() + 0.02 * height
-                reach = np.hypot(foot[:, 0] - ankle[0], foot[:, 2] - ankle[2])
-                front_index[side] = int(np.argmax(np.where(sole, reach, -1.0)))
-            front[side].append(foot[front_index[side]].tolist())
+            if side not in chosen:
+                chosen[side] = sole_front(foot, np.array(points[case["feet"][side]][-1]), rest["height"])
+            front[side].append(foot[chosen[side]].tolist())
     action = armature.animation_data.action if armature.animation_data else None
     return {"lowest": lowest, "front": front, "points": points, "meshes": len(meshes),
             "has_action": action is not None}
@@ -126,7 +140,7 @@ def main():
     results = {}
     for case in spec:
         rest = rest_of(case)
-        results[case["name"]] = {"rest": rest, "output": output_of(case, rest["height"])}
+        results[case["name"]] = {"rest": rest, "output": output_of(case, rest)}
     with open(sys.argv[2], "w", encoding="utf-8") as handle:
         json.dump(results, handle)
     print(json.dumps({"cases": len(results)}))

@@ -7,7 +7,7 @@
 // case, from the INPUT character as its file stores it (the test rigs are saved at bind; no animation is played):
 // the foot vertices (carried at least half by the foot bone and the bones under it), foot, toe and `points` bones,
 // the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
-// (chosen at frame 0: the sole vertex farthest from the ankle) and the position of every bone in `points`.
+// (chosen at frame 0: the sole vertex farthest from the ankle) and the position of every bone in `points` and of every `carried` point (fixed in a bone's frame: a dropped hand).
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -107,10 +107,26 @@ async function rest(item) {
   }
   const points = {};
   for (const name of item.points) points[name] = position(character.byName.get(name));
-  return { height: high - low, feet, points, meshes: character.meshes.length };
+  const carried = {}; // a point fixed in a bone's frame: where it sits in the bone's rest frame
+  for (const [name, { bone, at }] of Object.entries(item.carried || {})) {
+    const inverse = character.byName.get(bone).matrixWorld.clone().invert();
+    carried[name] = new THREE.Vector3(...at).applyMatrix4(inverse).toArray();
+  }
+  return { height: high - low, feet, points, carried, meshes: character.meshes.length };
 }
 
-async function output(item, height) {
+function soleFront(foot, ankle, soleTop) {
+  // The sole's front vertex: the sole vertex (no higher than soleTop) farthest from the ankle, across the floor.
+  let front = -1;
+  let reach = -1;
+  foot.forEach((v, k) => {
+    const r = Math.hypot(v.x - ankle.x, v.z - ankle.z);
+    if (v.y <= soleTop && r > reach) [front, reach] = [k, r];
+  });
+  return front;
+}
+
+async function output(item, rest) {
   const gltf = await parse(item.output);
   const character = load(gltf);
   const clip = gltf.animations[0];
@@ -123,9 +139,9 @@ async function output(item, height) {
   for (const [side, footName] of Object.entries(item.feet)) picked[side] = footVertices(character, footName);
   const lowest = {};
   const front = {};
-  const frontIndex = {};
+  const chosen = {}; // per side: the sole's front vertex, chosen at frame 0
   const points = {};
-  for (const name of item.points) points[name] = [];
+  for (const name of [...item.points, ...Object.keys(rest.carried)]) points[name] = [];
   for (const side of Object.keys(picked)) {
     lowest[side] = [];
     front[side] = [];
@@ -134,21 +150,20 @@ async function output(item, height) {
     mixer.setTime(frame / item.fps);
     character.scene.updateMatrixWorld(true);
     for (const name of item.points) points[name].push(position(character.byName.get(name)));
+    for (const [name, local] of Object.entries(rest.carried)) {
+      const bone = character.byName.get(item.carried[name].bone);
+      points[name].push(new THREE.Vector3(...local).applyMatrix4(bone.matrixWorld).toArray());
+    }
     for (const [side, perMesh] of Object.entries(picked)) {
       const foot = [];
       character.meshes.forEach((mesh, m) => perMesh[m].forEach((i) => foot.push(skinned(mesh, i))));
       const low = Math.min(...foot.map((v) => v.y));
       lowest[side].push(low);
-      if (frontIndex[side] === undefined) {
+      if (chosen[side] === undefined) {
         const ankle = new THREE.Vector3().setFromMatrixPosition(character.byName.get(item.feet[side]).matrixWorld);
-        let best = -1;
-        foot.forEach((v, k) => {
-          const reach = Math.hypot(v.x - ankle.x, v.z - ankle.z);
-          if (v.y <= low + 0.02 * height && (best < 0 || reach > Math.hypot(foot[best].x - ankle.x, foot[best].z - ankle.z))) best = k;
-        });
-        frontIndex[side] = best;
+        chosen[side] = soleFront(foot, ankle, low + 0.02 * rest.height);
       }
-      front[side].push(foot[frontIndex[side]].toArray());
+      front[side].push(foot[chosen[side]].toArray());
     }
   }
   return { lowest, front, points, meshes: character.meshes.length, duration: clip.duration, has_action: true };
@@ -159,7 +174,7 @@ async function main() {
   const results = {};
   for (const item of JSON.parse(fs.readFileSync(specFile, "utf8"))) {
     const restReport = await rest(item);
-    results[item.name] = { rest: restReport, output: await output(item, restReport.height) };
+    results[item.name] = { rest: restReport, output: await output(item, restReport) };
   }
   fs.writeFileSync(outFile, JSON.stringify({ cases: results, messages }));
   console.log(JSON.stringify({ cases: Object.keys(results).length, messages: messages.length }));

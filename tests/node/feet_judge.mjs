@@ -9,32 +9,10 @@
 // the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
 // (chosen at frame 0: the sole vertex farthest from the ankle) and the position of every bone in `points` and of every `carried` point (fixed in a bone's frame: a dropped hand).
 import fs from "node:fs";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = process.env.KIMODO_NODE_MODULES || path.join(here, "node_modules");
-const THREE = await import(pathToFileURL(path.join(modules, "three", "build", "three.module.js")).href);
-const { GLTFLoader } = await import(
-  pathToFileURL(path.join(modules, "three", "examples", "jsm", "loaders", "GLTFLoader.js")).href
-);
+import { THREE, messages, parse as parseBytes } from "./three_gltf.mjs";
 
-const messages = [];
-for (const level of ["warn", "error"]) {
-  console[level] = (...parts) => messages.push(level + ": " + parts.map(String).join(" "));
-}
-
-// GLTFLoader's image path needs a browser; textures become empty Texture objects (bones and geometry load as in
-// a browser).
-const stubTextures = () => ({ name: "kimodo_stub_textures", loadTexture: () => Promise.resolve(new THREE.Texture()) });
-
-function parse(file) {
-  const bytes = fs.readFileSync(file);
-  const loader = new GLTFLoader();
-  loader.register(stubTextures);
-  const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  return new Promise((resolve, reject) => loader.parse(buffer, "", resolve, reject));
-}
+const parse = (file) => parseBytes(fs.readFileSync(file));
 
 function load(gltf) {
   const scene = gltf.scene;

@@ -20,6 +20,8 @@ import sys
 import bpy
 import numpy as np
 
+from gltf_import import import_gltf
+
 TO_GLTF = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # Blender (x, y, z) -> glTF
 
 
@@ -28,11 +30,7 @@ def gltf_axes(points):
 
 
 def load(path, fps):
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
-    scene.render.fps = int(round(fps))
-    scene.render.fps_base = scene.render.fps / fps
-    bpy.ops.import_scene.gltf(filepath=path)
+    scene = import_gltf(path, fps)
     armatures = [o for o in scene.objects if o.type == "ARMATURE"]
     if len(armatures) != 1:
         raise SystemExit("{}: Blender built {} armatures, expected 1".format(path, len(armatures)))

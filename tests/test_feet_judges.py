@@ -19,6 +19,7 @@ Lengths are limits for a 1.7 m character, scaled with the character's height (th
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ import pytest
 
 import rig_variants as rv
 from conftest import NPZ, ROOT, node_modules, run_blender, run_cli
-from gltf_judge import skeleton_record
+from gltf_judge import forward_kinematics, matrices_to_quats, skeleton_record, write_raw_clip
 
 BUILTIN = ROOT / "kimodo_rig" / "rigs"
 NODE_JUDGE = ROOT / "tests" / "node" / "feet_judge.mjs"
@@ -42,7 +43,7 @@ REFERENCE_HEIGHT_M = 1.7
 
 # Bars (issue 8) and how close each report number must come to the judge's own (lengths per 1.7 m).
 FLOAT_CM, SINK_CM, SKATE_CM = 1.0, 2.0, 0.15
-LIMB_BAR = {"soma": 0.99, "g1": 0.97}
+LIMB_BAR = {"soma": 0.99, "smplx": 0.99, "g1": 0.97}
 TOLERANCE = {"lowest_toe_cm": 0.3, "planted_sole_cm": 0.2, "foot_skate_cm_per_frame": 0.02, "pelvis_cm": 0.5,
              "travelled_cm": 1.0, "reach_target_cm": 0.5}  # cm per 1.7 m of character
 COSINE_TOLERANCE = 0.01  # arms_match, limb_cosine_mean, travel_cosine
@@ -56,6 +57,8 @@ SOURCE_PARTS = {
     "g1": {"hips": "pelvis_skel", "thigh": "{side}_hip_roll_skel", "calf": "{side}_knee_skel",
            "foot": "{side}_ankle_pitch_skel", "upperarm": "{side}_shoulder_roll_skel", "lowerarm": "{side}_elbow_skel",
            "hand": "{side}_wrist_roll_skel"},
+    "smplx": {"hips": "pelvis", "thigh": "{side}_hip", "calf": "{side}_knee", "foot": "{side}_ankle",
+              "upperarm": "{side}_shoulder", "lowerarm": "{side}_elbow", "hand": "{side}_wrist"},
 }
 LIMBS = (("thigh", "calf"), ("calf", "foot"), ("upperarm", "lowerarm"), ("lowerarm", "hand"))
 ARMS = (("upperarm", "lowerarm"), ("lowerarm", "hand"))
@@ -86,7 +89,7 @@ def _parts(table: Dict[str, str], rename: Callable[[str], str] = lambda n: n, sw
 
 @dataclass(frozen=True)
 class Case:
-    clip: str
+    clip: str  # a shared Kimodo NPZ, or "smplx:" and the SOMA clip an SMPL-X one is made from (smplx_motion)
     build: Callable[[Path], Tuple[str, Path]]  # folder -> (--target argument, the input rig the judges read, at bind)
     parts: Dict[str, str]
     facing_deg: float = 0.0  # the facing the rig was built with
@@ -97,7 +100,52 @@ class Case:
 
     @property
     def kind(self) -> str:
-        return "g1" if self.clip.startswith("g1") else "soma"
+        return self.clip.split(":")[0] if ":" in self.clip else "g1" if self.clip.startswith("g1") else "soma"
+
+    def input(self, folder: Path) -> Path:
+        if self.kind != "smplx":
+            return NPZ / self.clip / "motion.npz"
+        quats, roots = smplx_motion(self.clip.split(":")[1])
+        return write_raw_clip(folder / self.clip.replace(":", "_"), quats, roots)
+
+
+# No SMPL-X clip exists publicly: one is made from a real SOMA clip, each SMPL-X joint taking the world
+# rotation of its SOMA counterpart (both rest with identity local rotations), the root path scaled by the
+# ratio of the two rest leg reaches. Its reference is numpy FK from smplx22.json, its contacts Kimodo's rule.
+SMPLX_FROM_SOMA = {"pelvis": "Hips", "spine1": "Spine1", "spine2": "Spine2", "spine3": "Chest", "neck": "Neck1",
+                   "head": "Head"}
+for _s, _Side in (("left", "Left"), ("right", "Right")):
+    SMPLX_FROM_SOMA.update({_s + "_hip": _Side + "Leg", _s + "_knee": _Side + "Shin", _s + "_ankle": _Side + "Foot",
+                            _s + "_foot": _Side + "ToeBase", _s + "_collar": _Side + "Shoulder",
+                            _s + "_shoulder": _Side + "Arm", _s + "_elbow": _Side + "ForeArm", _s + "_wrist": _Side + "Hand"})
+
+
+def _rest_reach(record: dict, feet) -> float:
+    rest = np.array(record["rest_joint_positions_m"])
+    return rest[record["root_index"], 1] - min(rest[record["joint_names"].index(n), 1] for n in feet)
+
+
+@functools.lru_cache(maxsize=None)
+def smplx_motion(soma_clip: str):
+    """(local rotations (frames, 22, 4) xyzw, root positions (frames, 3)) of the SMPL-X clip made from soma_clip."""
+    stored = np.load(NPZ / soma_clip / "motion.npz", allow_pickle=False)
+    soma, smplx = skeleton_record("somaskel30"), skeleton_record("smplx22")
+    world = stored["global_rot_mats"].astype(np.float64)[:, [soma["joint_names"].index(SMPLX_FROM_SOMA[n])
+                                                             for n in smplx["joint_names"]]]
+    local = world.copy()
+    for joint, parent in enumerate(smplx["parents"]):
+        if parent >= 0:
+            local[:, joint] = np.swapaxes(world[:, parent], -1, -2) @ world[:, joint]
+    ratio = (_rest_reach(smplx, ("left_foot", "right_foot", "left_ankle", "right_ankle"))
+             / _rest_reach(soma, ("LeftToeBase", "RightToeBase", "LeftFoot", "RightFoot")))
+    return matrices_to_quats(local), stored["posed_joints"][:, soma["root_index"]].astype(np.float64) * ratio
+
+
+def _kimodo_contacts(positions: np.ndarray, fps: float = 30.0) -> np.ndarray:
+    """Kimodo's labels: below 0.10 m and slower than 0.15 m/s (forward difference, the last repeated)."""
+    velocity = np.diff(positions, axis=0) * fps
+    velocity = np.concatenate([velocity, velocity[-1:]])
+    return (np.linalg.norm(velocity, axis=-1) < 0.15) & (positions[..., 1] < 0.10)
 
 
 def _builtin(name: str, file: str):
@@ -141,6 +189,12 @@ def _no_hands(folder: Path):
     return str(rig), rig
 
 
+def _mannequin_scaled(folder: Path):
+    """The mannequin under an armature node scaled by 0.3, bones in its units (inverse binds of the scene)."""
+    rig = rv.variant(rv.MANNEQUIN, folder, "mannequin_scaled.glb", lambda g: rv.wrap_armature(g, scale=0.3))
+    return str(rig), rig
+
+
 def _dress_viewer_sides_ik_feet(folder: Path):
     """The dress character with IK-style foot names and every side named the viewer's way round."""
     rig = rv.variant(rv.FEMALE_DRESS, folder, "dress_swapped.glb",
@@ -172,6 +226,7 @@ CASES = {
                                   _parts(DRESS_PARTS, lambda n: {"Foot.L": "FootIK.L", "Foot.R": "FootIK.R"}.get(n, n),
                                          swap=True),
                                   expected_warnings=("the bones named left are on the character's right",)),
+    "smplx_scaled_mannequin": Case("smplx:soma_02_multi_text_prompt", _mannequin_scaled, _parts(MANNEQUIN_PARTS)),
     "mixamo_cm_z_up_soma03": Case("soma_03_full_body_keyframes", _mixamo_centimetres_z_up, _parts(MIXAMO_PARTS)),
 }
 
@@ -224,7 +279,7 @@ def _original_place(joint: str) -> list:
 def _retarget(folder: Path, name: str, case: Case):
     target, rig = case.build(folder)
     out = folder / (name + ".glb")
-    result = run_cli("retarget", NPZ / case.clip / "motion.npz", "--target", target, "-o", out,
+    result = run_cli("retarget", case.input(folder), "--target", target, "-o", out,
                      "--report", out.with_suffix(".json"))
     return name, rig, out, result
 
@@ -242,7 +297,7 @@ def judged(tmp_path_factory):
         if result.returncode != 0:
             continue
         results[name]["report"] = json.loads(out.with_suffix(".json").read_text())
-        contacts = np.load(NPZ / case.clip / "motion.npz", allow_pickle=False)["foot_contacts"]
+        contacts = _source(case)[1]
         spec.append({"name": name, "output": str(out), "rig": str(rig), "fps": 30.0, "frames": len(contacts),
                      "feet": {s: case.parts["foot_" + s] for s in "lr"},
                      "toes": {s: case.parts.get("toe_" + s) for s in "lr"},
@@ -278,14 +333,22 @@ def judged(tmp_path_factory):
 # --- figures from what a judge built ------------------------------------------------------------------
 
 def _source(case: Case):
-    stored = np.load(NPZ / case.clip / "motion.npz", allow_pickle=False)
-    names = skeleton_record("g1skel34" if case.kind == "g1" else "somaskel30")["joint_names"]
-    posed = stored["posed_joints"].astype(np.float64)
+    """Kimodo's posed joints by part ({part_side: (frames, 3)}) and foot contacts (frames, 4)."""
+    if case.kind == "smplx":
+        record = skeleton_record("smplx22")
+        names = record["joint_names"]
+        posed = forward_kinematics(record["parents"], record["rest_local_offsets_m"], *smplx_motion(case.clip.split(":")[1]))
+        contacts = _kimodo_contacts(posed[:, [names.index(n) for n in ("left_ankle", "left_foot", "right_ankle", "right_foot")]])
+    else:
+        stored = np.load(NPZ / case.clip / "motion.npz", allow_pickle=False)
+        names = skeleton_record("g1skel34" if case.kind == "g1" else "somaskel30")["joint_names"]
+        posed = stored["posed_joints"].astype(np.float64)
+        contacts = stored["foot_contacts"].astype(bool)
     parts = {}
     for part, pattern in SOURCE_PARTS[case.kind].items():
         for s in ("l", "r"):
             parts[part if part == "hips" else part + "_" + s] = posed[:, names.index(_side_names(pattern, s))]
-    return parts, stored["foot_contacts"].astype(bool)
+    return parts, contacts
 
 
 def _yaw(degrees: float) -> np.ndarray:

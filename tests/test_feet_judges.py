@@ -3,13 +3,14 @@ Blender (its own glTF importer; the mesh deformed by its depsgraph, tests/blende
 (GLTFLoader, AnimationMixer and SkinnedMesh's own bone transform, in Node: tests/node/feet_judge.mjs). One
 Blender process and one Node process judge every case of this module.
 
-Each case is a clip (a Kimodo NPZ, with Kimodo's own foot contacts and posed joints) run through the command
+Each case is a clip (a Kimodo NPZ with Kimodo's own foot contacts and posed joints, or an SMPL-X clip made
+from one) run through the command
 line onto a rig of one of the kinds real characters come in (tests/rig_variants.py). From what each judge
 builds, with numpy:
 - the rest floor: the lowest foot vertex of the INPUT character at rest (feet = the foot bone and the bones
   under it, vertices carried at least half by them);
 - planted soles: each foot's lowest vertex in every frame of Kimodo's contacts (heel or toe down) within
-  1 cm of the rest floor, and no foot vertex in any frame more than 2 cm under it;
+  1 cm of the rest floor, and no foot (nor hand) vertex in any frame more than 2 cm under it;
 - planted-foot speed, Kimodo's measure: the foot bone while the heel is down, the toe bone (or, without
   one, the sole's front vertex) while the toe is, over frame steps in contact at both ends: <= 0.15 cm/frame;
 - limb directions (thigh, shin, upper arm, forearm) against Kimodo's posed joints turned by the facing the
@@ -222,7 +223,7 @@ CASES = {
     "no_hands_g1": Case("g1_03_full_body_keyframes", _no_hands,
                         {k: v for k, v in _parts(MANNEQUIN_PARTS).items() if not k.startswith("hand")},
                         carried={"hand_" + s: ("lowerarm_" + s, "hand_" + s) for s in "lr"}),
-    "dress_viewer_sides_g1": Case("g1_01_single_text_prompt", _dress_viewer_sides_ik_feet,
+    "dress_viewer_sides_g1": Case("g1_03_full_body_keyframes", _dress_viewer_sides_ik_feet,
                                   _parts(DRESS_PARTS, lambda n: {"Foot.L": "FootIK.L", "Foot.R": "FootIK.R"}.get(n, n),
                                          swap=True),
                                   expected_warnings=("the bones named left are on the character's right",)),
@@ -302,7 +303,8 @@ def judged(tmp_path_factory):
                      "feet": {s: case.parts["foot_" + s] for s in "lr"},
                      "toes": {s: case.parts.get("toe_" + s) for s in "lr"},
                      "points": sorted(set(case.parts.values())),
-                     "carried": {part: {"bone": bone, "at": _original_place(joint)} for part, (bone, joint) in case.carried.items()}})
+                     "carried": {part: {"bone": bone, "at": _original_place(joint)} for part, (bone, joint) in case.carried.items()},
+                     "hands": {s: case.parts.get("hand_" + s) or case.parts["lowerarm_" + s] for s in "lr"}})
     good = next(item for item in spec if item["name"] == BROKEN_FROM)
     for kind, (change, _) in BREAKS.items():
         broken = _hips_changed(Path(good["output"]), CASES[BROKEN_FROM].parts["hips"], change,
@@ -419,6 +421,7 @@ def figures(case: Case, judge: dict) -> dict:
         "height_m": height, "scale": height / REFERENCE_HEIGHT_M,
         "planted_cm": np.concatenate(planted) * 100.0,
         "lowest_cm": min(lowest[s].min() for s in "lr") * 100.0,
+        "hand_lowest_cm": min(np.min(out["hand_lowest"][s]) - floor for s in "lr") * 100.0,
         "skate_cm": float(steps_all.mean()) * 100.0 if len(steps_all) else 0.0,
         "limb_cosine": float(np.mean([c.mean() for c in cosines])),
         "limb_cosines": [float(c.mean()) for c in cosines],
@@ -453,6 +456,8 @@ def bar_problems(case: Case, got: dict) -> list:
         problems.append("planted soles off the floor (up to {:.2f} cm)".format(np.abs(planted).max()))
     if got["lowest_cm"] < -SINK_CM * scale:
         problems.append("sinks {:.2f} cm".format(-got["lowest_cm"]))
+    if got["hand_lowest_cm"] < -SINK_CM * scale:  # Kimodo keeps its hands above its floor
+        problems.append("hands sink {:.2f} cm".format(-got["hand_lowest_cm"]))
     if got["skate_cm"] > SKATE_CM * scale:
         problems.append("slides {:.3f} cm a frame".format(got["skate_cm"]))
     if got["limb_cosine"] < LIMB_BAR[case.kind]:

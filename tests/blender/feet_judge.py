@@ -6,13 +6,14 @@ kimodo_rig.
 Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
   {"name", "output": retargeted .glb, "rig": the input character (saved at bind), "fps", "frames",
    "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names],
-   "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand)}
+   "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand),
+   "hands": {"l": hand bone, ...} (optional)}
 For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
 Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
 the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
 frame: each foot's lowest vertex height, its front sole vertex (chosen at frame 0: the sole vertex
-farthest from the ankle), the head of every bone in `points` and where
-each `carried` point is. Writes one JSON object {name: report}.
+farthest from the ankle), the head of every bone in `points`, where
+each `carried` point is and the lowest vertex of each hand (the hand bone and the bones under it). Writes one JSON object {name: report}.
 """
 import json
 import sys
@@ -40,9 +41,10 @@ def load(path, fps):
     return scene, armature, meshes
 
 
-def foot_masks(armature, meshes, foot):
-    """Per mesh object: which vertices the foot (and the bones under it) carries, by Blender's vertex groups."""
-    bone = armature.data.bones[foot]
+def vertices_under(armature, meshes, top):
+    """Per mesh object: which vertices a bone (a foot, a hand) and the bones under it carry, by Blender's
+    vertex groups."""
+    bone = armature.data.bones[top]
     names = {bone.name} | {child.name for child in bone.children_recursive}
     masks = []
     for mesh_object in meshes:
@@ -85,7 +87,7 @@ def rest_of(case):
 
     feet = {}
     for side, foot in case["feet"].items():
-        masks = foot_masks(armature, meshes, foot)
+        masks = vertices_under(armature, meshes, foot)
         toe = case["toes"].get(side)
         feet[side] = {"vertices": np.concatenate([v[m] for v, m in zip(vertices, masks)]).tolist(),
                       "heel": head(foot), "toe": head(toe) if toe else None}
@@ -107,11 +109,13 @@ def sole_front(foot, ankle, height):
 
 def output_of(case, rest):
     scene, armature, meshes = load(case["output"], case["fps"])
-    masks = {side: foot_masks(armature, meshes, foot) for side, foot in case["feet"].items()}
+    masks = {side: vertices_under(armature, meshes, foot) for side, foot in case["feet"].items()}
     lowest = {side: [] for side in masks}
     chosen = {}  # per side: the sole's front vertex, chosen at frame 0
     front = {side: [] for side in masks}
     points = {name: [] for name in list(case["points"]) + list(rest["carried"])}
+    hands = {side: vertices_under(armature, meshes, hand) for side, hand in case.get("hands", {}).items()}
+    hand_lowest = {side: [] for side in hands}
     for frame in range(case["frames"]):
         scene.frame_set(frame)
         vertices = deformed(meshes)
@@ -128,8 +132,10 @@ def output_of(case, rest):
             if side not in chosen:
                 chosen[side] = sole_front(foot, np.array(points[case["feet"][side]][-1]), rest["height"])
             front[side].append(foot[chosen[side]].tolist())
+        for side, side_masks in hands.items():
+            hand_lowest[side].append(float(min(v[m][:, 1].min() for v, m in zip(vertices, side_masks) if m.any())))
     action = armature.animation_data.action if armature.animation_data else None
-    return {"lowest": lowest, "front": front, "points": points, "meshes": len(meshes),
+    return {"lowest": lowest, "front": front, "points": points, "hand_lowest": hand_lowest, "meshes": len(meshes),
             "has_action": action is not None}
 
 

@@ -7,7 +7,9 @@
 // case, from the INPUT character as its file stores it (the test rigs are saved at bind; no animation is played):
 // the foot vertices (carried at least half by the foot bone and the bones under it), foot, toe and `points` bones,
 // the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
-// (chosen at frame 0: the sole vertex farthest from the ankle) and the position of every bone in `points` and of every `carried` point (fixed in a bone's frame: a dropped hand).
+// (chosen at frame 0: the sole vertex farthest from the ankle), the position of every bone in `points` and of
+// every `carried` point (fixed in a bone's frame: a dropped hand), and the lowest vertex of each of the `hands`
+// (the hand bone and everything under it).
 import fs from "node:fs";
 
 import { THREE, messages, parse as parseBytes } from "./three_gltf.mjs";
@@ -28,12 +30,12 @@ function load(gltf) {
   return { scene, byName, meshes };
 }
 
-function footVertices(character, footName) {
-  // Per skinned mesh: the indices of the vertices the foot (and everything under it) carries.
-  const foot = character.byName.get(footName);
-  if (!foot) throw new Error("no node named " + footName);
+function verticesUnder(character, topName) {
+  // Per skinned mesh: the indices of the vertices a bone (a foot, a hand) and everything under it carry.
+  const top = character.byName.get(topName);
+  if (!top) throw new Error("no node named " + topName);
   const under = new Set();
-  foot.traverse((object) => under.add(object));
+  top.traverse((object) => under.add(object));
   return character.meshes.map((mesh) => {
     const index = mesh.geometry.attributes.skinIndex;
     const weight = mesh.geometry.attributes.skinWeight;
@@ -77,7 +79,7 @@ async function rest(item) {
   }
   const feet = {};
   for (const [side, footName] of Object.entries(item.feet)) {
-    const picked = footVertices(character, footName);
+    const picked = verticesUnder(character, footName);
     const vertices = [];
     character.meshes.forEach((mesh, m) => picked[m].forEach((i) => vertices.push(skinned(mesh, i).toArray())));
     const toe = item.toes[side];
@@ -114,7 +116,7 @@ async function output(item, rest) {
   action.clampWhenFinished = true;
   action.play();
   const picked = {};
-  for (const [side, footName] of Object.entries(item.feet)) picked[side] = footVertices(character, footName);
+  for (const [side, footName] of Object.entries(item.feet)) picked[side] = verticesUnder(character, footName);
   const lowest = {};
   const front = {};
   const chosen = {}; // per side: the sole's front vertex, chosen at frame 0
@@ -123,6 +125,12 @@ async function output(item, rest) {
   for (const side of Object.keys(picked)) {
     lowest[side] = [];
     front[side] = [];
+  }
+  const hands = {};
+  const handLowest = {};
+  for (const [side, handName] of Object.entries(item.hands || {})) {
+    hands[side] = verticesUnder(character, handName);
+    handLowest[side] = [];
   }
   for (let frame = 0; frame < item.frames; frame += 1) {
     mixer.setTime(frame / item.fps);
@@ -143,8 +151,13 @@ async function output(item, rest) {
       }
       front[side].push(foot[chosen[side]].toArray());
     }
+    for (const [side, perMesh] of Object.entries(hands)) {
+      let low = Infinity;
+      character.meshes.forEach((mesh, m) => perMesh[m].forEach((i) => (low = Math.min(low, skinned(mesh, i).y))));
+      handLowest[side].push(low);
+    }
   }
-  return { lowest, front, points, meshes: character.meshes.length, duration: clip.duration, has_action: true };
+  return { lowest, front, points, hand_lowest: handLowest, meshes: character.meshes.length, duration: clip.duration, has_action: true };
 }
 
 async function main() {

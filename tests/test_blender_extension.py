@@ -72,6 +72,11 @@ SEGMENTS = {
 }
 SOURCE_TOES = {"soma": ("LeftToeBase", "RightToeBase"), "g1": ("left_toe_base", "right_toe_base")}
 BAD_CLIPS = ["nan_rotation", "joints_25", "truncated_root", "zero_frames"]
+# Blender's glTF importer places RobotExpressive's bone-parented meshes (its feet, under bones scaled 100x)
+# elsewhere than the file does (numpy of the file: the foot mesh's centre 41 cm ahead of the ankle; in
+# Blender 22 cm behind it), so its soles are not the file's: the command line reads the character as
+# Blender has it, exported, as for Rigify. That file is float32 once more (2e-4 m).
+EXPORTED = {"robot": 2e-4}
 
 
 def kind(clip):
@@ -105,7 +110,7 @@ def blender(built, request):
     cases = []
     for name, rig, clip, options, select in CASES:
         case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(CLIPS / clip),
-                "options": options, "select": select, "soles": rig != "rigify"}
+                "options": options, "select": select, "soles": rig != "rigify", "export": rig in EXPORTED}
         if rig != "rigify":
             case["path"] = str(RIG_FILES[rig])
         if name == "mannequin_soma_01":
@@ -137,11 +142,11 @@ def blender(built, request):
 @pytest.fixture(scope="module")
 def cli_outputs(blender):
     """`kimodo-rig retarget` of each case's clip onto the same rig file (Rigify: the metarig as Blender
-    exported it), with the same options."""
+    exported it; EXPORTED rigs: the character as Blender imported and exported it), with the same options."""
     work = blender["work"]
     outputs = {}
     for name, rig, clip, options, _ in CASES:
-        target = blender["cases"][name]["exported"] if rig == "rigify" else RIG_FILES[rig]
+        target = blender["cases"][name]["exported"] if rig == "rigify" or rig in EXPORTED else RIG_FILES[rig]
         output = work / (name + "_cli.glb")
         arguments = ["retarget", CLIPS / clip, "--target", target, "-o", output]
         if options.get("in_place"):
@@ -215,7 +220,7 @@ def test_blender_bones_match_kimodo_rig_retarget_at_every_frame(blender, cli_out
     if rig != "robot":
         assert np.abs(shift).max() <= 1e-4, shift
     worst = max(float(np.linalg.norm(ours[n] - shift - worlds[:, node_index[n], :3, 3], axis=1).max()) for n in compared)
-    assert worst <= 1e-4, worst
+    assert worst <= EXPORTED.get(rig, 1e-4), worst
     # Named after the clip, the scene set to its rate and range, the same report lines as the CLI.
     motion_frames = len(source_positions(clip)["LeftFoot" if kind(clip) == "soma" else "pelvis_skel"])
     assert record["action"].endswith("_{}".format(motion_frames)) and frames == motion_frames
@@ -242,7 +247,8 @@ def test_blender_limbs_point_where_kimodo_puts_them(blender, case):
         ta, tb = table[rig]
         s, t = source[sb] - source[sa], ours[tb] - ours[ta]
         cosines[segment] = float(np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)))
-    assert min(cosines.values()) >= 0.99, cosines
+    # Issue 8's bars: SOMA 0.99, G1 0.97 (the foot lock re-bends legs of other proportions than G1's).
+    assert min(cosines.values()) >= (0.97 if kind(clip) == "g1" else 0.99), cosines
 
 
 @pytest.mark.parametrize("case", [c[0] for c in CASES if c[1] != "rigify"])

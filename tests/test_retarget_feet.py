@@ -281,8 +281,7 @@ def test_report_catches_a_broken_output(tmp_path, kind):
     sliding 1 cm a frame, the body turned to walk backwards) gets the one that names it."""
     motion = read_file(NPZ / "soma_01_single_text_prompt" / "motion.npz")
     target = character.load_target("mannequin")
-    retargeted, info = retarget(motion, target.skeleton)
-    retargeted = feet.place_feet(retargeted, motion, info, target)
+    retargeted, info = feet.retarget_onto(motion, target.skeleton, bind_mesh=character.bind_mesh(target))
     good = tmp_path / "good.glb"
     output.write(retargeted, info, target, good)
     assert report_warnings(output.report_from_output(good, motion, retargeted, info, target)) == []

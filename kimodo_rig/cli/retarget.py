@@ -51,15 +51,16 @@ def run_retarget(args: argparse.Namespace) -> int:
     target = targets.load_target(args.target)
     user_map = targets.read_user_map(args.map) if args.map else None
     target_map = targets.map_target(target, user_map, args.map or "")  # once: its warnings print once
+    mesh = targets.bind_mesh(target)  # once: where the character's soles are
     if args.output:
-        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, args))
+        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, mesh, args))
         return 0
     taken = set()  # type: set
     failures = 0
     for source in args.inputs:
         output = Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")
         try:
-            report = retarget_one(source, output, target, target_map, args)
+            report = retarget_one(source, output, target, target_map, mesh, args)
         except KimodoError as error:
             print(str(error), file=sys.stderr)
             failures += 1
@@ -77,14 +78,15 @@ def _stem(source: str) -> str:
 
 
 def retarget_one(source: str, output: Path, target: targets.Target, target_map: HumanoidMap,
-                 args: argparse.Namespace) -> str:
-    """One input onto the target, written to `output`; returns the printed report."""
+                 mesh: feet.BindMesh, args: argparse.Namespace) -> str:
+    """One input onto the target (`mesh`: its vertices at bind), written to `output`; returns the
+    printed report."""
     motion = formats.read_file(source, fps=args.fps)
-    retargeted, info, treadmill = feet.retarget_onto(
-        motion, target, in_place=args.in_place, root_motion=args.root_motion, lock=args.foot_lock,
-        target_map=target_map, target_name=args.target, source_name=source)
+    retargeted, info = feet.retarget_onto(
+        motion, target.skeleton, bind_mesh=mesh, in_place=args.in_place, root_motion=args.root_motion,
+        foot_lock=args.foot_lock, target_map=target_map, target_name=args.target, source_name=source)
     retarget_output.write(retargeted, info, target, output)
-    report = retarget_output.report_from_output(output, motion, retargeted, info, target, treadmill=treadmill)
+    report = retarget_output.report_from_output(output, motion, retargeted, info, target)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))

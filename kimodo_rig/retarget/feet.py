@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..model import Motion, Skeleton
@@ -48,19 +48,20 @@ from ..rotations import (
     sphere_directions,
     subtract,
 )
-from ..formats import gltf_document as gd
 from ..errors import KimodoError
-from .character import Target
 from .mapping import SIDES, HumanoidMap
-from .solve import RetargetInfo, retarget
+from .solve import RetargetInfo, centred_average, retarget
 
 BLEND_FRAMES = 4
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
 DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
 REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
 
-Matrix4 = gd.Matrix4
 Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
+
+
+# The character's vertices at bind: (position in the glTF frame, metres; {joint name: weight}).
+BindMesh = Sequence[Tuple[Sequence[float], Mapping[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,19 @@ def leg_chain(tmap: HumanoidMap, side: str) -> Optional[Tuple[int, int, int]]:
     return thigh, calf, foot  # type: ignore[return-value]
 
 
+def added_tip(skeleton: Skeleton, joint: int) -> bool:
+    """A tip joint the rig reading added where a childless bone ends (`<bone>_tip`): a guess from the
+    bone's vertices or axis, not a joint of the character, so soles are not stood on it."""
+    parent = skeleton.parents[joint]
+    return parent >= 0 and skeleton.joint_names[joint] == skeleton.joint_names[parent] + "_tip"
+
+
+def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
+    """The joint and those below it that are the character's own (no added tips; the joint itself
+    always, a one-bone leg's foot being its tip)."""
+    return [j for j in subtree(skeleton, joint) if j == joint or not added_tip(skeleton, j)]
+
+
 def unlocked_legs(tmap: HumanoidMap) -> List[str]:
     """The sides whose leg the foot lock leaves as the solve has it, in words for the report."""
     return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
@@ -129,80 +143,6 @@ def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec
         y += weight * p[1]
         z += weight * p[2]
     return (x, y, z)
-
-
-def _mesh_vertices(target: Target, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[int, float]]]:
-    """Every vertex of the character at bind (world, metres) with its weights on the working skeleton's
-    joints: skinned meshes by their skin (influences outside the skeleton dropped, the rest renormalised),
-    meshes that hang rigidly under a joint's node (a robot's plated feet) wholly on that joint."""
-    document = target.document
-    if document is None or not target.has_mesh:
-        return []
-    gltf = document.gltf
-    by_name = {name: j for j, name in enumerate(skeleton.joint_names)}
-    node_joint = {node: by_name.get(target.skeleton.joint_names[j]) for j, node in enumerate(target.nodes)}
-    node_scale = {node: target.scales[j] for j, node in enumerate(target.nodes)}
-    rotations, positions = rest_pose(skeleton)
-
-    def bind_world(node: int) -> Matrix4:
-        j = node_joint[node]
-        return gd.trs_matrix(positions[j], rotations[j], node_scale[node])  # type: ignore[index]
-
-    parents = gd.node_parents(gltf)
-    static = gd.world_matrices(gltf, {})
-    result = []
-    for index, node in enumerate(gltf.get("nodes", [])):
-        if "mesh" not in node:
-            continue
-        primitives = gltf["meshes"][node["mesh"]].get("primitives", [])
-        if "skin" not in node:
-            holder = parents[index]
-            while holder >= 0 and node_joint.get(holder) is None:
-                holder = parents[holder]
-            if holder < 0:
-                continue
-            try:
-                to_world = gd.multiply4(bind_world(holder), gd.multiply4(gd.invert4(static[holder]), static[index]))
-            except ValueError:  # a singular node matrix: that mesh cannot be placed, so it is not a sole
-                continue
-            for primitive in primitives:
-                if "POSITION" in primitive.get("attributes", {}):
-                    placed = (gd.apply4(to_world, v) for v in document.accessor(primitive["attributes"]["POSITION"]))
-                    result.extend((p, {node_joint[holder]: 1.0}) for p in placed if gd.is_finite(p))  # type: ignore[misc]
-            continue
-        skin = gltf["skins"][node["skin"]]
-        joints = skin.get("joints", [])
-        inverse_binds = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
-        if inverse_binds is not None and (len(inverse_binds) != len(joints) or not all(
-                len(m) == 16 and gd.is_finite(m) for m in inverse_binds)):
-            continue  # a skin the file gets wrong carries no sole
-        # The skin's bind space in the world: the bind world of a joint this skin shares with the body.
-        shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None]
-        if not shared:
-            continue
-        to_world = bind_world(joints[shared[0]])
-        if inverse_binds:
-            to_world = gd.multiply4(to_world, inverse_binds[shared[0]])
-        slots = [node_joint.get(n) for n in joints]
-        for primitive in primitives:
-            attributes = primitive.get("attributes", {})
-            if not all(k in attributes for k in ("POSITION", "JOINTS_0", "WEIGHTS_0")):
-                continue
-            vertices = document.accessor(attributes["POSITION"])
-            influences = document.accessor(attributes["JOINTS_0"])
-            weights = document.accessor(attributes["WEIGHTS_0"])
-            for v, js, ws in zip(vertices, influences, weights):
-                terms: Dict[int, float] = {}
-                for slot, w in zip(js, ws):
-                    slot = int(slot)
-                    j = slots[slot] if 0 <= slot < len(slots) else None
-                    if w > 0.0 and j is not None:
-                        terms[j] = terms.get(j, 0.0) + w
-                total = sum(terms.values())
-                world = gd.apply4(to_world, v)
-                if 1e-6 < total < math.inf and gd.is_finite(world):  # a vertex nowhere is no sole
-                    result.append((world, {j: w / total for j, w in terms.items()}))
-    return result
 
 
 def _as_point(world: Vec3, weights: Dict[int, float], rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Point:
@@ -225,14 +165,28 @@ def _extremes(items: List, count: int) -> List:
     return [items[i] for i in sorted(chosen)]
 
 
-def find_soles(target: Target, info: RetargetInfo) -> Soles:
-    """The character's soles, hands and rest floor on the retarget's working skeleton (mesh data read from
-    `target.document`)."""
+def _on_working_skeleton(mesh: BindMesh, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[int, float]]]:
+    """The mesh's vertices with their weights on the working skeleton's joints (influences outside it
+    dropped, the rest renormalised; vertices it does not carry dropped)."""
+    by_name = {name: j for j, name in enumerate(skeleton.joint_names)}
+    result = []
+    for position, weights in mesh:
+        terms = {by_name[name]: w for name, w in weights.items() if name in by_name and w > 0.0}
+        total = sum(terms.values())
+        if 1e-6 < total < math.inf and len(position) == 3 and all(math.isfinite(c) for c in position):
+            result.append(((float(position[0]), float(position[1]), float(position[2])),
+                           {j: w / total for j, w in terms.items()}))
+    return result
+
+
+def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
+    """The character's soles, hands and rest floor on the retarget's working skeleton, from its bind mesh
+    (`character.bind_mesh`, or a host's own: positions in the glTF frame, weights by joint name)."""
     tmap = info.target_map
     skeleton = tmap.skeleton
     rotations, positions = rest_pose(skeleton)
     height = max(p[1] for p in positions) - min(p[1] for p in positions)
-    vertices = _mesh_vertices(target, skeleton)
+    vertices = _on_working_skeleton(mesh, skeleton)
     feet: Dict[str, Tuple[Point, ...]] = {}
     hands: Dict[str, Tuple[Point, ...]] = {}
     toes: Dict[str, Optional[Point]] = {}
@@ -259,11 +213,11 @@ def find_soles(target: Target, info: RetargetInfo) -> Soles:
                 toes[side] = _as_point(front[0], front[1], rotations, positions)
         else:
             from_mesh = False
-            feet[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(foot_joints))
+            feet[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in own_joints(skeleton, foot))
         if on_hand:
             hands[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_hand, DIRECTIONS))
         else:
-            hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in sorted(hand_joints))
+            hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in (own_joints(skeleton, hand) if hand is not None else []))
     rest_floor = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in feet[side])
     return Soles(rest_floor, feet, hands, toes, from_mesh)
 
@@ -380,21 +334,27 @@ def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dic
     return heights
 
 
-def retarget_onto(motion: Motion, target: Target, *, in_place: bool = False, root_motion: str = "hips",
-                  lock: bool = True, target_map: Optional[HumanoidMap] = None, target_name: str = "",
-                  source_name: str = "") -> Tuple[Motion, RetargetInfo, Optional[List[Tuple[float, float]]]]:
-    """The solve, then this pass: what `kimodo-rig retarget` (and the preview) put on a character.
-    Returns the motion, the solve's info and, for --in-place with the lock, the travel taken out
-    (`removed_travel`: locked feet walk a treadmill, locked on the travelling motion)."""
-    retargeted, info = retarget(motion, target.skeleton, in_place=in_place, root_motion=root_motion,
+def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (), in_place: bool = False,
+                  root_motion: str = "hips", foot_lock: bool = True, target_map: Optional[HumanoidMap] = None,
+                  target_name: str = "", source_name: str = "") -> Tuple[Motion, RetargetInfo]:
+    """`motion` on the humanoid `target`: the solve, then this pass. The one retarget every front end
+    calls (`kimodo-rig retarget`, the preview, the Blender add-on through api.retarget_motion), so they
+    all put the same motion on a character. `bind_mesh`: the character's vertices at bind (soles on the
+    mesh; none: on the joints). With --in-place and the lock, the travel taken out is in
+    `info.removed_travel` (locked feet walk a treadmill, locked on the travelling motion)."""
+    retargeted, info = retarget(motion, target, in_place=in_place, root_motion=root_motion,
                                 target_map=target_map, target_name=target_name, source_name=source_name)
     treadmill = None
-    if in_place and lock:
-        travelling, _ = retarget(motion, target.skeleton, root_motion=root_motion, target_map=target_map,
+    if in_place and foot_lock:
+        travelling, _ = retarget(motion, target, root_motion=root_motion, target_map=target_map,
                                  target_name=target_name, source_name=source_name)
         treadmill = removed_travel(travelling, retargeted)
         retargeted = travelling
-    return place_feet(retargeted, motion, info, target, lock=lock, treadmill=treadmill), info, treadmill
+    placed, moved, treadmill = place_feet(retargeted, motion, info, bind_mesh, lock=foot_lock, treadmill=treadmill)
+    root_track = info.root_track
+    if root_track is not None:  # the root bone travels with the hips
+        root_track = tuple(((p[0] + d[0], p[1], p[2] + d[1]), q) for (p, q), d in zip(root_track, moved))
+    return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track)
 
 
 def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:
@@ -404,19 +364,22 @@ def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, fl
             for f in range(travelling.frame_count)]
 
 
-def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: Target, *,
-               lock: bool = True, treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Motion:
+def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh: BindMesh = (), *,
+               lock: bool = True, treadmill: Optional[Sequence[Tuple[float, float]]] = None
+               ) -> Tuple[Motion, List[Tuple[float, float]], Optional[List[Tuple[float, float]]]]:
     """The retargeted motion with its soles on the character's rest floor and, with `lock`, its
-    planted feet pinned where they land. `treadmill` (--in-place: `removed_travel`) is taken out of the
-    hips afterwards, so the feet are locked to a floor that moves with the travel removed."""
+    planted feet pinned where they land (the hips carried with them). `treadmill` (--in-place:
+    `removed_travel`) is taken out of the hips afterwards, with the travel the feet carried, so the feet
+    are locked to a floor that moves with the travel removed. Returns the motion, the horizontal change
+    (x, z) its hips got per frame, and the travel taken out (None without `treadmill`)."""
     skeleton = retargeted.skeleton
     tmap = info.target_map
     smap = info.source_map
-    soles = find_soles(target, info)
+    soles = find_soles(bind_mesh, info)
     floor = soles.rest_floor
     frames = retargeted.frame_count
     if not frames:
-        return retargeted
+        return retargeted, [], treadmill
     ratio = info.reach_target / info.reach_source
     source_positions = global_rotations_and_positions(source)[1]
     contacts = source_contacts(source, smap, source_positions)
@@ -424,20 +387,30 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: T
     any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
     planted_weight = _ramp(any_contact, BLEND_FRAMES)
 
+    lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
     poses = []
     for frame in range(frames):
         rotations, positions = pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))
         clearance = max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
-        lowest = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in soles.feet[side])
+        # The feet that stand: heels down first (a foot on its toes pitches, its sole's front reaching
+        # far below the ankle on a long foot: it is turned up onto the floor below, not stood on); a leg
+        # the lock cannot turn (one bone) always.
+        standing = [side for side in SIDES if contacts[side][frame][0]] or [
+            side for side in SIDES if contacts[side][frame][1]] or list(SIDES)
+        standing = sorted(set(standing) | {side for side in SIDES if side not in lockable})
+        lowest = min(posed_point(p, rotations, positions)[1] for side in standing for p in soles.feet[side])
         shift = floor + (1.0 - planted_weight[frame]) * clearance - lowest
         roots[frame * 3 + 1] += shift
         poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
 
-    lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
+    carried = [(0.0, 0.0)] * frames
     if lock:
+        carried = _follow_planted_feet(tmap, soles, lockable, contacts, poses, roots)
         for side in lockable:
             _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
+    for side in lockable:
+        _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
     goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock and side in lockable
              else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
@@ -448,15 +421,95 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, target: T
     for rotations, _ in poses:
         for q in _locals(skeleton, rotations):
             local_rotations.extend(q)
+    moved = carried
     if treadmill is not None:
-        for frame, (dx, dz) in enumerate(treadmill):
+        # In place: the solve's travel out, and the travel the planted feet carried the hips (its smooth
+        # part; the sway stays), so the character walks a treadmill where it stands.
+        window = max(1, int(round(retargeted.fps * 0.5)))
+        smooth = [centred_average([c[axis] for c in carried], window) for axis in (0, 1)]
+        removed = [(dx + smooth[0][f] - smooth[0][0], dz + smooth[1][f] - smooth[1][0]) for f, (dx, dz) in enumerate(treadmill)]
+        moved = [(c[0] - r[0] + t[0], c[1] - r[1] + t[1]) for c, r, t in zip(carried, removed, treadmill)]
+        for frame, (dx, dz) in enumerate(removed):
             roots[frame * 3] -= dx
             roots[frame * 3 + 2] -= dz
-    return Motion(skeleton, local_rotations, roots, retargeted.fps, name=retargeted.name, prompt=retargeted.prompt)
+        treadmill = removed
+    placed = Motion(skeleton, local_rotations, roots, retargeted.fps, name=retargeted.name, prompt=retargeted.prompt)
+    return placed, moved, treadmill
+
+
+def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
+                         contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array) -> List[Tuple[float, float]]:
+    """The hips carried horizontally by the planted feet, so the legs keep the clip's directions: a foot
+    that lands is pinned where it is (its heel, or its toe when only the toe is down), and while it stays
+    planted the body moves so that point stays put (the mean over the planted feet; held through flight).
+    A leg of other proportions than Kimodo's then strides its own length instead of sliding. Eased over
+    BLEND_FRAMES either side; returns the horizontal offset (x, z) given to each frame."""
+    frames = len(poses)
+    pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
+    offset = (0.0, 0.0)
+    raw = []
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        wants = []
+        for side in sides:
+            heel_on, toe_on = contacts[side][frame]
+            toe_point = soles.toe_points.get(side)
+            if toe_point is None:
+                heel_on, toe_on = heel_on or toe_on, False
+            if not (heel_on or toe_on):
+                pins.pop(side, None)
+                continue
+            point = positions[tmap.bones["foot_" + side]] if heel_on else posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+            pin = pins.get(side)
+            if pin is None or pin[0] != heel_on:  # lands, or rolls onto its toe: pinned where it is now
+                pins[side] = (heel_on, (point[0] + offset[0], point[2] + offset[1]))
+                continue
+            wants.append((pin[1][0] - point[0], pin[1][1] - point[2]))
+        if wants:
+            offset = (sum(w[0] for w in wants) / len(wants), sum(w[1] for w in wants) / len(wants))
+        raw.append(offset)
+    eased = [centred_average([o[axis] for o in raw], BLEND_FRAMES) for axis in (0, 1)]
+    carried = []
+    for frame in range(frames):
+        dx, dz = eased[0][frame], eased[1][frame]
+        carried.append((dx, dz))
+        roots[frame * 3] += dx
+        roots[frame * 3 + 2] += dz
+        _, positions = poses[frame]
+        positions[:] = [(p[0] + dx, p[1], p[2] + dz) for p in positions]
+    return carried
 
 
 def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.0, 0.0)) -> float:
     return min(posed_point(p, rotations, positions)[1] for p in points) + lift[1]
+
+
+PITCH_STEPS = 6
+
+
+def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
+                      flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> None:
+    """A foot that is not flat on the floor (on its toes, its heel, or in the air) and reaches under it
+    is turned about its ankle until its lowest sole point is on the floor: a long foot pitched as
+    Kimodo's short one is would push its toes through the ground (or lift the body off it)."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    for frame, (rotations, positions) in enumerate(poses):
+        if flags[frame][0] and flags[frame][1]:
+            continue
+        ankle = positions[foot]
+        for _ in range(PITCH_STEPS):
+            lowest = min((posed_point(p, rotations, positions) for p in soles.feet[side]), key=lambda q: q[1])
+            depth = floor - lowest[1]
+            arm = subtract(lowest, ankle)
+            axis = cross((0.0, -1.0, 0.0), arm)  # turning about it lifts the lowest point
+            reach = math.hypot(arm[0], arm[2])
+            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6:
+                break
+            turn = quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach)))
+            for j in chain:
+                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+                positions[j] = add(ankle, quat_rotate(turn, subtract(positions[j], ankle)))
 
 
 def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -117,30 +117,105 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
-                       target: Optional[Target] = None,
-                       treadmill: Optional[Sequence[Tuple[float, float]]] = None) -> Report:
+                       target: Optional[Target] = None) -> Report:
     """The report measured from the file as written: joint positions and, for a character with a mesh,
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
-    the file's bind geometry; the contacts from the clip. `treadmill`: the travel --in-place removed,
-    per frame, added back to the feet for the skate (an in-place walk slides on purpose)."""
+    the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
+    (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
     written = output_positions(path, retargeted)
     with_mesh = target is not None and target.has_mesh and Path(str(path)).suffix.lower() == ".glb"
     if Path(str(path)).suffix.lower() == ".glb":
         geometry = _glb_feet(Path(path).read_bytes(), info, with_mesh, str(path))
     else:
         geometry = _joint_feet(written, retargeted.skeleton, info)
-    return _measured(source, info, written, geometry, treadmill)
+    return _measured(source, info, written, geometry)
 
 
-def report_from_positions(source: Motion, info: RetargetInfo, target_positions) -> Report:
+def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),
+                          foot_vertices: Optional[Dict[str, Sequence[Sequence[Vec3]]]] = None) -> Report:
     """The report from per-frame world positions of the retargeted skeleton's joints, however they were
-    read back (a host's own evaluation, such as Blender's): the feet are its joints."""
+    read back (a host's own evaluation, such as Blender's). With the character's `bind_mesh` and, per
+    side and frame, the host's deformed positions of the vertices `report_vertices` chose
+    (`foot_vertices[side][frame]`, in that order), the floor figures are the mesh's; else the joints'."""
     geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
-    return _measured(source, info, target_positions, geometry, None)
+    if bind_mesh and foot_vertices is not None:
+        geometry = _sampled_feet(geometry, info, bind_mesh, foot_vertices)
+    return _measured(source, info, target_positions, geometry)
 
 
-def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
-              treadmill: Optional[Sequence[Tuple[float, float]]]) -> Report:
+def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
+    """Per side, the indices into `bind_mesh` of the foot's vertices: weighted at least half to the
+    foot's bones (a one-bone leg's: to the leg), by the rig's own weights over its own bones."""
+    tmap = info.target_map
+    skeleton = tmap.skeleton
+    bones = set(info.target.joint_names)
+    result = {}
+    for side in SIDES:
+        foot = feet.standing_joint(tmap, side)
+        carriers = [{skeleton.joint_names[j] for j in feet.subtree(skeleton, foot)}]
+        if feet.leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
+            carriers.append({skeleton.joint_names[j] for j in feet.subtree(skeleton, skeleton.parents[foot])})
+        for names in carriers:
+            result[side] = [i for i, (_, weights) in enumerate(bind_mesh)
+                            if _share(weights, names, bones) >= 0.5]
+            if result[side]:
+                break
+    return result
+
+
+def _share(weights, names, bones) -> float:
+    total = sum(w for name, w in weights.items() if name in bones and w > 0.0)
+    return sum(w for name, w in weights.items() if name in names and w > 0.0) / total if total > 0.0 else 0.0
+
+
+def report_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
+    """Per side, the indices into `bind_mesh` whose deformed positions a host samples every frame for
+    `report_from_positions` (the foot's support vertices, the sole's front last); empty without a mesh."""
+    height = _mesh_height(bind_mesh)
+    result = {}
+    for side, members in _foot_vertices(info, bind_mesh).items():
+        if not members:
+            return {}
+        ankle = rest_pose(info.target_map.skeleton)[1][feet.standing_joint(info.target_map, side)]
+        chosen, front = _foot_choice([bind_mesh[i][0] for i in members], [_carrier(bind_mesh[i][1]) for i in members],
+                                     ankle, height)  # type: ignore[arg-type]
+        result[side] = [members[i] for i in chosen] + [members[front]]
+    return result
+
+
+def _carrier(weights) -> str:
+    return max(sorted(weights), key=lambda name: weights[name])
+
+
+def _mesh_height(bind_mesh: feet.BindMesh) -> float:
+    return max(p[1] for p, _ in bind_mesh) - min(p[1] for p, _ in bind_mesh) if bind_mesh else 0.0
+
+
+def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
+                  foot_vertices: Dict[str, Sequence[Sequence[Vec3]]]) -> "_Feet":
+    """The feet as a host deformed the mesh: the lowest of the sampled support vertices each frame, the
+    sole's front (the last sampled) for a toe contact without a toe bone, the rest floor at the lowest
+    foot vertex at bind."""
+    members = _foot_vertices(info, bind_mesh)
+    chosen = report_vertices(info, bind_mesh)
+    frames = len(joints.heel["l"])
+    if not chosen or any(len(foot_vertices.get(side, ())) != frames or any(
+            len(sample) != len(chosen[side]) for sample in foot_vertices[side]) for side in SIDES):
+        return replace(joints, notes=joints.notes + ["the host's foot vertices did not come as asked: the floor "
+                                                     "measured at the foot joints"])
+    tmap = info.target_map
+    lowest = {side: [min(p[1] for p in sample[:-1]) for sample in foot_vertices[side]] for side in SIDES}
+    toe = {side: joints.toe[side] if tmap.has("toe_" + side) else [tuple(sample[-1]) for sample in foot_vertices[side]]
+           for side in SIDES}
+    bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(bind_mesh[chosen[side][-1]][0])
+                for side in SIDES}
+    rest_floor = min(bind_mesh[i][0][1] for side in SIDES for i in members[side])
+    return replace(joints, toe=toe, lowest=lowest, rest_floor=rest_floor, height=_mesh_height(bind_mesh),
+                   bind_toe=bind_toe, from_mesh=True)  # type: ignore[arg-type]
+
+
+def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") -> Report:
+    treadmill = info.removed_travel
     source_positions = world_positions(source)
     yaw, label = measure_facing(geometry.bind["thigh_l"], geometry.bind["thigh_r"],
                                 [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
@@ -209,7 +284,7 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
     floor = float("inf")
     for side in SIDES:
         foot = feet.standing_joint(tmap, side)
-        chain = feet.subtree(skeleton, foot)
+        chain = feet.own_joints(skeleton, foot)
         tip = tmap.bones.get("toe_" + side, chain[-1])
         heel[side] = [tuple(frame[foot]) for frame in written]
         toe[side] = [tuple(frame[tip]) for frame in written]
@@ -355,23 +430,17 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
         rest_floor = min(p[0][1] for side in SIDES for p in points[side])
         height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
         for side in SIDES:
-            chosen = {}
-            by_node: Dict[int, List[int]] = {}  # per node that carries the vertex most: a toe turns against its foot
-            for i, (_, _, terms) in enumerate(points[side]):
-                by_node.setdefault(max(terms, key=lambda term: term[2])[0], []).append(i)
-            for members in by_node.values():
-                for direction in sphere_directions(SUPPORT_DIRECTIONS):
-                    best = max(members, key=lambda i: dot(points[side][i][0], direction))
-                    chosen[best] = points[side][best]
-            lowest_foot = min(p[0][1] for p in points[side])
-            ankle = bind["foot_" + side]
-            sole = [p for p in points[side] if p[0][1] <= lowest_foot + 0.02 * height]
-            # Without a toe bone the toe contact is measured at the sole's front (a rigid foot rolls on it).
-            tip = max(sole, key=lambda p: math.hypot(p[0][0] - ankle[0], p[0][2] - ankle[2]))
+            chosen, tip_index = _foot_choice([p[0] for p in points[side]],
+                                             [max(p[2], key=lambda term: term[2])[0] for p in points[side]],
+                                             bind["foot_" + side], height)
+            tip = points[side][tip_index]
             front[side] = tip
-            points[side] = list(chosen.values())
+            points[side] = [points[side][i] for i in chosen]
             bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else tip[0]
     else:
+        # The character's own joints below each foot (not the tips the retarget added to its file).
+        foot_nodes = {side: [n for n in nodes_below if n == nodes_below[0] or nodes[n].get("name") != _name_of(nodes, parents[n]) + "_tip"]
+                      for side, nodes_below in foot_nodes.items()}
         # The skin's joints and every foot node (a leg's tip joint is in no skin) at bind.
         joint_bind = [bind_of(n) for n in main_joints] + [bind_of(n) for side in SIDES for n in foot_nodes[side]]
         rest_floor = min(bind_of(n)[1] for side in SIDES for n in foot_nodes[side])
@@ -395,6 +464,29 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                 tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
                 toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
     return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes)
+
+
+def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle: Vec3,
+                 height: float) -> Tuple[List[int], int]:
+    """Which of a foot's vertices (at bind) the report follows: per bone that carries them most (a toe
+    turns against its foot), those farthest out in SUPPORT_DIRECTIONS directions (the lowest point of the
+    foot however it turns is one of them, nearly), and the sole's front, where a toe contact is measured
+    without a toe bone (a rigid foot rolls on it): the sole vertex farthest from the ankle, seen from above."""
+    groups: Dict[object, List[int]] = {}
+    for i, carrier in enumerate(carriers):
+        groups.setdefault(carrier, []).append(i)
+    chosen = set()
+    for members in groups.values():
+        for direction in sphere_directions(SUPPORT_DIRECTIONS):
+            chosen.add(max(members, key=lambda i: dot(bind_points[i], direction)))
+    lowest = min(p[1] for p in bind_points)
+    sole = [i for i, p in enumerate(bind_points) if p[1] <= lowest + 0.02 * height]
+    front = max(sole, key=lambda i: math.hypot(bind_points[i][0] - ankle[0], bind_points[i][2] - ankle[2]))
+    return sorted(chosen), front
+
+
+def _name_of(nodes, index: int) -> str:
+    return str(nodes[index].get("name")) if index >= 0 else ""
 
 
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],

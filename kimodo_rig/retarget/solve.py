@@ -71,6 +71,9 @@ class RetargetInfo:
     forward: Vec3 = (0.0, 0.0, 1.0)  # the character's facing measured from its rest geometry (unit, horizontal)
     facing: str = "+Z"  # the same as a label: "+Z", "-Z", "+X", "-X", or "<yaw from +Z> deg"
     warnings: Tuple[str, ...] = ()  # decisions against the rig's names (already logged once)
+    # --in-place with the foot lock: per frame, the horizontal travel (x, z) taken out after the feet
+    # were locked on the travelling motion (the report adds it back to measure the planted feet).
+    removed_travel: Optional[Tuple[Tuple[float, float], ...]] = None
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
@@ -137,7 +140,7 @@ def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[Humanoi
     return _remap(target_map, skeleton, order), order
 
 
-def _smooth(values: Sequence[float], window: int) -> List[float]:
+def centred_average(values: Sequence[float], window: int) -> List[float]:
     """Centred moving average whose window shrinks symmetrically at the ends (so the first and last
     values are kept: the path's travel is removed whole, the sway around it stays)."""
     out = []
@@ -225,7 +228,7 @@ def retarget(
         path.append([hips_bind[0] + horizontal[0], bind_floor + p[1] * ratio, hips_bind[2] + horizontal[2]])
     if in_place and frames:
         for axis in (0, 2):
-            smooth = _smooth([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
+            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
             for frame in range(frames):
                 path[frame][axis] -= smooth[frame] - smooth[0]
 

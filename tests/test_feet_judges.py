@@ -4,9 +4,8 @@ Blender (its own glTF importer; the mesh deformed by its depsgraph, tests/blende
 Blender process and one Node process judge every case of this module.
 
 Each case is a clip (a Kimodo NPZ with Kimodo's own foot contacts and posed joints, or an SMPL-X clip made
-from one) run through the command
-line onto a rig of one of the kinds real characters come in (tests/rig_variants.py). From what each judge
-builds, with numpy:
+from one) run through the command line onto a rig of one of the kinds real characters come in
+(tests/rig_variants.py). From what each judge builds, with numpy:
 - the rest floor: the lowest foot vertex of the INPUT character at rest (feet = the foot bone and the bones
   under it, vertices carried at least half by them);
 - planted soles: each foot's lowest vertex in every frame of Kimodo's contacts (heel or toe down) within

@@ -55,6 +55,7 @@ from .solve import RetargetInfo, centred_average, retarget
 BLEND_FRAMES = 4
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
 DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
+LEASH = 0.05  # of the leg's reach: how far a pinned foot may be held from where the legs put it
 REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
 
 Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
@@ -411,9 +412,11 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
             _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
     for side in lockable:
         _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
-    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor) if lock and side in lockable
+    leash = LEASH * info.reach_target
+    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash) if lock and side in lockable
              else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
+    _lift_torso(skeleton, tmap, soles, poses, floor)
     for side in SIDES:
         _keep_above(skeleton, tmap, soles, side, poses, floor)
 
@@ -549,7 +552,7 @@ def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Seq
 
 
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
-                floor: float) -> List[Optional[Vec3]]:
+                floor: float, leash: float) -> List[Optional[Vec3]]:
     """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
     the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
     comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout."""
@@ -585,6 +588,18 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
         # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
         grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
+        away = math.hypot(goal[0] - ankle[0], goal[2] - ankle[2])
+        if away > leash:
+            # Kimodo's own foot drifting on the ground (turning on the spot): the pin is dragged along, never
+            # more than `leash` from where the legs put the foot (a long drift bent into the legs would
+            # fold them).
+            pull = (1.0 - leash / away)
+            drag = (pull * (ankle[0] - goal[0]), 0.0, pull * (ankle[2] - goal[2]))
+            goal = add(goal, drag)
+            if heel_on:
+                pin_heel = add(pin_heel, drag)  # type: ignore[arg-type]
+            else:
+                pin_toe = add(pin_toe, drag)  # type: ignore[arg-type]
         offset = (goal[0] - ankle[0], grounded - ankle[1], goal[2] - ankle[2])
         offsets[frame] = offset
         if heel_on and toe_on:
@@ -681,6 +696,50 @@ def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]
         if weight_sum > 0.0:
             out[t] = scale(total, 1.0 / max(1.0, weight_sum))
     return out
+
+
+TORSO_LIFT_MAX_DEG = 80.0
+
+
+def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floor: float) -> None:
+    """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
+    first by the torso: the body above the hips turns up about the spine's base (at most
+    TORSO_LIFT_MAX_DEG), the arms carried along keeping their world directions, so the limbs stay as the
+    clip has them and the back bends less deep; what is left the arm's IK lifts (`_keep_above`)."""
+    pivot = tmap.bones.get("spine_0")
+    sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
+    if pivot is None or not sides:
+        return
+    upper_body = subtree(skeleton, pivot)
+    arms = {j: tmap.bones["upperarm_" + side] for side in sides for j in subtree(skeleton, tmap.bones["upperarm_" + side])}
+    for rotations, positions in poses:
+        turned = 0.0
+        for _ in range(PITCH_STEPS):
+            depth, side = max((floor - _lowest(soles.hands[side], rotations, positions), side) for side in sides)
+            # The hand rides on its shoulder: turning about this axis lifts the shoulder.
+            arm = subtract(positions[tmap.bones["upperarm_" + side]], positions[pivot])
+            axis = cross((0.0, -1.0, 0.0), arm)
+            reach = math.hypot(arm[0], arm[2])
+            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6 or turned >= math.radians(TORSO_LIFT_MAX_DEG) - 1e-9:
+                break
+            angle = min(math.asin(min(1.0, depth / reach)), math.radians(TORSO_LIFT_MAX_DEG) - turned)
+            turned += angle
+            turn = quat_from_axis_angle(normalize(axis), angle)
+            saved = (list(rotations), list(positions))
+            centre = positions[pivot]
+            shoulders = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in set(arms.values())}
+            for j in upper_body:
+                if j in arms:  # carried with its shoulder, its world rotation kept
+                    shoulder = arms[j]
+                    positions[j] = add(positions[j], subtract(shoulders[shoulder], positions[shoulder])) if j != shoulder else positions[j]
+                    continue
+                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+                positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
+            for shoulder, moved in shoulders.items():
+                positions[shoulder] = moved
+            if max(floor - _lowest(soles.hands[s], rotations, positions) for s in sides) >= depth - 1e-6:
+                rotations[:], positions[:] = saved  # the torso cannot lift this hand: the arm's IK will
+                break
 
 
 def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:

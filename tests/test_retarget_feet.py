@@ -159,8 +159,9 @@ def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig
     planted = np.concatenate([figures["lowest"][s][contacts[:, 2 * i] | contacts[:, 2 * i + 1]]
                               for i, s in enumerate("lr")]) * 100.0
     lowest = min(figures["lowest"][s].min() for s in "lr") * 100.0
-    # Planted soles sit on the rest floor (within 1 cm in 95% of planted frames), nothing under 2 cm.
-    assert np.mean(np.abs(planted) <= 1.0 * scale) >= 0.95, np.sort(np.abs(planted))[-10:]
+    # Planted soles sit on the rest floor within 1 cm on EVERY planted frame (a frame where Kimodo has
+    # that foot's heel or toe in contact; the lock's blend frames lie outside the contacts), nothing under 2 cm.
+    assert np.abs(planted).max() <= 1.0 * scale, np.sort(np.abs(planted))[-10:]
     assert lowest >= -2.0 * scale
     assert figures["skate"] * 100.0 <= 0.15 * scale
     cosine = _limb_cosines(out, clip, rig)

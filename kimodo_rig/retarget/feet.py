@@ -55,7 +55,7 @@ from .solve import RetargetInfo, centred_average, retarget
 BLEND_FRAMES = 4
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
 DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
-LEASH = 0.05  # of the leg's reach: how far a pinned foot may be held from where the legs put it
+LEASH = 0.05  # of the leg's reach: how far Kimodo's planted foot may drift before the pin follows it
 REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
 
 Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
@@ -413,7 +413,10 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     for side in lockable:
         _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
     leash = LEASH * info.reach_target
-    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash) if lock and side in lockable
+    facing = info.corrections.facing
+    tracks = {side: [quat_rotate(facing, scale(positions[standing_joint(smap, side)], ratio)) for positions in source_positions]
+              for side in SIDES}
+    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash, tracks[side]) if lock and side in lockable
              else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
     _lift_torso(skeleton, tmap, soles, poses, floor)
@@ -492,13 +495,13 @@ PITCH_STEPS = 6
 
 def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
                       flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> None:
-    """A foot that is not flat on the floor (on its toes, its heel, or in the air) and reaches under it
-    is turned about its ankle until its lowest sole point is on the floor: a long foot pitched as
+    """A foot whose heel is up (on its toes, or in the air) and that reaches under the floor is turned
+    about its ankle until its lowest sole point is on the floor: a long foot pitched as
     Kimodo's short one is would push its toes through the ground (or lift the body off it)."""
     foot = tmap.bones["foot_" + side]
     chain = subtree(skeleton, foot)
     for frame, (rotations, positions) in enumerate(poses):
-        if flags[frame][0] and flags[frame][1]:
+        if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
             continue
         ankle = positions[foot]
         for _ in range(PITCH_STEPS):
@@ -552,16 +555,21 @@ def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Seq
 
 
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
-                floor: float, leash: float) -> List[Optional[Vec3]]:
+                floor: float, leash: float, source_track: Sequence[Vec3]) -> List[Optional[Vec3]]:
     """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
     the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
-    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout."""
+    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
+    Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
+    character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
+    is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
     foot = tmap.bones["foot_" + side]
     toe_point = soles.toe_points.get(side)
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
+    anchor: Vec3 = (0.0, 0.0, 0.0)
+    dragged: Vec3 = (0.0, 0.0, 0.0)
     for frame in range(frames):
         rotations, positions = poses[frame]
         heel_on, toe_on = flags[frame]
@@ -575,6 +583,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if pin_heel is None and pin_toe is None:
             # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
             start: Vec3 = (0.0, floor - _lowest(soles.feet[side], rotations, positions), 0.0)
+            anchor, dragged = source_track[frame], (0.0, 0.0, 0.0)
         else:
             start = offsets[frame - 1] or (0.0, 0.0, 0.0)
         if heel_on:
@@ -588,13 +597,19 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
         # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
         grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
-        away = math.hypot(goal[0] - ankle[0], goal[2] - ankle[2])
-        if away > leash:
-            # Kimodo's own foot drifting on the ground (turning on the spot): the pin is dragged along, never
-            # more than `leash` from where the legs put the foot (a long drift bent into the legs would
-            # fold them).
-            pull = (1.0 - leash / away)
-            drag = (pull * (ankle[0] - goal[0]), 0.0, pull * (ankle[2] - goal[2]))
+        drift = (source_track[frame][0] - anchor[0], 0.0, source_track[frame][2] - anchor[2])
+        away = math.hypot(drift[0], drift[2])
+        excess = scale(drift, 1.0 - leash / away) if away > leash else (0.0, 0.0, 0.0)
+        drag = subtract(excess, dragged)
+        dragged = excess
+        # And never more than `leash` from where the legs put the foot (two planted feet Kimodo slides
+        # apart, which the hips cannot both follow).
+        held = add(goal, drag)
+        off = math.hypot(held[0] - ankle[0], held[2] - ankle[2])
+        if off > leash:
+            pull = 1.0 - leash / off
+            drag = add(drag, (pull * (ankle[0] - held[0]), 0.0, pull * (ankle[2] - held[2])))
+        if drag != (0.0, 0.0, 0.0):
             goal = add(goal, drag)
             if heel_on:
                 pin_heel = add(pin_heel, drag)  # type: ignore[arg-type]

@@ -222,7 +222,7 @@ CASES = {
     "no_hands_g1": Case("g1_03_full_body_keyframes", _no_hands,
                         {k: v for k, v in _parts(MANNEQUIN_PARTS).items() if not k.startswith("hand")},
                         carried={"hand_" + s: ("lowerarm_" + s, "hand_" + s) for s in "lr"}),
-    "dress_viewer_sides_g1": Case("g1_01_single_text_prompt", _dress_viewer_sides_ik_feet,
+    "dress_viewer_sides_g1": Case("g1_03_full_body_keyframes", _dress_viewer_sides_ik_feet,
                                   _parts(DRESS_PARTS, lambda n: {"Foot.L": "FootIK.L", "Foot.R": "FootIK.R"}.get(n, n),
                                          swap=True),
                                   expected_warnings=("the bones named left are on the character's right",)),

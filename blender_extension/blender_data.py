@@ -1,6 +1,7 @@
 """Blender data in and out: an armature object as kimodo_rig's plain Armature, the box rig, the Action,
 and bone positions read back from Blender's own evaluation. Everything here is bpy; the numbers come
 from kimodo_rig."""
+from array import array
 from typing import Dict, List, Sequence
 
 import bpy
@@ -156,3 +157,83 @@ def remove(objects=(), actions=(), datablocks=()) -> None:
             bpy.data.armatures.remove(block)
         elif isinstance(block, bpy.types.Mesh):
             bpy.data.meshes.remove(block)
+
+
+def _moved_meshes(obj):
+    """(mesh object, its vertex groups by index or None, parent bone or "") for every mesh `obj` moves:
+    deformed by an Armature modifier on it, or parented to one of its bones."""
+    parts = []
+    for mesh_object in bpy.context.scene.objects:
+        if mesh_object.type != "MESH":
+            continue
+        if any(m.type == "ARMATURE" and m.object == obj for m in mesh_object.modifiers):
+            parts.append((mesh_object, {g.index: g.name for g in mesh_object.vertex_groups}, ""))
+        elif mesh_object.parent == obj and mesh_object.parent_type == "BONE" and mesh_object.parent_bone:
+            parts.append((mesh_object, None, mesh_object.parent_bone))
+    return parts
+
+
+def _world_points(matrix, co) -> List[tuple]:
+    """Blender points (a flat x, y, z list) through a world matrix, in the glTF frame."""
+    m = [list(row) for row in matrix]
+    points = []
+    for k in range(0, len(co), 3):
+        x, y, z = co[k], co[k + 1], co[k + 2]
+        bx = m[0][0] * x + m[0][1] * y + m[0][2] * z + m[0][3]
+        by = m[1][0] * x + m[1][1] * y + m[1][2] * z + m[1][3]
+        bz = m[2][0] * x + m[2][1] * y + m[2][2] * z + m[2][3]
+        points.append((bx, bz, -by))  # Blender (x, y, z) is glTF (x, z, -y)
+    return points
+
+
+def _coordinates(mesh) -> array:
+    co = array("f", [0.0]) * (len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", co)
+    return co
+
+
+def bind_mesh(context, obj):
+    """The character's vertices at the armature's rest, as the core's retarget takes them (its soles):
+    [((x, y, z) glTF frame, {bone name: weight})], and for each where it is in Blender ((mesh object,
+    vertex index)), so the report's points can be sampled later. Meshes parented to a bone are wholly on
+    that bone. Empty when the armature moves no mesh (the core then stands it on its joints)."""
+    mesh_vertices, where = [], []
+    saved = obj.data.pose_position
+    obj.data.pose_position = "REST"
+    context.view_layer.update()
+    try:
+        for mesh_object, groups, bone in _moved_meshes(obj):
+            points = _world_points(mesh_object.matrix_world, _coordinates(mesh_object.data))
+            for vertex, point in zip(mesh_object.data.vertices, points):
+                if groups is None:
+                    weights = {bone: 1.0}
+                else:
+                    weights = {groups[g.group]: g.weight for g in vertex.groups if g.group in groups and g.weight > 0.0}
+                mesh_vertices.append((point, weights))
+                where.append((mesh_object, vertex.index))
+    finally:
+        obj.data.pose_position = saved
+        context.view_layer.update()
+    return mesh_vertices, where
+
+
+def sample_vertices(context, frames: Sequence[int], picks: Dict[str, List[tuple]]) -> Dict[str, List[List[tuple]]]:
+    """Per side and scene frame, the deformed world positions (glTF frame) Blender evaluates for the
+    picked (mesh object, vertex index) pairs of `bind_mesh`, in their order."""
+    scene = context.scene
+    current = scene.frame_current
+    objects = {mesh_object for side in picks.values() for mesh_object, _ in side}
+    samples: Dict[str, List[List[tuple]]] = {side: [] for side in picks}
+    for frame in frames:
+        scene.frame_set(frame)
+        depsgraph = context.evaluated_depsgraph_get()
+        deformed = {}
+        for mesh_object in objects:
+            evaluated = mesh_object.evaluated_get(depsgraph)
+            deformed[mesh_object] = (evaluated.matrix_world.copy(), _coordinates(evaluated.to_mesh()))
+            evaluated.to_mesh_clear()
+        for side, pairs in picks.items():
+            samples[side].append([_world_points(deformed[mesh_object][0], deformed[mesh_object][1][3 * index:3 * index + 3])[0]
+                                  for mesh_object, index in pairs])
+    scene.frame_set(current)
+    return samples

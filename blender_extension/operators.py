@@ -99,6 +99,7 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
     saved_modes = {bone.name: bone.rotation_mode for bone in obj.pose.bones} if obj is not None else {}
     action = None
     new_map = None
+    mesh, where = [], []  # the character's vertices at rest (its soles), and where each is in Blender
     try:
         if obj is None:
             retargeted, info = api.own_skeleton_motion(motion, options)
@@ -117,7 +118,9 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
                 bone_map = new_map = api.detect_bone_map(target, obj.name)
             api.humanoid_map(target, bone_map, bone_map_source(obj))  # its errors name the map
             options = replace(options, bone_map=tuple(bone_map.items()))
-            retargeted, info = api.retarget_motion(motion, target, options, target_name=obj.name, source_name=str(path))
+            mesh, where = blender_data.bind_mesh(context, obj)
+            retargeted, info = api.retarget_motion(motion, target, options, target_name=obj.name, source_name=str(path),
+                                                   bind_mesh=mesh)
             if info.root_is_new:
                 raise KimodoError("{}: no bone above the hips to carry root motion; choose root motion in the hips".format(obj.name))
         full = skeleton_of(armature)
@@ -143,7 +146,9 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
             text = "{}: {}, {} joints, {} frames on a new Kimodo box rig, worst joint disagreement {:.1e} m".format(
                 name, motion.skeleton.label, motion.joint_count, motion.frame_count, worst)
         else:
-            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples])
+            picks = {side: [where[i] for i in chosen] for side, chosen in api.report_vertices(info, mesh).items()}
+            foot_vertices = blender_data.sample_vertices(context, [first + f for f in range(motion.frame_count)], picks) if picks else None
+            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices)
             text = format_report(name, report)
         obj.data[REPORT_PROPERTY] = text
         if new_map is not None:
@@ -180,8 +185,8 @@ class KIMODO_OT_import_motion(bpy.types.Operator, ImportHelper):
                ("ROOT", "On the root bone", "Travel and turning on the bone above the hips")),
         default="HIPS",
     )
-    foot_lock: BoolProperty(name="Foot lock", description="Feet stay put while in contact (as the core's retarget offers)",
-                            default=True)
+    foot_lock: BoolProperty(name="Foot lock", description="Planted feet stay where they land while Kimodo has them in "
+                            "contact (off: the feet as the solve leaves them, still on the floor)", default=True)
     set_scene: BoolProperty(name="Set scene frame rate and range", default=True)
 
     def execute(self, context):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Sequence, Tuple
+    from typing import List, Sequence, Tuple
 
     Quat = Tuple[float, float, float, float]
     Vec3 = Tuple[float, float, float]
@@ -247,3 +247,14 @@ def matrix_apply(m: Sequence[Sequence[float]], v: Sequence[float]) -> Vec3:
 
 def matrix_transpose(m: Sequence[Sequence[float]]) -> Mat3:
     return tuple(tuple(m[c][r] for c in range(3)) for r in range(3))  # type: ignore[return-value]
+
+
+def sphere_directions(count: int) -> List[Vec3]:
+    """`count` unit vectors spread evenly over the sphere (a Fibonacci lattice)."""
+    golden = math.pi * (3.0 - math.sqrt(5.0))
+    out = []
+    for i in range(count):
+        y = 1.0 - 2.0 * (i + 0.5) / count
+        r = math.sqrt(max(0.0, 1.0 - y * y))
+        out.append((math.cos(golden * i) * r, y, math.sin(golden * i) * r))
+    return out

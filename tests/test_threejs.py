@@ -21,6 +21,7 @@ FRAMES = (0, 37, 74, 111, 149)  # the clips' first to last key
 FPS = 30.0
 SCRIPT = ROOT / "tests" / "node" / "three_pose.mjs"
 ROBOT = RIGS / "quaternius" / "RobotExpressive.glb"
+DRESS = RIGS / "quaternius" / "quaternius_female_dress.glb"  # feet off a root bone, locked by the feet pass
 BUILTIN_RIGS = ROOT / "kimodo_rig" / "rigs"  # what `--target mannequin` and `--target mixamo` load
 THREE_PROPERTY = {"translation": "position", "rotation": "quaternion", "scale": "scale"}
 
@@ -110,6 +111,7 @@ def retargeted(tmp_path_factory):
         "mannequin": (CLIPS / "g1_01_single_text_prompt", "mannequin", BUILTIN_RIGS / "mpfb2_game_engine.glb"),
         # three drops the colon of `mixamorig:Hips` from node and track names; every track must still bind
         "mixamo": (CLIPS / "soma_03_full_body_keyframes", "mixamo", BUILTIN_RIGS / "mpfb2_mixamo.glb"),
+        "dress": (CLIPS / "soma_03_full_body_keyframes", str(DRESS), DRESS),
     }
     outputs = {}
     for name, (clip, target, rig) in jobs.items():
@@ -120,7 +122,7 @@ def retargeted(tmp_path_factory):
     return outputs
 
 
-@pytest.mark.parametrize("target", ["robot", "mannequin", "mixamo"])
+@pytest.mark.parametrize("target", ["robot", "mannequin", "mixamo", "dress"])
 def test_three_loads_the_retargeted_character_intact_and_poses_it_as_numpy_does(retargeted, target):
     output, rig = retargeted[target]
     glb = Glb(output)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -10,13 +11,14 @@ from pathlib import Path
 from .. import formats, naming
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
-from ..retarget import character as targets, output as retarget_output
+from ..retarget import character as targets, feet, output as retarget_output
 from ..retarget.mapping import HumanoidMap
-from ..retarget.report import format_report
-from ..retarget.solve import retarget
+from ..retarget.report import format_report, report_warnings
 from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
 from .glb import output_folder_problem
+
+LOG = logging.getLogger("kimodo_rig")
 
 
 def add_parser(commands) -> None:
@@ -30,6 +32,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
     parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
     parser.add_argument("--fps", type=frames_per_second)
+    parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
+                        help="keep the feet as the solve leaves them (they still stand on the floor)")
     add_jobs_argument(parser)
     parser.set_defaults(run=run_retarget, prog=parser.prog)
 
@@ -51,20 +55,21 @@ def run_retarget(args: argparse.Namespace) -> int:
     target = targets.load_target(args.target)
     user_map = targets.read_user_map(args.map) if args.map else None
     target_map = targets.map_target(target, user_map, args.map or "")  # once: its warnings print once
+    mesh = targets.bind_mesh(target)  # once: where the character's soles are
     if args.output:
-        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, args))
+        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, mesh, args))
         return 0
     taken = set()  # type: set
     tasks = [(source, Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")) for source in args.inputs]
-    failures = run_batch(tasks, _retarget_task, _batch_line, args.jobs, shared=(target, target_map, args))
+    failures = run_batch(tasks, _retarget_task, _batch_line, args.jobs, shared=(target, target_map, mesh, args))
     return 1 if failures else 0
 
 
 def _retarget_task(shared, task) -> str:
     """One input of a batch (in a worker process when there are several jobs): its report."""
     source, output = task
-    target, target_map, args = shared
-    return retarget_one(source, output, target, target_map, args)
+    target, target_map, mesh, args = shared
+    return retarget_one(source, output, target, target_map, mesh, args)
 
 
 def _batch_line(task, report: str) -> str:
@@ -80,14 +85,19 @@ def _stem(source: str) -> str:
 
 
 def retarget_one(source: str, output: Path, target: targets.Target, target_map: HumanoidMap,
-                 args: argparse.Namespace) -> str:
-    """One input onto the target, written to `output`; returns the printed report."""
+                 mesh: feet.BindMesh, args: argparse.Namespace) -> str:
+    """One input onto the target (`mesh`: its vertices at bind), written to `output`; returns the
+    printed report."""
     motion = formats.read_file(source, fps=args.fps)
-    retargeted, info = retarget(motion, target.skeleton, in_place=args.in_place, root_motion=args.root_motion,
-                                target_map=target_map, target_name=args.target, source_name=source)
+    retargeted, info = feet.retarget_onto(
+        motion, target.skeleton, bind_mesh=mesh, in_place=args.in_place, root_motion=args.root_motion,
+        foot_lock=args.foot_lock, target_map=target_map, target_name=args.target, source_name=source)
     retarget_output.write(retargeted, info, target, output)
-    report = retarget_output.report_from_output(output, motion, retargeted, info)
+    report = retarget_output.report_from_output(output, motion, retargeted, info, target)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))
+    problems = report_warnings(report)
+    if problems:
+        LOG.warning("%s: %s", output.name, "; ".join(problems))
     return format_report(output.stem, report)

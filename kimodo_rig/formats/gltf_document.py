@@ -445,6 +445,13 @@ def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
     return out
 
 
+def apply4(m: Sequence[float], v: Sequence[float]) -> Tuple[float, float, float]:
+    """Point v transformed by the column-major 4x4 matrix m."""
+    return (m[0] * v[0] + m[4] * v[1] + m[8] * v[2] + m[12],
+            m[1] * v[0] + m[5] * v[1] + m[9] * v[2] + m[13],
+            m[2] * v[0] + m[6] * v[1] + m[10] * v[2] + m[14])
+
+
 def node_local_matrix(node: Dict[str, Any], override: Optional[Dict[str, Sequence[float]]] = None) -> Matrix4:
     if "matrix" in node and not override:
         return [float(v) for v in node["matrix"]]

@@ -1,8 +1,11 @@
 """Kimodo's NPZ, both layouts, on every Kimodo skeleton (chosen by joint count).
 
 - Current layout (kimodo/exports/motion_io.py): local_rot_mats [T,J,3,3], root_positions [T,3],
-  global_rot_mats [T,J,3,3], posed_joints [T,J,3], foot_contacts [T,4] bool, smooth_root_pos [T,3],
-  global_root_heading [T,2]; float32.
+  global_rot_mats [T,J,3,3], posed_joints [T,J,3], foot_contacts bool, smooth_root_pos [T,3],
+  global_root_heading [T,2]; float32. foot_contacts is [T,4] (left heel, left toe, right heel, right toe:
+  what Kimodo's models label) or [T,6] (left heel, toe, toe end, then the right: every joint of the
+  somaskel77 foot chain, as the current exporter labels them). The model keeps Kimodo's four channels, so
+  a [T,6] file reads with each toe in contact when its toe or its toe end is.
 - Older layout (the demo clips' motion.npz): posed_joints, global_rot_mats, foot_contacts; the local
   rotation is G[parent]^T G[j] and the root position is posed_joints[:, 0].
 The writer writes the current layout with all seven keys, a SOMA 30 motion expanded to SOMA 77 first, as
@@ -35,6 +38,8 @@ OLDER_KEYS = ("posed_joints", "global_rot_mats")
 KEY_ORDER = ("local_rot_mats", "global_rot_mats", "posed_joints", "root_positions", "smooth_root_pos",
              "foot_contacts", "global_root_heading")  # as Kimodo's files list them
 ORTHONORMAL_TOLERANCE = 1e-3
+# [T,6] channels (heel, toe, toe end per side) behind each of the model's four (heel, toe per side).
+SIX_TO_FOUR = ((0,), (1, 2), (3,), (4, 5))
 
 
 def holds(names: Sequence[str]) -> bool:
@@ -137,9 +142,15 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         raise KimodoError("{}: holds no frames".format(path))
     contacts = None
     if "foot_contacts" in arrays:
-        _shape(path, arrays, "foot_contacts", (frames, 4))
+        shape = arrays["foot_contacts"].shape
+        if len(shape) != 2 or shape[0] != frames or shape[1] not in (4, 6):
+            raise KimodoError("{}: foot_contacts has shape {}, expected [{}, 4] or [{}, 6]".format(
+                path, list(shape), frames, frames))
         contacts = array("d", arrays["foot_contacts"].values)
         require_finite(path, "foot_contacts", contacts)
+        if shape[1] == 6:
+            contacts = array("d", (max(contacts[f * 6 + k] for k in toes) if len(toes) > 1 else contacts[f * 6 + toes[0]]
+                                   for f in range(frames) for toes in SIX_TO_FOUR))
     source = Path(path)
     name = source.parent.resolve().name if source.stem == "motion" else source.stem
     return Motion(skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0, foot_contacts=contacts,

@@ -80,19 +80,18 @@ def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tu
 
 
 def _retarget(scene: PreviewScene, target_spec: str, in_place: bool) -> None:
-    from ..retarget import character, output
+    from ..retarget import character, feet, output
     from ..retarget.report import format_report
-    from ..retarget.solve import retarget
 
     motion = scene.motion
     target = character.load_target(target_spec)
-    retargeted, info = retarget(motion, target.skeleton, in_place=in_place, target_name=target_spec,
-                                source_name=motion.name)
+    retargeted, info = feet.retarget_onto(motion, target.skeleton, bind_mesh=character.bind_mesh(target),
+                                          in_place=in_place, target_name=target_spec, source_name=motion.name)
     with tempfile.TemporaryDirectory(prefix="kimodo-preview-") as folder:
         # The report is measured from a written file, as `retarget` measures it.
         written = Path(folder) / "character.glb"
         output.write(retargeted, info, target, written)
-        report = output.report_from_output(written, motion, retargeted, info)
+        report = output.report_from_output(written, motion, retargeted, info, target)
         scene.character_glb = written.read_bytes()
     scene.character = retargeted
     scene.character_label = Path(target_spec).stem or target_spec

@@ -2,9 +2,11 @@
 Motion and what the retarget decided out, a bone map a user can edit, and the report measured from poses
 the front end samples itself (the Blender add-on reads them back from Blender's evaluated bones).
 
-`retarget_motion` is the only door the Blender add-on uses into the solve, so the add-on follows the core
-as it learns: options the core does not offer yet are passed on once it does (`foot_lock`: the solve grounds
-every frame by its lowest toe; when it takes a `foot_lock` keyword, the option reaches it).
+`retarget_motion` is the only door the Blender add-on uses into the retarget, and it is the same retarget
+`kimodo-rig retarget` runs (feet.retarget_onto: the solve, then the floor and the foot lock), so Blender
+and the command line put the same motion on a character. The add-on hands in the character's mesh at bind
+as plain numbers (`bind_mesh`: positions in the glTF frame, weights by bone name) so the soles are the
+mesh's, as the command line reads them from the file.
 
 The bone map is the offline retarget's own: the table `kimodo-rig map RIG --json` prints and
 `kimodo-rig retarget --map BONES.json` reads (canonical part -> bone name; a part left out is unmapped), as
@@ -12,16 +14,16 @@ JSON text in and out, so a map fixed in Blender is a --map file and the other wa
 """
 from __future__ import annotations
 
-import inspect
 from array import array
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Motion, Skeleton
 from ..rotations import Vec3
+from . import feet, output
 from .character import user_map_from_json, user_map_json
+from .feet import BindMesh
 from .mapping import HumanoidMap, in_printed_order, known_parts, map_from_parts, map_humanoid, parts_by_name
-from . import output
 from .report import Report
 from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
 
@@ -64,16 +66,15 @@ def bone_map_json(bone_map: Mapping[str, str]) -> str:
 
 
 def retarget_motion(motion: Motion, target: Skeleton, options: RetargetOptions = RetargetOptions(), *,
-                    target_name: str = "", source_name: str = "") -> Tuple[Motion, RetargetInfo]:
-    """`motion` on the humanoid `target` as `kimodo-rig retarget` does it, with `options`."""
-    keywords = {}
-    if "foot_lock" in inspect.signature(retarget).parameters:
-        keywords["foot_lock"] = options.foot_lock
+                    target_name: str = "", source_name: str = "", bind_mesh: BindMesh = ()) -> Tuple[Motion, RetargetInfo]:
+    """`motion` on the humanoid `target` as `kimodo-rig retarget` does it, with `options`; `bind_mesh`: the
+    character's vertices at bind, ((x, y, z) glTF frame, {bone name: weight}) each (none: soles on the joints)."""
     target_map: Optional[HumanoidMap] = None
     if options.bone_map:
         target_map = humanoid_map(target, dict(options.bone_map), target_name or target.name)
-    return retarget(motion, target, in_place=options.in_place, root_motion=options.root_motion,
-                    target_map=target_map, target_name=target_name, source_name=source_name, **keywords)
+    return feet.retarget_onto(motion, target, bind_mesh=bind_mesh, in_place=options.in_place,
+                              root_motion=options.root_motion, foot_lock=options.foot_lock, target_map=target_map,
+                              target_name=target_name, source_name=source_name)
 
 
 def own_skeleton_motion(motion: Motion, options: RetargetOptions = RetargetOptions()) -> Tuple[Motion, RetargetInfo]:
@@ -82,11 +83,11 @@ def own_skeleton_motion(motion: Motion, options: RetargetOptions = RetargetOptio
     root bone, the retarget's root track (`info.root_track`, `info.root_bone`). Only the travel is taken
     from the retarget, as a difference, so the pose is Kimodo's own to the last bit (retargeting a G1
     clip onto G1 would drop its hinges that no humanoid part names)."""
-    own = RetargetOptions(options.in_place, options.root_motion, options.foot_lock)
-    moved, info = retarget_motion(motion, motion.skeleton, own)
+    # The solve alone: only its travel is used, and the feet pass moves the hips up and down only.
+    moved, info = retarget(motion, motion.skeleton, in_place=options.in_place, root_motion=options.root_motion)
     roots = array(motion.root_positions.typecode, motion.root_positions)
     if options.in_place:
-        travelling, _ = retarget_motion(motion, motion.skeleton, RetargetOptions(foot_lock=options.foot_lock))
+        travelling, _ = retarget(motion, motion.skeleton)
         for frame in range(motion.frame_count):
             for axis in (0, 2):
                 at = frame * 3 + axis
@@ -95,9 +96,18 @@ def own_skeleton_motion(motion: Motion, options: RetargetOptions = RetargetOptio
     return result, info
 
 
-def report_from_positions(source: Motion, info: RetargetInfo,
-                          positions: Sequence[Mapping[str, Vec3]]) -> Report:
+def report_vertices(info: RetargetInfo, bind_mesh: BindMesh) -> Dict[str, List[int]]:
+    """Per side ("l", "r"), the indices into `bind_mesh` of the vertices whose deformed positions the front
+    end samples every frame for the report's floor figures (empty without a mesh)."""
+    return output.report_vertices(info, bind_mesh)
+
+
+def report_from_positions(source: Motion, info: RetargetInfo, positions: Sequence[Mapping[str, Vec3]],
+                          bind_mesh: BindMesh = (),
+                          foot_vertices: Optional[Mapping[str, Sequence[Sequence[Vec3]]]] = None) -> Report:
     """The report measured from per-frame world positions (glTF frame, metres) by joint name of the
-    retargeted skeleton, as the front end sampled them."""
+    retargeted skeleton, as the front end sampled them; with `foot_vertices` (per side, per frame, the
+    deformed positions of `report_vertices`' vertices, glTF frame) the floor figures are the mesh's."""
     names = info.target_map.skeleton.joint_names
-    return output.report_from_positions(source, info, [[frame.get(name) for name in names] for frame in positions])
+    return output.report_from_positions(source, info, [[frame.get(name) for name in names] for frame in positions],
+                                        bind_mesh, dict(foot_vertices) if foot_vertices is not None else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
 from ..model import Skeleton
-from ..ops.fk import locals_from_globals, rest_positions
+from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
 
@@ -258,6 +259,82 @@ def read_gltf_target(path) -> Target:
     table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
                   table, label, tuple(tip_records))
+
+
+def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
+    """Every vertex of the character at bind (world, metres, the glTF frame) with its weights by joint
+    name: skinned meshes by their skin (influences outside the skeleton dropped, the rest renormalised),
+    meshes that hang rigidly under a joint's node (a robot's plated feet) wholly on that joint. Vertices
+    that are nowhere (inf, NaN) are left out. Empty without a mesh."""
+    document = target.document
+    if document is None or not target.has_mesh:
+        return []
+    gltf = document.gltf
+    skeleton = target.skeleton
+    names = skeleton.joint_names
+    node_joint: Dict[int, Optional[int]] = {node: j for j, node in enumerate(target.nodes)}
+    node_scale = {node: target.scales[j] for j, node in enumerate(target.nodes)}
+    rotations, positions = rest_pose(skeleton)
+
+    def bind_world(node: int) -> gd.Matrix4:
+        j = node_joint[node]
+        return gd.trs_matrix(positions[j], rotations[j], node_scale[node])  # type: ignore[index]
+
+    parents = gd.node_parents(gltf)
+    static = gd.world_matrices(gltf, {})
+    result: List[Tuple[Vec3, Dict[str, float]]] = []
+    for index, node in enumerate(gltf.get("nodes", [])):
+        if "mesh" not in node:
+            continue
+        primitives = gltf["meshes"][node["mesh"]].get("primitives", [])
+        if "skin" not in node:
+            holder = parents[index]
+            while holder >= 0 and node_joint.get(holder) is None:
+                holder = parents[holder]
+            if holder < 0:
+                continue
+            try:
+                to_world = gd.multiply4(bind_world(holder), gd.multiply4(gd.invert4(static[holder]), static[index]))
+            except ValueError:  # a singular node matrix: that mesh cannot be placed, so it is not a sole
+                continue
+            for primitive in primitives:
+                if "POSITION" in primitive.get("attributes", {}):
+                    placed = (gd.apply4(to_world, v) for v in document.accessor(primitive["attributes"]["POSITION"]))
+                    result.extend((p, {names[node_joint[holder]]: 1.0}) for p in placed if gd.is_finite(p))  # type: ignore[misc]
+            continue
+        skin = gltf["skins"][node["skin"]]
+        joints = skin.get("joints", [])
+        inverse_binds = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if inverse_binds is not None and (len(inverse_binds) != len(joints) or not all(
+                len(m) == 16 and gd.is_finite(m) for m in inverse_binds)):
+            continue  # a skin the file gets wrong carries no sole
+        # The skin's bind space in the world: the bind world of a joint this skin shares with the body.
+        shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None]
+        if not shared:
+            continue
+        to_world = bind_world(joints[shared[0]])
+        if inverse_binds:
+            to_world = gd.multiply4(to_world, inverse_binds[shared[0]])
+        slots = [node_joint.get(n) for n in joints]
+        for primitive in primitives:
+            attributes = primitive.get("attributes", {})
+            if not all(k in attributes for k in ("POSITION", "JOINTS_0", "WEIGHTS_0")):
+                continue
+            vertices = document.accessor(attributes["POSITION"])
+            influences = document.accessor(attributes["JOINTS_0"])
+            weights = document.accessor(attributes["WEIGHTS_0"])
+            for v, js, ws in zip(vertices, influences, weights):
+                terms: Dict[str, float] = {}
+                for slot, w in zip(js, ws):
+                    slot = int(slot)
+                    j = slots[slot] if 0 <= slot < len(slots) else None
+                    if w > 0.0 and j is not None:
+                        terms[names[j]] = terms.get(names[j], 0.0) + w
+                total = sum(terms.values())
+                world = gd.apply4(to_world, v)
+                if 1e-6 < total < math.inf and gd.is_finite(world):  # a vertex nowhere is no sole
+                    result.append((world, {j: w / total for j, w in terms.items()}))
+    return result
 
 
 def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import formats
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..formats import glb
 from ..formats import gltf_document as gd
-from ..model import Motion, rest_motion
+from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
-from . import character_glb
-from .solve import RetargetInfo
-from .report import Report, measure_report
+from ..rotations import Vec3, dot, sphere_directions, subtract
+from . import character_glb, feet
 from .character import Target
+from .mapping import SIDES
+from .report import FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report
+from .solve import RetargetInfo
+
+Matrix4 = gd.Matrix4
 
 LOG = logging.getLogger("kimodo_rig")
 OUTPUT_EXTENSIONS = (".glb", ".bvh")
@@ -110,25 +116,391 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
     return [[frame[j] for j in order] for frame in world_positions(written)]
 
 
-def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo) -> Report:
-    return report_from_positions(source, info, output_positions(path, retargeted))
+def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
+                       target: Optional[Target] = None) -> Report:
+    """The report measured from the file as written: joint positions and, for a character with a mesh,
+    its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
+    the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
+    (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
+    written = output_positions(path, retargeted)
+    with_mesh = target is not None and target.has_mesh and Path(str(path)).suffix.lower() == ".glb"
+    if Path(str(path)).suffix.lower() == ".glb":
+        geometry = _glb_feet(Path(path).read_bytes(), info, with_mesh, str(path))
+    else:
+        geometry = _joint_feet(written, retargeted.skeleton, info)
+    return _measured(source, info, written, geometry)
 
 
-def report_from_positions(source: Motion, info: RetargetInfo, target_positions) -> Report:
-    """The report from per-frame world positions of the retargeted skeleton's joints (None where one was
-    not sampled), however they were read back: from the written file, or from a host's evaluation."""
+def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),
+                          foot_vertices: Optional[Dict[str, Sequence[Sequence[Vec3]]]] = None) -> Report:
+    """The report from per-frame world positions of the retargeted skeleton's joints, however they were
+    read back (a host's own evaluation, such as Blender's). With the character's `bind_mesh` and, per
+    side and frame, the host's deformed positions of the vertices `report_vertices` chose
+    (`foot_vertices[side][frame]`, in that order), the floor figures are the mesh's; else the joints'."""
+    geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
+    if bind_mesh and foot_vertices is not None:
+        geometry = _sampled_feet(geometry, info, bind_mesh, foot_vertices)
+    return _measured(source, info, target_positions, geometry)
+
+
+def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
+    """Per side, the indices into `bind_mesh` of the foot's vertices: weighted at least half to the
+    foot's bones (a one-bone leg's: to the leg), by the rig's own weights over its own bones."""
+    tmap = info.target_map
+    skeleton = tmap.skeleton
+    bones = set(info.target.joint_names)
+    result = {}
+    for side in SIDES:
+        foot = feet.standing_joint(tmap, side)
+        carriers = [{skeleton.joint_names[j] for j in feet.subtree(skeleton, foot)}]
+        if feet.leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
+            carriers.append({skeleton.joint_names[j] for j in feet.subtree(skeleton, skeleton.parents[foot])})
+        for names in carriers:
+            result[side] = [i for i, (_, weights) in enumerate(bind_mesh)
+                            if _share(weights, names, bones) >= 0.5]
+            if result[side]:
+                break
+    return result
+
+
+def _share(weights, names, bones) -> float:
+    total = sum(w for name, w in weights.items() if name in bones and w > 0.0)
+    return sum(w for name, w in weights.items() if name in names and w > 0.0) / total if total > 0.0 else 0.0
+
+
+def report_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
+    """Per side, the indices into `bind_mesh` whose deformed positions a host samples every frame for
+    `report_from_positions` (the foot's support vertices, the sole's front last); empty without a mesh."""
+    height = _mesh_height(bind_mesh)
+    result = {}
+    for side, members in _foot_vertices(info, bind_mesh).items():
+        if not members:
+            return {}
+        ankle = rest_pose(info.target_map.skeleton)[1][feet.standing_joint(info.target_map, side)]
+        chosen, front = _foot_choice([bind_mesh[i][0] for i in members], [_carrier(bind_mesh[i][1]) for i in members],
+                                     ankle, height)  # type: ignore[arg-type]
+        result[side] = [members[i] for i in chosen] + [members[front]]
+    return result
+
+
+def _carrier(weights) -> str:
+    return max(sorted(weights), key=lambda name: weights[name])
+
+
+def _mesh_height(bind_mesh: feet.BindMesh) -> float:
+    return max(p[1] for p, _ in bind_mesh) - min(p[1] for p, _ in bind_mesh) if bind_mesh else 0.0
+
+
+def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
+                  foot_vertices: Dict[str, Sequence[Sequence[Vec3]]]) -> "_Feet":
+    """The feet as a host deformed the mesh: the lowest of the sampled support vertices each frame, the
+    sole's front (the last sampled) for a toe contact without a toe bone, the rest floor at the lowest
+    foot vertex at bind."""
+    members = _foot_vertices(info, bind_mesh)
+    chosen = report_vertices(info, bind_mesh)
+    frames = len(joints.heel["l"])
+    if not chosen or any(len(foot_vertices.get(side, ())) != frames or any(
+            len(sample) != len(chosen[side]) for sample in foot_vertices[side]) for side in SIDES):
+        return replace(joints, notes=joints.notes + ["the host's foot vertices did not come as asked: the floor "
+                                                     "measured at the foot joints"])
+    tmap = info.target_map
+    lowest = {side: [min(p[1] for p in sample[:-1]) for sample in foot_vertices[side]] for side in SIDES}
+    toe = {side: joints.toe[side] if tmap.has("toe_" + side) else [tuple(sample[-1]) for sample in foot_vertices[side]]
+           for side in SIDES}
+    bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(bind_mesh[chosen[side][-1]][0])
+                for side in SIDES}
+    rest_floor = min(bind_mesh[i][0][1] for side in SIDES for i in members[side])
+    return replace(joints, toe=toe, lowest=lowest, rest_floor=rest_floor, height=_mesh_height(bind_mesh),
+                   bind_toe=bind_toe, from_mesh=True)  # type: ignore[arg-type]
+
+
+def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") -> Report:
+    treadmill = info.removed_travel
+    source_positions = world_positions(source)
+    yaw, label = measure_facing(geometry.bind["thigh_l"], geometry.bind["thigh_r"],
+                                [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
+    contacts = feet.source_contacts(source, info.source_map, source_positions)
+    figures = FeetFigures(
+        lowest_cm=100.0 * (min(min(track) for track in geometry.lowest.values()) - geometry.rest_floor),
+        skate_cm=foot_skate({side: (_on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill))
+                             for side in SIDES}, contacts),
+        planted_cm=_planted(geometry, contacts),
+        height_cm=100.0 * geometry.height,
+        measured_at="skinned mesh" if geometry.from_mesh else "joints",
+        notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map)),
+    )
     return measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
         target_map=info.target_map,
-        source_positions=world_positions(source),
-        target_positions=target_positions,
+        source_positions=source_positions,
+        target_positions=written,  # type: ignore[arg-type]
         duration_s=source.duration,
         chains_mapped=info.chains_mapped,
         left_at_rest=info.left_at_rest,
         reach_source=info.reach_source,
         reach_target=info.reach_target,
         arm_correction_max_deg=info.corrections.arm_max_deg,
-        facing=info.corrections.facing,
+        facing=facing_rotation(yaw),
+        facing_label=label,
+        feet=figures,
     )
+
+
+def _on_treadmill(track: Sequence[Vec3], treadmill: Optional[Sequence[Tuple[float, float]]]) -> Sequence[Vec3]:
+    if treadmill is None:
+        return track
+    return [(p[0] + t[0], p[1], p[2] + t[1]) for p, t in zip(track, treadmill)]
+
+
+@dataclass
+class _Feet:
+    """Per side and frame, from a written file: the heel (foot joint), the toe point and the foot's
+    lowest point; the rest floor, the height and bind positions of the parts the facing is measured from."""
+
+    heel: Dict[str, List[Vec3]]
+    toe: Dict[str, List[Vec3]]
+    lowest: Dict[str, List[float]]
+    rest_floor: float
+    height: float
+    bind: Dict[str, Vec3]
+    bind_toe: Dict[str, Vec3]
+    from_mesh: bool = False
+    notes: List[str] = field(default_factory=list)
+
+
+def _planted(geometry: _Feet, contacts) -> Optional[float]:
+    heights = [geometry.lowest[side][t] - geometry.rest_floor for side in SIDES
+               for t, flags in enumerate(contacts[side][:len(geometry.lowest[side])]) if flags[0] or flags[1]]
+    return 100.0 * sum(heights) / len(heights) if heights else None
+
+
+def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: RetargetInfo) -> _Feet:
+    """Feet as joints (a .bvh, a host's samples, or a character without a mesh): the foot's joints are its points."""
+    tmap = info.target_map
+    bind_positions = rest_pose(skeleton)[1]
+    heel, toe, lowest, bind, bind_toe = {}, {}, {}, {}, {}
+    floor = float("inf")
+    for side in SIDES:
+        foot = feet.standing_joint(tmap, side)
+        chain = feet.own_joints(skeleton, foot)
+        tip = tmap.bones.get("toe_" + side, chain[-1])
+        heel[side] = [tuple(frame[foot]) for frame in written]
+        toe[side] = [tuple(frame[tip]) for frame in written]
+        lowest[side] = [min(frame[j][1] for j in chain) for frame in written]
+        floor = min(floor, min(bind_positions[j][1] for j in chain))
+        bind_toe[side] = bind_positions[tip]
+    for side in SIDES:
+        bind["thigh_" + side] = bind_positions[tmap.bones["thigh_" + side]]
+        bind["foot_" + side] = bind_positions[feet.standing_joint(tmap, side)]
+    height = max(p[1] for p in bind_positions) - min(p[1] for p in bind_positions)
+    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe, False, _footless(tmap))  # type: ignore[arg-type]
+
+
+def _footless(tmap) -> List[str]:
+    """A note per side whose leg has no foot bone: its feet are measured at the joint it ends at."""
+    return ["{}: no foot bone: its foot measured at {}".format(
+        tmap.joint_name("thigh_" + side), tmap.skeleton.joint_names[feet.standing_joint(tmap, side)])
+        for side in SIDES if not tmap.has("foot_" + side)]
+
+
+SUPPORT_DIRECTIONS = 96  # vertices extreme in this many directions stand for a foot (its hull, nearly)
+
+
+def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> _Feet:
+    """Feet measured in a written .glb by the glTF rules alone: node matrices from the file's nodes and
+    animation, skinned vertices as sum(w * world(joint) * inverseBind * v) (meshes hanging under a joint
+    node move with it); the bind pose is where every joint matrix world(joint) * inverseBind equals the
+    skin's top joint's, as saved."""
+    document = gd.parse_glb(data, source)
+    gltf = document.gltf
+    nodes = gltf.get("nodes", [])
+    by_name: Dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        by_name.setdefault(node.get("name"), index)
+    tmap = info.target_map
+    parents = gd.node_parents(gltf)
+    static = gd.world_matrices(gltf, {})
+    children: Dict[int, List[int]] = {}
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
+
+    def below(node: int) -> List[int]:
+        out, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            out.append(n)
+            stack.extend(children.get(n, []))
+        return out
+
+    skins = gltf.get("skins", [])
+    hips_node = by_name[tmap.joint_name("hips")]
+    skin_index = next((i for i, skin in enumerate(skins) if hips_node in skin.get("joints", [])), 0)
+    inverse = {}
+    bind_space: Dict[int, Matrix4] = {}
+    for i, skin in enumerate(skins):
+        joints = skin.get("joints", [])
+        ibm = document.accessor(skin["inverseBindMatrices"]) if "inverseBindMatrices" in skin else None
+        if ibm is not None and (len(ibm) != len(joints) or not all(len(m) == 16 and gd.is_finite(m) for m in ibm)):
+            ibm = None  # a skin the file gets wrong: its vertices are not measured
+            joints = []
+        inverse[i] = ibm
+        if not joints:
+            continue
+        in_skin = set(joints)
+        top = next((slot for slot, n in enumerate(joints) if parents[n] not in in_skin), 0)
+        bind_space[i] = gd.multiply4(static[joints[top]], ibm[top]) if ibm else static[joints[top]]
+    main_joints = skins[skin_index]["joints"] if skins else []
+    main_ibm = inverse.get(skin_index)
+
+    def bind_of(node: int) -> Vec3:
+        m = static[node]
+        if main_ibm and node in main_joints:
+            try:
+                m = gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
+            except ValueError:  # a singular inverse bind matrix: the node as saved
+                pass
+        return (m[12], m[13], m[14])
+
+    foot_names = {side: tmap.skeleton.joint_names[feet.standing_joint(tmap, side)] for side in SIDES}
+    bind = {part + "_" + side: bind_of(by_name[tmap.joint_name("thigh_" + side) if part == "thigh" else foot_names[side]])
+            for part in ("thigh", "foot") for side in SIDES}
+    foot_nodes = {side: below(by_name[foot_names[side]]) for side in SIDES}
+    toe_nodes = {side: by_name[tmap.joint_name("toe_" + side)] if tmap.has("toe_" + side) else None for side in SIDES}
+    # Vertices: (bind world, [(node, slot matrix index or None, weight)], rigid node or None)
+    points: Dict[str, List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]]] = {s: [] for s in SIDES}
+    all_bind: List[Vec3] = []
+    every: List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]] = []
+    if with_mesh:
+        for index, node in enumerate(nodes):
+            if "mesh" not in node:
+                continue
+            for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+                attributes = primitive.get("attributes", {})
+                if "POSITION" not in attributes:
+                    continue
+                vertices = document.accessor(attributes["POSITION"])
+                if "skin" in node and "JOINTS_0" in attributes and "WEIGHTS_0" in attributes:
+                    k = node["skin"]
+                    if k not in bind_space or inverse.get(k) is None and "inverseBindMatrices" in skins[k]:
+                        continue
+                    joints = skins[k]["joints"]
+                    ibm = inverse[k]
+                    space = bind_space[k]
+                    for v, js, ws in zip(vertices, document.accessor(attributes["JOINTS_0"]), document.accessor(attributes["WEIGHTS_0"])):
+                        world = gd.apply4(space, v)
+                        if not gd.is_finite(world):  # a vertex nowhere is no sole
+                            continue
+                        all_bind.append(world)
+                        total = sum(ws)
+                        if not 0.0 <= total < math.inf:
+                            continue
+                        terms = [(joints[int(j)], ibm[int(j)] if ibm else None, w / total) for j, w in zip(js, ws)
+                                 if w > 0.0 and 0 <= int(j) < len(joints)] if total > 0 else []
+                        every.append((world, v, terms))
+                elif "skin" not in node:
+                    for v in vertices:
+                        world = gd.apply4(static[index], v)
+                        if not gd.is_finite(world):
+                            continue
+                        all_bind.append(world)
+                        every.append((world, v, [(index, None, 1.0)]))
+        for side in SIDES:
+            carriers = set(foot_nodes[side])
+            points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
+            foot_node = foot_nodes[side][0]
+            if not points[side] and feet.leg_chain(tmap, side) is None and parents[foot_node] >= 0:
+                # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+                carriers = set(below(parents[foot_node]))
+                points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
+    notes = _footless(tmap)
+    if with_mesh and not all(points[side] for side in SIDES):
+        with_mesh = False
+        notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
+            " and ".join(foot_names[side] for side in SIDES if not points[side])))
+    times, channels = gd.animation_keyframes(document)
+    frames = len(times)
+    heel: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
+    toe: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
+    lowest: Dict[str, List[float]] = {side: [] for side in SIDES}
+    bind_toe: Dict[str, Vec3] = {}
+    front: Dict[str, Optional[Tuple]] = {}
+    if with_mesh:
+        rest_floor = min(p[0][1] for side in SIDES for p in points[side])
+        height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
+        for side in SIDES:
+            chosen, tip_index = _foot_choice([p[0] for p in points[side]],
+                                             [max(p[2], key=lambda term: term[2])[0] for p in points[side]],
+                                             bind["foot_" + side], height)
+            tip = points[side][tip_index]
+            front[side] = tip
+            points[side] = [points[side][i] for i in chosen]
+            bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else tip[0]
+    else:
+        # The character's own joints below each foot (not the tips the retarget added to its file).
+        foot_nodes = {side: [n for n in nodes_below if n == nodes_below[0] or nodes[n].get("name") != _name_of(nodes, parents[n]) + "_tip"]
+                      for side, nodes_below in foot_nodes.items()}
+        # The skin's joints and every foot node (a leg's tip joint is in no skin) at bind.
+        joint_bind = [bind_of(n) for n in main_joints] + [bind_of(n) for side in SIDES for n in foot_nodes[side]]
+        rest_floor = min(bind_of(n)[1] for side in SIDES for n in foot_nodes[side])
+        height = max(p[1] for p in joint_bind) - min(p[1] for p in joint_bind)
+        for side in SIDES:
+            tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
+            bind_toe[side] = bind_of(tip_node)
+    for frame in range(frames):
+        world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        joint_matrices: Dict = {}
+        for side in SIDES:
+            foot_node = foot_nodes[side][0]
+            heel[side].append((world[foot_node][12], world[foot_node][13], world[foot_node][14]))
+            if with_mesh:
+                posed = [_skin(world, v, terms, joint_matrices) for _, v, terms in points[side]]
+                lowest[side].append(min(p[1] for p in posed))
+                toe[side].append(_skin(world, front[side][1], front[side][2], joint_matrices) if toe_nodes[side] is None else  # type: ignore[index]
+                                 tuple(world[toe_nodes[side]][12:15]))  # type: ignore[index]
+            else:
+                lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
+                tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
+                toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
+    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes)
+
+
+def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle: Vec3,
+                 height: float) -> Tuple[List[int], int]:
+    """Which of a foot's vertices (at bind) the report follows: per bone that carries them most (a toe
+    turns against its foot), those farthest out in SUPPORT_DIRECTIONS directions (the lowest point of the
+    foot however it turns is one of them, nearly), and the sole's front, where a toe contact is measured
+    without a toe bone (a rigid foot rolls on it): the sole vertex farthest from the ankle, seen from above."""
+    groups: Dict[object, List[int]] = {}
+    for i, carrier in enumerate(carriers):
+        groups.setdefault(carrier, []).append(i)
+    chosen = set()
+    for members in groups.values():
+        for direction in sphere_directions(SUPPORT_DIRECTIONS):
+            chosen.add(max(members, key=lambda i: dot(bind_points[i], direction)))
+    lowest = min(p[1] for p in bind_points)
+    sole = [i for i, p in enumerate(bind_points) if p[1] <= lowest + 0.02 * height]
+    front = max(sole, key=lambda i: math.hypot(bind_points[i][0] - ankle[0], bind_points[i][2] - ankle[2]))
+    return sorted(chosen), front
+
+
+def _name_of(nodes, index: int) -> str:
+    return str(nodes[index].get("name")) if index >= 0 else ""
+
+
+def _skin(world: Sequence[Sequence[float]], v: Sequence[float],
+          terms: Sequence[Tuple[int, Optional[Sequence[float]], float]], joint_matrices: Dict) -> Vec3:
+    """sum(w * world(node) * inverseBind * v); `joint_matrices` caches the products of one frame."""
+    x = y = z = 0.0
+    for node, inverse_bind, weight in terms:
+        key = (node, id(inverse_bind))
+        m = joint_matrices.get(key)
+        if m is None:
+            m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
+            joint_matrices[key] = m
+        p = gd.apply4(m, v)
+        x += weight * p[0]
+        y += weight * p[1]
+        z += weight * p[2]
+    return (x, y, z)

@@ -6,17 +6,27 @@ report the same way.
       9 chains mapped, 19 left at rest (Root, LeftThumb, ...)
       reach 102 cm to 95 cm, arms corrected by up to 48 deg
       arms match 0.998 (worst lowerarm_r), pelvis 93 cm, lowest toe -1 cm, travelled 123 cm over 4.0 s
+      facing +Z, planted feet slide 0.04 cm a frame, planted soles 0.1 cm above the floor
+
+Directions are compared in the character's own facing, measured here from its bind geometry (heel to toe,
+the hip line), never taken from the retarget; `report_warnings` names what is out of range.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..rotations import IDENTITY, Quat, Vec3, dot, normalize, quat_rotate
+from ..rotations import IDENTITY, Quat, Vec3, cross, dot, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
 from .mapping import ARM_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
 
 LEFT_AT_REST_SHOWN = 2
+REFERENCE_HEIGHT_CM = 170.0  # the limits below are for a character this tall, scaled with its height
+FLOAT_LIMIT_CM = 1.0  # planted soles higher than this above the rest floor float
+SINK_LIMIT_CM = 2.0  # any foot point deeper than this under it sinks
+SKATE_LIMIT_CM = 0.15  # planted feet faster than this (cm a frame) slide
+ARMS_LIMIT = 0.95
+AXIS_SNAP_DEG = 10.0
 
 
 @dataclass(frozen=True)
@@ -36,12 +46,20 @@ class Report:
     lowest_toe_cm: float  # the target's lowest toe over the clip, from its bind-pose toe height
     travelled_cm: float  # horizontal distance of the hips, first to last frame
     duration_s: float
+    facing: str = "+Z"  # the character's forward at bind, measured from its geometry: +Z, -X, ... or "37 deg"
+    foot_skate_cm_per_frame: Optional[float] = None  # planted-foot speed during the clip's contacts
+    planted_sole_cm: Optional[float] = None  # mean height of the planted feet's lowest point over the rest floor
+    travel_cosine: Optional[float] = None  # hips travel vs the source's, in the character's facing
+    height_cm: Optional[float] = None  # the character at bind (its mesh, or its joints)
+    feet_measured_at: str = ""  # "skinned mesh" or "joints": what the floor figures were measured on
+    notes: Tuple[str, ...] = ()  # what could not be measured (or done) as asked, and what stood in for it
 
     def to_json(self) -> Dict:
         record = asdict(self)
         for key, value in record.items():
             if isinstance(value, float):
-                record[key] = round(value, 4 if key in ("arms_match", "limb_cosine_mean", "limb_cosine_min") else 2)
+                record[key] = round(value, 4 if key in ("arms_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
+                                    else 3 if key == "foot_skate_cm_per_frame" else 2)
         return record
 
 
@@ -60,10 +78,13 @@ def measure_report(
     reach_target: float,
     arm_correction_max_deg: float,
     facing: Quat = IDENTITY,
+    facing_label: str = "+Z",
+    feet: Optional["FeetFigures"] = None,
 ) -> Report:
     """The report from per-frame world positions: source_positions[frame][joint of source_map.skeleton],
     target_positions[frame][joint of target_map.skeleton] (metres; None where a joint was not sampled).
-    `facing` turns source directions into the target's frame (identity when both face +Z)."""
+    `facing` turns source directions into the target's frame (identity when both face +Z); `feet`, when
+    given, carries the floor and foot figures measured from the written file."""
     frames = min(len(source_positions), len(target_positions))
     per_part: Dict[str, List[float]] = {}
     for part in LIMB_REPORT_PARTS:
@@ -72,7 +93,10 @@ def measure_report(
         values = []
         for frame in range(frames):
             try:
-                wanted = source_map.segment(part, source_positions[frame])
+                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
+                    wanted = _span(source_map, part, source_positions[frame])
+                else:
+                    wanted = source_map.segment(part, source_positions[frame])
                 have = target_map.segment(part, target_positions[frame])  # type: ignore[arg-type]
             except TypeError:  # a joint not sampled
                 continue
@@ -95,9 +119,19 @@ def measure_report(
     bind_floor = min(bind_positions[j][1] for j in floor)
     lowest = min(target_positions[f][j][1] for f in range(frames) for j in floor)  # type: ignore[index]
     travelled = 0.0
+    travel_cosine = None
     if frames:
         first, last = hips_path[0], hips_path[-1]
         travelled = math.hypot(last[0] - first[0], last[2] - first[2])  # type: ignore[index]
+        source_hips = source_map.bones["hips"]
+        wanted = subtract(source_positions[frames - 1][source_hips], source_positions[0][source_hips])
+        wanted = quat_rotate(facing, (wanted[0], 0.0, wanted[2]))
+        have = (last[0] - first[0], 0.0, last[2] - first[2])  # type: ignore[index]
+        if math.hypot(wanted[0], wanted[2]) > TRAVEL_MEASURED_M and travelled > TRAVEL_MEASURED_M:
+            travel_cosine = dot(normalize(wanted), normalize(have))
+    lowest_cm = 100.0 * (lowest - bind_floor)
+    if feet is not None:
+        lowest_cm = feet.lowest_cm
     return Report(
         skeleton=skeleton_label,
         joints=joint_count,
@@ -111,16 +145,109 @@ def measure_report(
         limb_cosine_mean=sum(everything) / len(everything) if everything else float("nan"),
         limb_cosine_min=min(everything) if everything else float("nan"),
         pelvis_cm=100.0 * sum(p[1] for p in hips_path) / frames if frames else 0.0,  # type: ignore[index]
-        lowest_toe_cm=100.0 * (lowest - bind_floor),
+        lowest_toe_cm=lowest_cm,
         travelled_cm=100.0 * travelled,
         duration_s=duration_s,
+        facing=facing_label,
+        foot_skate_cm_per_frame=feet.skate_cm if feet is not None else None,
+        planted_sole_cm=feet.planted_cm if feet is not None else None,
+        travel_cosine=travel_cosine,
+        height_cm=feet.height_cm if feet is not None else None,
+        feet_measured_at=feet.measured_at if feet is not None else "",
+        notes=feet.notes if feet is not None else (),
     )
 
 
-def _whole(value: float) -> str:
-    """Rounded to a whole number, never "-0"."""
-    text = "{:.0f}".format(value)
-    return "0" if text == "-0" else text
+def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[Vec3]:
+    """Shoulder to wrist (or hip to ankle) on a two-bone limb: where the upper part starts to where the
+    lower part ends."""
+    lower = ("lowerarm_" if part.startswith("upperarm_") else "calf_") + part[-1]
+    ends = hmap.ends.get(lower)
+    if not (hmap.has(part) and hmap.has(lower) and ends):
+        return None
+    end = tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))
+    return subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
+
+
+TRAVEL_MEASURED_M = 0.2  # below this the clip is in place: no travel direction to compare
+
+
+@dataclass(frozen=True)
+class FeetFigures:
+    """Floor and foot figures measured from a written file (see output.report_from_output)."""
+
+    lowest_cm: float  # lowest foot point over the clip, from the rest floor
+    skate_cm: Optional[float]  # planted-foot speed, cm a frame
+    planted_cm: Optional[float]  # mean height of the planted feet's lowest point
+    height_cm: float
+    measured_at: str = "joints"  # or "skinned mesh"
+    notes: Tuple[str, ...] = ()
+
+
+def measure_facing(left_hip: Vec3, right_hip: Vec3, heel_to_toe: Sequence[Vec3]) -> Tuple[float, str]:
+    """The character's forward at bind as a turn about +Y from +Z (radians) and a label. The hip line
+    gives the direction (forward = left x up); the feet, heel to toe, say which way along it, and win
+    where the names of the sides say otherwise."""
+    left = subtract(left_hip, right_hip)
+    forward = normalize(cross((left[0], 0.0, left[2]), (0.0, 1.0, 0.0)))
+    feet = [normalize((v[0], 0.0, v[2])) for v in heel_to_toe if math.hypot(v[0], v[2]) > 1e-6]
+    toes = normalize(tuple(sum(v[k] for v in feet) for k in range(3))) if feet else (0.0, 0.0, 0.0)
+    if forward == (0.0, 0.0, 0.0):
+        forward = toes
+    elif dot(forward, toes) < 0.0:
+        forward = scale(forward, -1.0)
+    yaw = math.atan2(forward[0], forward[2])
+    return yaw, facing_label(yaw)
+
+
+def facing_label(yaw: float) -> str:
+    degrees = math.degrees(yaw)
+    for label, axis in (("+Z", 0.0), ("+X", 90.0), ("-Z", 180.0), ("-X", -90.0), ("-Z", -180.0)):
+        if abs(degrees - axis) <= AXIS_SNAP_DEG:
+            return label
+    return "{:.0f} deg".format(degrees)
+
+
+def facing_rotation(yaw: float) -> Quat:
+    return quat_from_axis_angle((0.0, 1.0, 0.0), yaw)
+
+
+def foot_skate(points: Dict[str, Tuple[Sequence[Vec3], Sequence[Vec3]]],
+               contacts: Dict[str, Sequence[Tuple[bool, bool]]]) -> Optional[float]:
+    """Kimodo's measure of planted feet, cm a frame: the heel point while the heel is in contact, the toe
+    point while the toe is, over steps in contact at both ends; None without a contact."""
+    steps = []
+    for side, (heel, toe) in points.items():
+        flags = contacts[side]
+        for channel, track in ((0, heel), (1, toe)):
+            for t in range(min(len(track), len(flags)) - 1):
+                if flags[t][channel] and flags[t + 1][channel]:
+                    a, b = track[t], track[t + 1]
+                    steps.append(math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2))
+    return 100.0 * sum(steps) / len(steps) if steps else None
+
+
+def report_warnings(report: Report) -> List[str]:
+    """What is out of range, in words (limits for a 1.7 m character, scaled with its height)."""
+    scale = (report.height_cm or REFERENCE_HEIGHT_CM) / REFERENCE_HEIGHT_CM
+    problems = []
+    if report.planted_sole_cm is not None and report.planted_sole_cm > FLOAT_LIMIT_CM * scale:
+        problems.append("planted feet float {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
+    if report.lowest_toe_cm < -SINK_LIMIT_CM * scale:
+        problems.append("feet sink {} cm into the floor".format(_shown(-report.lowest_toe_cm, 1)))
+    if report.foot_skate_cm_per_frame is not None and report.foot_skate_cm_per_frame > SKATE_LIMIT_CM * scale:
+        problems.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
+    if report.arms_match < ARMS_LIMIT or math.isnan(report.arms_match):
+        problems.append("arms match only {:.3f}".format(report.arms_match))
+    if report.travel_cosine is not None and report.travel_cosine < 0.0:
+        problems.append("travels against its facing ({}): walks backwards".format(report.facing))
+    return problems
+
+
+def _shown(value: float, digits: int = 0) -> str:
+    """Rounded to `digits` decimals, never "-0" or "-0.0" (a value that rounds to zero is shown as 0)."""
+    text = "{:.{}f}".format(value, digits)
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
 
 
 def format_report(name: str, report: Report) -> str:
@@ -133,8 +260,18 @@ def format_report(name: str, report: Report) -> str:
         "{}: {}, {} joints".format(name, report.skeleton, report.joints),
         "  {} chains mapped, {} left at rest{}".format(report.chains_mapped, len(report.left_at_rest), left),
         "  reach {} cm to {} cm, arms corrected by up to {} deg".format(
-            _whole(report.reach_source_cm), _whole(report.reach_target_cm), _whole(report.arm_correction_max_deg)),
+            _shown(report.reach_source_cm), _shown(report.reach_target_cm), _shown(report.arm_correction_max_deg)),
         "  arms match {:.3f} (worst {}), pelvis {} cm, lowest toe {} cm, travelled {} cm over {:.1f} s".format(
-            report.arms_match, report.arms_match_worst_bone, _whole(report.pelvis_cm), _whole(report.lowest_toe_cm),
-            _whole(report.travelled_cm), report.duration_s),
-    ))
+            report.arms_match, report.arms_match_worst_bone, _shown(report.pelvis_cm), _shown(report.lowest_toe_cm),
+            _shown(report.travelled_cm), report.duration_s),
+    ) + ((_feet_line(report),) if report.foot_skate_cm_per_frame is not None or report.planted_sole_cm is not None
+         else ()))
+
+
+def _feet_line(report: Report) -> str:
+    parts = ["facing " + report.facing]
+    if report.foot_skate_cm_per_frame is not None:
+        parts.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
+    if report.planted_sole_cm is not None:
+        parts.append("planted soles {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
+    return "  " + ", ".join(parts)

@@ -14,7 +14,6 @@ Order of work, parent before child on the target:
 """
 from __future__ import annotations
 
-import math
 from array import array
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -33,6 +32,7 @@ from ..rotations import (
     quat_rotate,
     quat_slerp,
     subtract,
+    yaw_angle,
 )
 from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
 from .mapping import (
@@ -71,6 +71,9 @@ class RetargetInfo:
     forward: Vec3 = (0.0, 0.0, 1.0)  # the character's facing measured from its rest geometry (unit, horizontal)
     facing: str = "+Z"  # the same as a label: "+Z", "-Z", "+X", "-X", or "<yaw from +Z> deg"
     warnings: Tuple[str, ...] = ()  # decisions against the rig's names (already logged once)
+    # --in-place with the foot lock: per frame, the horizontal travel (x, z) taken out after the feet
+    # were locked on the travelling motion (the report adds it back to measure the planted feet).
+    removed_travel: Optional[Tuple[Tuple[float, float], ...]] = None
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
@@ -137,7 +140,7 @@ def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[Humanoi
     return _remap(target_map, skeleton, order), order
 
 
-def _smooth(values: Sequence[float], window: int) -> List[float]:
+def centred_average(values: Sequence[float], window: int) -> List[float]:
     """Centred moving average whose window shrinks symmetrically at the ends (so the first and last
     values are kept: the path's travel is removed whole, the sway around it stays)."""
     out = []
@@ -146,11 +149,6 @@ def _smooth(values: Sequence[float], window: int) -> List[float]:
         half = min(window, i, count - 1 - i)
         out.append(sum(values[i - half: i + half + 1]) / (2 * half + 1))
     return out
-
-
-def _yaw(rotation: Quat) -> float:
-    forward = quat_rotate(rotation, (0.0, 0.0, 1.0))
-    return math.atan2(forward[0], forward[2])
 
 
 def retarget(
@@ -230,7 +228,7 @@ def retarget(
         path.append([hips_bind[0] + horizontal[0], bind_floor + p[1] * ratio, hips_bind[2] + horizontal[2]])
     if in_place and frames:
         for axis in (0, 2):
-            smooth = _smooth([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
+            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
             for frame in range(frames):
                 path[frame][axis] -= smooth[frame] - smooth[0]
 
@@ -266,7 +264,7 @@ def retarget(
         for frame in range(frames):
             # Facing yaw: how far the hips have turned about +Y from their rest heading.
             hips_rotation = quat_multiply(source_globals[frame][source_hips], inverse_source_rest[source_hips])
-            turn = quat_from_axis_angle((0.0, 1.0, 0.0), _yaw(quat_multiply(quat_multiply(facing, hips_rotation), inverse_facing)))
+            turn = quat_from_axis_angle((0.0, 1.0, 0.0), yaw_angle(quat_multiply(quat_multiply(facing, hips_rotation), inverse_facing)))
             position = (root_rest[0][0] + roots[frame * 3] - hips_bind[0], root_rest[0][1],
                         root_rest[0][2] + roots[frame * 3 + 2] - hips_bind[2])
             track.append((position, quat_normalize(quat_multiply(turn, root_rest[1]))))

@@ -252,6 +252,9 @@ def run_case(case, work):
     if case["rig"] == "glb":
         bpy.ops.import_scene.gltf(filepath=case["path"])
         target = armatures()[0]
+        if case.get("export"):  # the character as Blender imported it, for the command line to read
+            record["exported"] = str(Path(work) / (case["name"] + "_imported.glb"))
+            bpy.ops.export_scene.gltf(filepath=record["exported"], export_format="GLB")
     elif case["rig"] == "rigify":
         target, record["exported"] = make_rigify(work)
     if case.get("select") == "mesh":

@@ -12,17 +12,15 @@ import sys
 
 import bpy
 
+from gltf_import import import_gltf
+
 
 def to_gltf_axes(vector):
     return [vector.x, vector.z, -vector.y]
 
 
 def report_one(path, fps, frames):
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    scene = bpy.context.scene
-    scene.render.fps = int(round(fps))
-    scene.render.fps_base = scene.render.fps / fps
-    bpy.ops.import_scene.gltf(filepath=path)
+    scene = import_gltf(path, fps)
     armatures = [o for o in scene.objects if o.type == "ARMATURE"]
     report = {"armatures": len(armatures), "skinned_meshes": [], "heads": {}, "deform_error": None,
               "deform_travel": None, "has_action": False}

@@ -1,41 +1,10 @@
 // three.js as a judge: load a .glb with three's own GLTFLoader, play its first animation with AnimationMixer and
 // print, as one JSON line, what three built and every skin joint's world position at each requested frame.
 //   node three_pose.mjs FILE.glb FPS FRAME [FRAME ...]
-// three is found in $KIMODO_NODE_MODULES (else node_modules beside this script): ES modules ignore NODE_PATH.
+// three is loaded by three_gltf.mjs.
 import fs from "node:fs";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = process.env.KIMODO_NODE_MODULES || path.join(here, "node_modules");
-const THREE = await import(pathToFileURL(path.join(modules, "three", "build", "three.module.js")).href);
-const { GLTFLoader } = await import(
-  pathToFileURL(path.join(modules, "three", "examples", "jsm", "loaders", "GLTFLoader.js")).href
-);
-
-// Whatever three says while loading is part of the verdict, so it is collected, not lost in stderr.
-const messages = [];
-for (const level of ["warn", "error"]) {
-  console[level] = (...parts) => messages.push(level + ": " + parts.map(String).join(" "));
-}
-
-// GLTFLoader's image path needs a browser (self.URL, an image decoder): in Node it throws "self is not defined"
-// on the first image. Textures become empty Texture objects (counted); bones and geometry load as in a browser.
-let texturesStubbed = 0;
-const stubTextures = () => ({
-  name: "kimodo_stub_textures",
-  loadTexture() {
-    texturesStubbed += 1;
-    return Promise.resolve(new THREE.Texture());
-  },
-});
-
-function parse(bytes) {
-  const loader = new GLTFLoader();
-  loader.register(stubTextures);
-  const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-  return new Promise((resolve, reject) => loader.parse(buffer, "", resolve, reject));
-}
+import { THREE, messages, parse, stubbedTextures } from "./three_gltf.mjs";
 
 function nodeIndex(parser, object) {
   const mapping = parser.associations.get(object);
@@ -107,7 +76,7 @@ async function main() {
       duration: clip ? clip.duration : 0,
       track_count: tracks.length,
       tracks,
-      textures_stubbed: texturesStubbed,
+      textures_stubbed: stubbedTextures(),
       messages,
       poses,
     })

@@ -1,0 +1,777 @@
+"""The floor and the feet, as a pass after the solve: where the character's soles are, Kimodo's foot
+contacts, the feet placed on the floor and locked where they land.
+
+- Soles: with a mesh, each foot's vertices at bind (linear blend skinning of the vertices the foot's
+  joints carry, or meshes hung rigidly under a foot bone), kept as the few farthest out in DIRECTIONS
+  directions per bone; without one, the foot's joints. The character's REST FLOOR is their lowest at bind.
+- Contacts: the clip's own (Kimodo NPZ, [T,4] or [T,6]), else labelled as Kimodo labels them: a foot
+  joint slower than 0.15 m/s and lower than 0.10 m.
+- Floor: every frame the hips move up or down so the lowest sole sits on the rest floor while a foot is
+  planted, and as far above it as Kimodo's lowest foot joint rises above its own planted height (scaled
+  by the leg ratio) while none is; the change is eased over BLEND_FRAMES.
+- Foot lock: while heel and toe are both down the foot keeps its world rotation. Each contact span pins
+  its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
+  it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
+  and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
+  coming down where a leg cannot reach and up where it cannot fold so far; eased in before and out after
+  each span over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
+  onto it by the same IK on the arm.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, replace
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .. import skeletons
+from ..model import Motion, Skeleton
+from ..ops import derived_channels
+from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
+from ..rotations import (
+    IDENTITY,
+    Quat,
+    Vec3,
+    add,
+    cross,
+    dot,
+    length,
+    normalize,
+    quat_between,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_slerp,
+    scale,
+    sphere_directions,
+    subtract,
+)
+from ..errors import KimodoError
+from .mapping import SIDES, HumanoidMap
+from .solve import RetargetInfo, centred_average, retarget
+
+BLEND_FRAMES = 4
+SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
+DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
+LEASH = 0.05  # of the leg's reach: how far Kimodo's planted foot may drift before the pin follows it
+REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
+
+Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
+
+
+# The character's vertices at bind: (position in the glTF frame, metres; {joint name: weight}).
+BindMesh = Sequence[Tuple[Sequence[float], Mapping[str, float]]]
+
+
+@dataclass(frozen=True)
+class Soles:
+    """Points that ride on the working skeleton's joints, per side, and the rest floor (metres)."""
+
+    rest_floor: float
+    feet: Dict[str, Tuple[Point, ...]]
+    hands: Dict[str, Tuple[Point, ...]]
+    toe_points: Dict[str, Optional[Point]]  # where a toe contact pins, per side
+    from_mesh: bool
+
+
+def subtree(skeleton: Skeleton, joint: int) -> List[int]:
+    inside = {joint}
+    for j in range(joint + 1, skeleton.joint_count):
+        if skeleton.parents[j] in inside:
+            inside.add(j)
+    return sorted(inside)
+
+
+def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:
+    """The hand, or where the map names none, the forearm's first child (a palm bone by another name)."""
+    if tmap.has("hand_" + side):
+        return tmap.bones["hand_" + side]
+    if not tmap.has("lowerarm_" + side):
+        return None
+    children = tmap.skeleton.children(tmap.bones["lowerarm_" + side])
+    return children[0] if children else None
+
+
+def standing_joint(tmap: HumanoidMap, side: str) -> int:
+    """The joint one side of the body stands on: its foot, else its toe, else the lowest bone of its leg
+    (the map always has a thigh, or a one-bone leg's, on each side)."""
+    for part in ("foot_", "toe_", "calf_", "thigh_"):
+        if tmap.has(part + side):
+            return tmap.bones[part + side]
+    raise KimodoError("{}: no leg on the {} side".format(tmap.skeleton.name, "left" if side == "l" else "right"))
+
+
+def leg_chain(tmap: HumanoidMap, side: str) -> Optional[Tuple[int, int, int]]:
+    """Thigh, shin and foot, each below the one before: a leg two-bone IK can lock. None for a one-bone
+    leg (Kenney's `leg-left`) or a leg without a foot: such a leg stands on the floor but is not locked."""
+    joints = [tmap.bones.get(part + "_" + side) for part in ("thigh", "calf", "foot")]
+    if any(j is None for j in joints):
+        return None
+    thigh, calf, foot = joints  # type: ignore[misc]
+    skeleton = tmap.skeleton
+    if calf not in subtree(skeleton, thigh) or foot not in subtree(skeleton, calf) or calf == thigh or foot == calf:
+        return None
+    return thigh, calf, foot  # type: ignore[return-value]
+
+
+def added_tip(skeleton: Skeleton, joint: int) -> bool:
+    """A tip joint the rig reading added where a childless bone ends (`<bone>_tip`): a guess from the
+    bone's vertices or axis, not a joint of the character, so soles are not stood on it."""
+    parent = skeleton.parents[joint]
+    return parent >= 0 and skeleton.joint_names[joint] == skeleton.joint_names[parent] + "_tip"
+
+
+def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
+    """The joint and those below it that are the character's own (no added tips; the joint itself
+    always, a one-bone leg's foot being its tip)."""
+    return [j for j in subtree(skeleton, joint) if j == joint or not added_tip(skeleton, j)]
+
+
+def unlocked_legs(tmap: HumanoidMap) -> List[str]:
+    """The sides whose leg the foot lock leaves as the solve has it, in words for the report."""
+    return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
+        tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless")
+        for side in SIDES if leg_chain(tmap, side) is None]
+
+
+def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
+    x = y = z = 0.0
+    for joint, weight, offset in point:
+        p = add(positions[joint], quat_rotate(rotations[joint], offset))
+        x += weight * p[0]
+        y += weight * p[1]
+        z += weight * p[2]
+    return (x, y, z)
+
+
+def _as_point(world: Vec3, weights: Dict[int, float], rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Point:
+    return tuple((j, w, quat_rotate(quat_conjugate(rotations[j]), subtract(world, positions[j])))
+                 for j, w in sorted(weights.items()))
+
+
+def _extremes(items: List, count: int) -> List:
+    """The items (vertex, weights) farthest out in `count` directions, per bone that carries them most
+    (a toe turns against its foot): the lowest point of a foot or a hand, however it turns, is one of
+    them (nearly: skinning bends a little)."""
+    groups: Dict[int, List[int]] = {}
+    for index, (_, weights) in enumerate(items):
+        groups.setdefault(max(weights, key=lambda j: weights[j]), []).append(index)
+    chosen = set()
+    directions = sphere_directions(count)
+    for members in groups.values():
+        for direction in directions:
+            chosen.add(max(members, key=lambda i: dot(items[i][0], direction)))
+    return [items[i] for i in sorted(chosen)]
+
+
+def _on_working_skeleton(mesh: BindMesh, skeleton: Skeleton) -> List[Tuple[Vec3, Dict[int, float]]]:
+    """The mesh's vertices with their weights on the working skeleton's joints (influences outside it
+    dropped, the rest renormalised; vertices it does not carry dropped)."""
+    by_name = {name: j for j, name in enumerate(skeleton.joint_names)}
+    result = []
+    for position, weights in mesh:
+        terms = {by_name[name]: w for name, w in weights.items() if name in by_name and w > 0.0}
+        total = sum(terms.values())
+        if 1e-6 < total < math.inf and len(position) == 3 and all(math.isfinite(c) for c in position):
+            result.append(((float(position[0]), float(position[1]), float(position[2])),
+                           {j: w / total for j, w in terms.items()}))
+    return result
+
+
+def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
+    """The character's soles, hands and rest floor on the retarget's working skeleton, from its bind mesh
+    (`character.bind_mesh`, or a host's own: positions in the glTF frame, weights by joint name)."""
+    tmap = info.target_map
+    skeleton = tmap.skeleton
+    rotations, positions = rest_pose(skeleton)
+    height = max(p[1] for p in positions) - min(p[1] for p in positions)
+    vertices = _on_working_skeleton(mesh, skeleton)
+    feet: Dict[str, Tuple[Point, ...]] = {}
+    hands: Dict[str, Tuple[Point, ...]] = {}
+    toes: Dict[str, Optional[Point]] = {}
+    from_mesh = True
+    for side in SIDES:
+        foot = standing_joint(tmap, side)
+        foot_joints = set(subtree(skeleton, foot))
+        hand = hand_joint(tmap, side)
+        hand_joints = set(subtree(skeleton, hand)) if hand is not None else set()
+        on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
+        if not on_foot and leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
+            # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+            leg_joints = set(subtree(skeleton, skeleton.parents[foot]))
+            on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in leg_joints) >= 0.5]
+        on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in hand_joints) >= 0.5]
+        toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
+        if on_foot:
+            lowest = min(v[1] for v, _ in on_foot)
+            sole = sorted((item for item in on_foot if item[0][1] <= lowest + SOLE_BAND * height), key=lambda i: i[0][1])
+            feet[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_foot, DIRECTIONS))
+            if toes[side] is None:  # no toe bone: a toe contact pins the sole's front (a rigid foot rolls on it)
+                ankle = positions[foot]
+                front = max(sole, key=lambda item: math.hypot(item[0][0] - ankle[0], item[0][2] - ankle[2]))
+                toes[side] = _as_point(front[0], front[1], rotations, positions)
+        else:
+            from_mesh = False
+            feet[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in own_joints(skeleton, foot))
+        if on_hand:
+            hands[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_hand, DIRECTIONS))
+        else:
+            hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in (own_joints(skeleton, hand) if hand is not None else []))
+    rest_floor = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in feet[side])
+    return Soles(rest_floor, feet, hands, toes, from_mesh)
+
+
+# --- contacts -------------------------------------------------------------------------------------
+
+def source_contacts(motion: Motion, source_map: HumanoidMap,
+                    positions: Sequence[Sequence[Vec3]]) -> Dict[str, List[Tuple[bool, bool]]]:
+    """Per side, per frame: (heel, toe) in contact. The clip's own labels where it has them (a [T,6] NPZ
+    reads with the toe in contact when its toe or toe end is), else Kimodo's rule on the foot and toe joints."""
+    frames = motion.frame_count
+    if motion.foot_contacts is not None:
+        values = motion.foot_contacts
+        return {side: [(values[f * 4 + 2 * s] >= 0.5, values[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]
+                for s, side in enumerate(SIDES)}
+    if motion.skeleton.name in skeletons.BUILTIN:
+        labels = derived_channels.detect_foot_contacts(motion.skeleton, positions, motion.fps)
+        return {side: [(labels[f * 4 + 2 * s] >= 0.5, labels[f * 4 + 2 * s + 1] >= 0.5) for f in range(frames)]
+                for s, side in enumerate(SIDES)}
+    result = {}
+    for side in SIDES:
+        heel = standing_joint(source_map, side)
+        toe = source_map.bones.get("toe_" + side, heel)
+        result[side] = [(_touching(positions, heel, f, motion.fps), _touching(positions, toe, f, motion.fps))
+                        for f in range(frames)]
+    return result
+
+
+def _touching(positions: Sequence[Sequence[Vec3]], joint: int, frame: int, fps: float) -> bool:
+    count = len(positions)
+    a, b = (frame, frame + 1) if frame + 1 < count else (frame - 1, frame)
+    speed = length(subtract(positions[b][joint], positions[a][joint])) * fps if count > 1 else 0.0
+    return speed < derived_channels.CONTACT_SPEED_M_S and positions[frame][joint][1] < derived_channels.CONTACT_HEIGHT_M
+
+
+def _ramp(flags: Sequence[bool], frames: int) -> List[float]:
+    """1 on flagged frames, falling smoothly to 0 over `frames` frames either side."""
+    count = len(flags)
+    weights = []
+    for t in range(count):
+        if flags[t]:
+            weights.append(1.0)
+            continue
+        near = min([abs(t - u) for u in range(max(0, t - frames), min(count, t + frames + 1)) if flags[u]] or [frames + 1])
+        x = max(0.0, 1.0 - near / float(frames + 1))
+        weights.append(x * x * (3.0 - 2.0 * x))
+    return weights
+
+
+# --- two-bone IK ------------------------------------------------------------------------------------
+
+def two_bone(root: Vec3, middle: Vec3, end: Vec3, goal: Vec3, lateral: Vec3) -> Tuple[Quat, Quat]:
+    """Rotations (world, about `root` and about `middle`) that bring `end` to `goal` (or as near as the
+    chain reaches): the middle joint bends in the chain's own plane (its normal from the pose, leaning
+    on `lateral` where the chain is straight), then the whole chain swings about the root."""
+    upper = subtract(middle, root)
+    lower = subtract(end, middle)
+    a, b = length(upper), length(lower)
+    if a < 1e-9 or b < 1e-9:
+        return (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+    bend_normal = cross(upper, lower)
+    normal = normalize(add(bend_normal, scale(normalize(lateral), 0.05 * a * b)))
+    reach = length(subtract(goal, root))
+    reach = min(max(reach, abs(a - b) + 1e-6 * (a + b)), (a + b) * (1.0 - 1e-6))
+    now = math.acos(max(-1.0, min(1.0, dot(scale(upper, -1.0 / a), scale(lower, 1.0 / b)))))
+    wanted = math.acos(max(-1.0, min(1.0, (a * a + b * b - reach * reach) / (2.0 * a * b))))
+    knee = quat_from_axis_angle(normal, now - wanted)
+    new_end = add(middle, quat_rotate(knee, lower))
+    swing = quat_between(subtract(new_end, root), subtract(goal, root))
+    return swing, knee
+
+
+def _solve_chain(skeleton: Skeleton, rotations: List[Quat], positions: List[Vec3], top: int, middle: int,
+                 effector: int, goal: Vec3, lateral: Vec3, middle_chain: List[int], effector_chain: List[int]) -> None:
+    """Turn the joints in place so `effector` reaches `goal`; the effector's subtree keeps its world
+    rotations. Positions are recomputed for every joint below `top`."""
+    swing, knee = two_bone(positions[top], positions[middle], positions[effector], goal, lateral)
+    effector_set = set(effector_chain)
+    middle_set = set(middle_chain)
+    for j in subtree(skeleton, top):
+        if j in effector_set:
+            continue
+        turn = quat_multiply(swing, knee) if j in middle_set else swing
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+    for j in subtree(skeleton, top):
+        if j == top:
+            continue
+        parent = skeleton.parents[j]
+        positions[j] = add(positions[parent], quat_rotate(rotations[parent], skeleton.rest_offsets[j]))
+
+
+def _locals(skeleton: Skeleton, rotations: Sequence[Quat]) -> List[Quat]:
+    out = []
+    for j, parent in enumerate(skeleton.parents):
+        out.append(rotations[j] if parent < 0 else quat_normalize(quat_multiply(quat_conjugate(rotations[parent]), rotations[j])))
+    return out
+
+
+# --- the pass ---------------------------------------------------------------------------------------
+
+def _planted_heights(source_positions, contacts, source_map: HumanoidMap) -> Dict[int, float]:
+    """Each source foot joint's height when Kimodo has it planted (median over its contact frames), so
+    the source's clearance is measured from its own sole, not from its joints."""
+    heights = {}
+    for side in SIDES:
+        heel = standing_joint(source_map, side)
+        toe = source_map.bones.get("toe_" + side)
+        for joint, channel in ((heel, 0), (toe, 1)):
+            if joint is None or joint in heights:
+                continue
+            values = sorted(source_positions[f][joint][1] for f, flags in enumerate(contacts[side]) if flags[channel])
+            heights[joint] = values[len(values) // 2] if values else min(
+                p[joint][1] for p in source_positions) if source_positions else 0.0
+    return heights
+
+
+def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (), in_place: bool = False,
+                  root_motion: str = "hips", foot_lock: bool = True, target_map: Optional[HumanoidMap] = None,
+                  target_name: str = "", source_name: str = "") -> Tuple[Motion, RetargetInfo]:
+    """`motion` on the humanoid `target`: the solve, then this pass. The one retarget every front end
+    calls (`kimodo-rig retarget`, the preview, the Blender add-on through api.retarget_motion), so they
+    all put the same motion on a character. `bind_mesh`: the character's vertices at bind (soles on the
+    mesh; none: on the joints). With --in-place and the lock, the travel taken out is in
+    `info.removed_travel` (locked feet walk a treadmill, locked on the travelling motion)."""
+    retargeted, info = retarget(motion, target, in_place=in_place, root_motion=root_motion,
+                                target_map=target_map, target_name=target_name, source_name=source_name)
+    treadmill = None
+    if in_place and foot_lock:
+        travelling, _ = retarget(motion, target, root_motion=root_motion, target_map=target_map,
+                                 target_name=target_name, source_name=source_name)
+        treadmill = removed_travel(travelling, retargeted)
+        retargeted = travelling
+    placed, moved, treadmill = place_feet(retargeted, motion, info, bind_mesh, lock=foot_lock, treadmill=treadmill)
+    root_track = info.root_track
+    if root_track is not None:  # the root bone travels with the hips
+        root_track = tuple(((p[0] + d[0], p[1], p[2] + d[1]), q) for (p, q), d in zip(root_track, moved))
+    return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track)
+
+
+def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:
+    """Per frame, the horizontal travel --in-place took out of the hips (the same retarget with and without)."""
+    return [(travelling.root_positions[f * 3] - in_place.root_positions[f * 3],
+             travelling.root_positions[f * 3 + 2] - in_place.root_positions[f * 3 + 2])
+            for f in range(travelling.frame_count)]
+
+
+def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh: BindMesh = (), *,
+               lock: bool = True, treadmill: Optional[Sequence[Tuple[float, float]]] = None
+               ) -> Tuple[Motion, List[Tuple[float, float]], Optional[List[Tuple[float, float]]]]:
+    """The retargeted motion with its soles on the character's rest floor and, with `lock`, its
+    planted feet pinned where they land (the hips carried with them). `treadmill` (--in-place:
+    `removed_travel`) is taken out of the hips afterwards, with the travel the feet carried, so the feet
+    are locked to a floor that moves with the travel removed. Returns the motion, the horizontal change
+    (x, z) its hips got per frame, and the travel taken out (None without `treadmill`)."""
+    skeleton = retargeted.skeleton
+    tmap = info.target_map
+    smap = info.source_map
+    soles = find_soles(bind_mesh, info)
+    floor = soles.rest_floor
+    frames = retargeted.frame_count
+    if not frames:
+        return retargeted, [], treadmill
+    ratio = info.reach_target / info.reach_source
+    source_positions = global_rotations_and_positions(source)[1]
+    contacts = source_contacts(source, smap, source_positions)
+    planted = _planted_heights(source_positions, contacts, smap)
+    any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
+    planted_weight = _ramp(any_contact, BLEND_FRAMES)
+
+    lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
+    roots = array("d", retargeted.root_positions)
+    poses = []
+    for frame in range(frames):
+        rotations, positions = pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))
+        clearance = max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
+        # The feet that stand: heels down first (a foot on its toes pitches, its sole's front reaching
+        # far below the ankle on a long foot: it is turned up onto the floor below, not stood on); a leg
+        # the lock cannot turn (one bone) always.
+        standing = [side for side in SIDES if contacts[side][frame][0]] or [
+            side for side in SIDES if contacts[side][frame][1]] or list(SIDES)
+        standing = sorted(set(standing) | {side for side in SIDES if side not in lockable})
+        lowest = min(posed_point(p, rotations, positions)[1] for side in standing for p in soles.feet[side])
+        shift = floor + (1.0 - planted_weight[frame]) * clearance - lowest
+        roots[frame * 3 + 1] += shift
+        poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
+
+    carried = [(0.0, 0.0)] * frames
+    if lock:
+        carried = _follow_planted_feet(tmap, soles, lockable, contacts, poses, roots)
+        for side in lockable:
+            _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
+    for side in lockable:
+        _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
+    leash = LEASH * info.reach_target
+    facing = info.corrections.facing
+    tracks = {side: [quat_rotate(facing, scale(positions[standing_joint(smap, side)], ratio)) for positions in source_positions]
+              for side in SIDES}
+    goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash, tracks[side]) if lock and side in lockable
+             else [None] * frames for side in SIDES}
+    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
+    _lift_torso(skeleton, tmap, soles, poses, floor)
+    for side in SIDES:
+        _keep_above(skeleton, tmap, soles, side, poses, floor)
+
+    local_rotations = array("d")
+    for rotations, _ in poses:
+        for q in _locals(skeleton, rotations):
+            local_rotations.extend(q)
+    moved = carried
+    if treadmill is not None:
+        # In place: the solve's travel out, and the travel the planted feet carried the hips (its smooth
+        # part; the sway stays), so the character walks a treadmill where it stands.
+        window = max(1, int(round(retargeted.fps * 0.5)))
+        smooth = [centred_average([c[axis] for c in carried], window) for axis in (0, 1)]
+        removed = [(dx + smooth[0][f] - smooth[0][0], dz + smooth[1][f] - smooth[1][0]) for f, (dx, dz) in enumerate(treadmill)]
+        moved = [(c[0] - r[0] + t[0], c[1] - r[1] + t[1]) for c, r, t in zip(carried, removed, treadmill)]
+        for frame, (dx, dz) in enumerate(removed):
+            roots[frame * 3] -= dx
+            roots[frame * 3 + 2] -= dz
+        treadmill = removed
+    placed = Motion(skeleton, local_rotations, roots, retargeted.fps, name=retargeted.name, prompt=retargeted.prompt)
+    return placed, moved, treadmill
+
+
+def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
+                         contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array) -> List[Tuple[float, float]]:
+    """The hips carried horizontally by the planted feet, so the legs keep the clip's directions: a foot
+    that lands is pinned where it is (its heel, or its toe when only the toe is down), and while it stays
+    planted the body moves so that point stays put (the mean over the planted feet; held through flight).
+    A leg of other proportions than Kimodo's then strides its own length instead of sliding. Eased over
+    BLEND_FRAMES either side; returns the horizontal offset (x, z) given to each frame."""
+    frames = len(poses)
+    pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
+    offset = (0.0, 0.0)
+    raw = []
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        wants = []
+        for side in sides:
+            heel_on, toe_on = contacts[side][frame]
+            toe_point = soles.toe_points.get(side)
+            if toe_point is None:
+                heel_on, toe_on = heel_on or toe_on, False
+            if not (heel_on or toe_on):
+                pins.pop(side, None)
+                continue
+            point = positions[tmap.bones["foot_" + side]] if heel_on else posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+            pin = pins.get(side)
+            if pin is None or pin[0] != heel_on:  # lands, or rolls onto its toe: pinned where it is now
+                pins[side] = (heel_on, (point[0] + offset[0], point[2] + offset[1]))
+                continue
+            wants.append((pin[1][0] - point[0], pin[1][1] - point[2]))
+        if wants:
+            offset = (sum(w[0] for w in wants) / len(wants), sum(w[1] for w in wants) / len(wants))
+        raw.append(offset)
+    eased = [centred_average([o[axis] for o in raw], BLEND_FRAMES) for axis in (0, 1)]
+    carried = []
+    for frame in range(frames):
+        dx, dz = eased[0][frame], eased[1][frame]
+        carried.append((dx, dz))
+        roots[frame * 3] += dx
+        roots[frame * 3 + 2] += dz
+        _, positions = poses[frame]
+        positions[:] = [(p[0] + dx, p[1], p[2] + dz) for p in positions]
+    return carried
+
+
+def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.0, 0.0)) -> float:
+    return min(posed_point(p, rotations, positions)[1] for p in points) + lift[1]
+
+
+PITCH_STEPS = 6
+
+
+def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
+                      flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> None:
+    """A foot whose heel is up (on its toes, or in the air) and that reaches under the floor is turned
+    about its ankle until its lowest sole point is on the floor: a long foot pitched as
+    Kimodo's short one is would push its toes through the ground (or lift the body off it)."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    for frame, (rotations, positions) in enumerate(poses):
+        if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
+            continue
+        ankle = positions[foot]
+        for _ in range(PITCH_STEPS):
+            lowest = min((posed_point(p, rotations, positions) for p in soles.feet[side]), key=lambda q: q[1])
+            depth = floor - lowest[1]
+            arm = subtract(lowest, ankle)
+            axis = cross((0.0, -1.0, 0.0), arm)  # turning about it lifts the lowest point
+            reach = math.hypot(arm[0], arm[2])
+            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6:
+                break
+            turn = quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach)))
+            for j in chain:
+                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+                positions[j] = add(ankle, quat_rotate(turn, subtract(positions[j], ankle)))
+
+
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
+                    poses) -> None:
+    """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
+    from the first such frame (turned about the ankle), and eased back to the animation's over
+    BLEND_FRAMES after."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    frames = len(poses)
+    deltas: List[Optional[Quat]] = [None] * frames
+    held: Optional[Quat] = None
+    for frame in range(frames):
+        if flags[frame][0] and flags[frame][1]:
+            animated = poses[frame][0][foot]
+            if held is None:
+                held = animated
+            deltas[frame] = quat_normalize(quat_multiply(held, quat_conjugate(animated)))
+        else:
+            held = None
+    for frame in range(frames):
+        delta = deltas[frame]
+        if delta is None:  # eased out after a flat span
+            for step in range(1, BLEND_FRAMES + 1):
+                earlier = deltas[frame - step] if frame - step >= 0 else None
+                if earlier is not None:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    delta = quat_slerp(IDENTITY, earlier, x * x * (3.0 - 2.0 * x))
+                    break
+        if delta is None:
+            continue
+        rotations, positions = poses[frame]
+        ankle = positions[foot]
+        for j in chain:
+            rotations[j] = quat_normalize(quat_multiply(delta, rotations[j]))
+            positions[j] = add(ankle, quat_rotate(delta, subtract(positions[j], ankle)))
+
+
+def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
+                floor: float, leash: float, source_track: Sequence[Vec3]) -> List[Optional[Vec3]]:
+    """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
+    the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
+    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
+    Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
+    character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
+    is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
+    foot = tmap.bones["foot_" + side]
+    toe_point = soles.toe_points.get(side)
+    frames = len(poses)
+    offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
+    pin_heel: Optional[Vec3] = None
+    pin_toe: Optional[Vec3] = None
+    anchor: Vec3 = (0.0, 0.0, 0.0)
+    dragged: Vec3 = (0.0, 0.0, 0.0)
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        heel_on, toe_on = flags[frame]
+        if toe_point is None:
+            heel_on, toe_on = heel_on or toe_on, False
+        if not (heel_on or toe_on):
+            pin_heel = pin_toe = None
+            continue
+        ankle = positions[foot]
+        toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
+        if pin_heel is None and pin_toe is None:
+            # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
+            start: Vec3 = (0.0, floor - _lowest(soles.feet[side], rotations, positions), 0.0)
+            anchor, dragged = source_track[frame], (0.0, 0.0, 0.0)
+        else:
+            start = offsets[frame - 1] or (0.0, 0.0, 0.0)
+        if heel_on:
+            if pin_heel is None:
+                pin_heel = add(ankle, start)
+            goal = pin_heel
+        else:
+            if pin_toe is None:
+                pin_toe = add(toe, start)
+            goal = add(pin_toe, subtract(ankle, toe))
+        # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
+        # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
+        grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
+        drift = (source_track[frame][0] - anchor[0], 0.0, source_track[frame][2] - anchor[2])
+        away = math.hypot(drift[0], drift[2])
+        excess = scale(drift, 1.0 - leash / away) if away > leash else (0.0, 0.0, 0.0)
+        drag = subtract(excess, dragged)
+        dragged = excess
+        # And never more than `leash` from where the legs put the foot (two planted feet Kimodo slides
+        # apart, which the hips cannot both follow).
+        held = add(goal, drag)
+        off = math.hypot(held[0] - ankle[0], held[2] - ankle[2])
+        if off > leash:
+            pull = 1.0 - leash / off
+            drag = add(drag, (pull * (ankle[0] - held[0]), 0.0, pull * (ankle[2] - held[2])))
+        if drag != (0.0, 0.0, 0.0):
+            goal = add(goal, drag)
+            if heel_on:
+                pin_heel = add(pin_heel, drag)  # type: ignore[arg-type]
+            else:
+                pin_toe = add(pin_toe, drag)  # type: ignore[arg-type]
+        offset = (goal[0] - ankle[0], grounded - ankle[1], goal[2] - ankle[2])
+        offsets[frame] = offset
+        if heel_on and toe_on:
+            pin_toe = add(toe, offset)
+        elif toe_on:
+            pin_heel = None
+    blended = _blend_offsets(offsets, [o is not None for o in offsets])
+    return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
+                 poses, roots: array, floor: float) -> None:
+    """Bring each foot to its goal with two-bone IK. Where a leg cannot reach its goal the hips come down,
+    where it cannot fold so far they go up (eased over BLEND_FRAMES either side); no foot ends under the
+    floor."""
+    frames = len(poses)
+    downs, ups = [], []
+    for frame in range(frames):
+        _, positions = poses[frame]
+        down = up = 0.0
+        for side in SIDES:
+            goal = goals[side][frame]
+            if goal is None:
+                continue
+            hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
+            upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+            longest = (upper + lower) * REACH_LIMIT
+            shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
+            dx, dy, dz = subtract(goal, hip)
+            horizontal = dx * dx + dz * dz
+            if horizontal + dy * dy > longest * longest:
+                # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
+                down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
+            elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
+                # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
+                up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
+        downs.append(down)
+        ups.append(up)
+    eased = [b - a for a, b in zip(_ease(downs), _ease(ups))]  # the hips' change: negative comes down
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        if eased[frame] != 0.0:
+            roots[frame * 3 + 1] += eased[frame]
+            positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
+        for side in SIDES:
+            chain = leg_chain(tmap, side)
+            if chain is None:  # a one-bone leg: the floor pass above has it on the floor
+                continue
+            thigh, calf, foot = chain
+            goal = goals[side][frame] or positions[foot]
+            low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
+            if low < floor:  # nothing under the floor, locked or not
+                goal = add(goal, (0.0, floor - low, 0.0))
+            if length(subtract(goal, positions[foot])) < 1e-7:
+                continue
+            # The leg's plane normal where it is straight: the hip line (the knee bends forward).
+            other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
+            lateral = scale(subtract(positions[thigh], positions[other]), 1.0 if side == "l" else -1.0)
+            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, lateral,
+                         subtree(skeleton, calf), subtree(skeleton, foot))
+
+
+def _ease(needs: Sequence[float]) -> List[float]:
+    """Each frame's need, eased in and out over BLEND_FRAMES either side (the largest that reaches it)."""
+    frames = len(needs)
+    eased = []
+    for t in range(frames):
+        best = 0.0
+        for u in range(max(0, t - BLEND_FRAMES), min(frames, t + BLEND_FRAMES + 1)):
+            x = 1.0 - abs(t - u) / float(BLEND_FRAMES + 1)
+            best = max(best, needs[u] * x * x * (3.0 - 2.0 * x))
+        eased.append(best)
+    return eased
+
+
+def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]) -> List[Optional[Vec3]]:
+    """Contact frames keep their offset; the BLEND_FRAMES either side of a span ease from it to none."""
+    count = len(offsets)
+    out: List[Optional[Vec3]] = list(offsets)
+    for t in range(count):
+        if in_contact[t]:
+            continue
+        total = (0.0, 0.0, 0.0)
+        weight_sum = 0.0
+        for direction in (-1, 1):
+            for step in range(1, BLEND_FRAMES + 1):
+                u = t + direction * step
+                if 0 <= u < count and in_contact[u]:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    w = x * x * (3.0 - 2.0 * x)
+                    total = add(total, scale(offsets[u], w))  # type: ignore[arg-type]
+                    weight_sum += w
+                    break
+        if weight_sum > 0.0:
+            out[t] = scale(total, 1.0 / max(1.0, weight_sum))
+    return out
+
+
+TORSO_LIFT_MAX_DEG = 80.0
+
+
+def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floor: float) -> None:
+    """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
+    first by the torso: the body above the hips turns up about the spine's base (at most
+    TORSO_LIFT_MAX_DEG), the arms carried along keeping their world directions, so the limbs stay as the
+    clip has them and the back bends less deep; what is left the arm's IK lifts (`_keep_above`)."""
+    pivot = tmap.bones.get("spine_0")
+    sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
+    if pivot is None or not sides:
+        return
+    upper_body = subtree(skeleton, pivot)
+    arms = {j: tmap.bones["upperarm_" + side] for side in sides for j in subtree(skeleton, tmap.bones["upperarm_" + side])}
+    for rotations, positions in poses:
+        turned = 0.0
+        for _ in range(PITCH_STEPS):
+            depth, side = max((floor - _lowest(soles.hands[side], rotations, positions), side) for side in sides)
+            # The hand rides on its shoulder: turning about this axis lifts the shoulder.
+            arm = subtract(positions[tmap.bones["upperarm_" + side]], positions[pivot])
+            axis = cross((0.0, -1.0, 0.0), arm)
+            reach = math.hypot(arm[0], arm[2])
+            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6 or turned >= math.radians(TORSO_LIFT_MAX_DEG) - 1e-9:
+                break
+            angle = min(math.asin(min(1.0, depth / reach)), math.radians(TORSO_LIFT_MAX_DEG) - turned)
+            turned += angle
+            turn = quat_from_axis_angle(normalize(axis), angle)
+            saved = (list(rotations), list(positions))
+            centre = positions[pivot]
+            shoulders = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in set(arms.values())}
+            for j in upper_body:
+                if j in arms:  # carried with its shoulder, its world rotation kept
+                    shoulder = arms[j]
+                    positions[j] = add(positions[j], subtract(shoulders[shoulder], positions[shoulder])) if j != shoulder else positions[j]
+                    continue
+                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+                positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
+            for shoulder, moved in shoulders.items():
+                positions[shoulder] = moved
+            if max(floor - _lowest(soles.hands[s], rotations, positions) for s in sides) >= depth - 1e-6:
+                rotations[:], positions[:] = saved  # the torso cannot lift this hand: the arm's IK will
+                break
+
+
+def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
+    """A hand that would go under the rest floor is lifted back onto it by two-bone IK on the arm (the
+    elbow bends in the arm's plane, the hand keeps its world rotation)."""
+    upper, lower = "upperarm_" + side, "lowerarm_" + side
+    hand = hand_joint(tmap, side)
+    if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):
+        return
+    shoulder, elbow = tmap.bones[upper], tmap.bones[lower]
+    for rotations, positions in poses:
+        low = _lowest(soles.hands[side], rotations, positions)
+        if low >= floor:
+            continue
+        goal = add(positions[hand], (0.0, floor - low, 0.0))
+        lateral = cross(subtract(positions[elbow], positions[shoulder]), (0.0, 1.0, 0.0))
+        if length(lateral) < 1e-9:
+            lateral = (1.0, 0.0, 0.0)
+        _solve_chain(skeleton, rotations, positions, shoulder, elbow, hand, goal, lateral,
+                     subtree(skeleton, elbow), subtree(skeleton, hand))

@@ -1,0 +1,156 @@
+"""Blender as a judge of feet and floor in retargeted .glb files: Blender's own glTF importer reads each
+file, its depsgraph deforms the mesh (the armature modifier, `evaluated_get`), and what Blender shows is
+reported, in glTF's axes (Blender is Z up: glTF (x, y, z) = Blender (x, z, -y)). Nothing here imports
+kimodo_rig.
+
+Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
+  {"name", "output": retargeted .glb, "rig": the input character (saved at bind), "fps", "frames",
+   "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names],
+   "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand),
+   "hands": {"l": hand bone, ...} (optional)}
+For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
+Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
+the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
+frame: each foot's lowest vertex height, its front sole vertex (chosen at frame 0: the sole vertex
+farthest from the ankle), the head of every bone in `points`, where
+each `carried` point is and the lowest vertex of each hand (the hand bone and the bones under it). Writes one JSON object {name: report}.
+"""
+import json
+import sys
+
+import bpy
+import numpy as np
+
+from gltf_import import import_gltf
+
+TO_GLTF = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # Blender (x, y, z) -> glTF
+
+
+def gltf_axes(points):
+    return np.asarray(points, dtype=np.float64) @ TO_GLTF.T
+
+
+def load(path, fps):
+    scene = import_gltf(path, fps)
+    armatures = [o for o in scene.objects if o.type == "ARMATURE"]
+    if len(armatures) != 1:
+        raise SystemExit("{}: Blender built {} armatures, expected 1".format(path, len(armatures)))
+    armature = armatures[0]
+    meshes = [o for o in scene.objects if o.type == "MESH"
+              and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)]
+    return scene, armature, meshes
+
+
+def vertices_under(armature, meshes, top):
+    """Per mesh object: which vertices a bone (a foot, a hand) and the bones under it carry, by Blender's
+    vertex groups."""
+    bone = armature.data.bones[top]
+    names = {bone.name} | {child.name for child in bone.children_recursive}
+    masks = []
+    for mesh_object in meshes:
+        on_foot = {g.index for g in mesh_object.vertex_groups if g.name in names}
+        bones = {g.index for g in mesh_object.vertex_groups if g.name in armature.data.bones}
+        mask = np.zeros(len(mesh_object.data.vertices), bool)
+        for vertex in mesh_object.data.vertices:
+            total = sum(e.weight for e in vertex.groups if e.group in bones)
+            carried = sum(e.weight for e in vertex.groups if e.group in on_foot)
+            mask[vertex.index] = total > 0.0 and carried >= 0.5 * total
+        masks.append(mask)
+    return masks
+
+
+def deformed(meshes):
+    """World positions (glTF axes) of every deformed vertex of each mesh object, as the depsgraph has them."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    out = []
+    for mesh_object in meshes:
+        evaluated = mesh_object.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        co = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", co)
+        evaluated.to_mesh_clear()
+        world = np.array(evaluated.matrix_world)
+        out.append(gltf_axes(co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]))
+    return out
+
+
+def rest_of(case):
+    scene, armature, meshes = load(case["rig"], case["fps"])
+    armature.data.pose_position = "REST"
+    bpy.context.view_layer.update()
+    vertices = deformed(meshes)
+    everything = np.concatenate(vertices)
+    world = np.array(armature.matrix_world)
+
+    def head(name):
+        return gltf_axes(world[:3, :3] @ np.array(armature.data.bones[name].head_local) + world[:3, 3]).tolist()
+
+    feet = {}
+    for side, foot in case["feet"].items():
+        masks = vertices_under(armature, meshes, foot)
+        toe = case["toes"].get(side)
+        feet[side] = {"vertices": np.concatenate([v[m] for v, m in zip(vertices, masks)]).tolist(),
+                      "heel": head(foot), "toe": head(toe) if toe else None}
+    carried = {}  # a point fixed in a bone's frame: where it sits in the bone's rest frame
+    for name, item in case.get("carried", {}).items():
+        rest = world @ np.array(armature.data.bones[item["bone"]].matrix_local)
+        carried[name] = (np.linalg.inv(rest) @ np.append(TO_GLTF.T @ item["at"], 1.0)).tolist()
+    return {"height": float(np.ptp(everything[:, 1])), "feet": feet, "meshes": len(meshes),
+            "points": {name: head(name) for name in case["points"]}, "carried": carried}
+
+
+def sole_front(foot, ankle, height):
+    """Index of the sole's front vertex: the sole vertex (within 2% of the height of the foot's lowest)
+    farthest from the ankle, across the floor."""
+    sole = foot[:, 1] <= foot[:, 1].min() + 0.02 * height
+    reach = np.hypot(foot[:, 0] - ankle[0], foot[:, 2] - ankle[2])
+    return int(np.argmax(np.where(sole, reach, -1.0)))
+
+
+def output_of(case, rest):
+    scene, armature, meshes = load(case["output"], case["fps"])
+    masks = {side: vertices_under(armature, meshes, foot) for side, foot in case["feet"].items()}
+    lowest = {side: [] for side in masks}
+    chosen = {}  # per side: the sole's front vertex, chosen at frame 0
+    front = {side: [] for side in masks}
+    points = {name: [] for name in list(case["points"]) + list(rest["carried"])}
+    hands = {side: vertices_under(armature, meshes, hand) for side, hand in case.get("hands", {}).items()}
+    hand_lowest = {side: [] for side in hands}
+    for frame in range(case["frames"]):
+        scene.frame_set(frame)
+        vertices = deformed(meshes)
+        world = np.array(armature.matrix_world)
+        for name in case["points"]:
+            head = armature.pose.bones[name].head
+            points[name].append(gltf_axes(world[:3, :3] @ np.array(head) + world[:3, 3]).tolist())
+        for name, local in rest["carried"].items():
+            bone = armature.pose.bones[case["carried"][name]["bone"]]
+            points[name].append(gltf_axes((world @ np.array(bone.matrix) @ local)[:3]).tolist())
+        for side, side_masks in masks.items():
+            foot = np.concatenate([v[m] for v, m in zip(vertices, side_masks)])
+            lowest[side].append(float(foot[:, 1].min()))
+            if side not in chosen:
+                chosen[side] = sole_front(foot, np.array(points[case["feet"][side]][-1]), rest["height"])
+            front[side].append(foot[chosen[side]].tolist())
+        for side, side_masks in hands.items():
+            hand_lowest[side].append(float(min(v[m][:, 1].min() for v, m in zip(vertices, side_masks) if m.any())))
+    action = armature.animation_data.action if armature.animation_data else None
+    return {"lowest": lowest, "front": front, "points": points, "hand_lowest": hand_lowest, "meshes": len(meshes),
+            "has_action": action is not None}
+
+
+def main():
+    spec = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    results, rests = {}, {}
+    for case in spec:
+        key = json.dumps([case[k] for k in ("rig", "feet", "toes", "points")] + [case.get("carried")])
+        if key not in rests:  # several outputs of one character: its rest is read once
+            rests[key] = rest_of(case)
+        rest = rests[key]
+        results[case["name"]] = {"rest": rest, "output": output_of(case, rest)}
+    with open(sys.argv[2], "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+    print(json.dumps({"cases": len(results)}))
+
+
+main()

@@ -1,0 +1,151 @@
+"""An independent judge of feet and floor in a retargeted .glb: pygltflib reads the files, numpy skins the
+OUTPUT's meshes (linear blend skinning with the file's own inverse bind matrices and animated joint
+nodes). The rest floor is the lowest foot vertex of the INPUT character skinned in the pose its file
+stores (the test rigs are saved at bind). Nothing here imports kimodo_rig."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from gltf_judge import Glb
+
+
+def _node_world_static(glb: Glb) -> np.ndarray:
+    from gltf_judge import trs_matrices
+
+    nodes = glb.gltf.nodes
+    t = np.array([n.translation or [0.0, 0.0, 0.0] for n in nodes], dtype=np.float64)[None]
+    r = np.array([n.rotation or [0.0, 0.0, 0.0, 1.0] for n in nodes], dtype=np.float64)[None]
+    s = np.array([n.scale or [1.0, 1.0, 1.0] for n in nodes], dtype=np.float64)[None]
+    local = trs_matrices(t, r, s)[0]
+    parents = glb.parents()
+    world = np.empty_like(local)
+    done = [False] * len(nodes)
+
+    def solve(i: int) -> None:
+        if done[i]:
+            return
+        if parents[i] >= 0:
+            solve(parents[i])
+            world[i] = world[parents[i]] @ local[i]
+        else:
+            world[i] = local[i]
+        done[i] = True
+
+    for i in range(len(nodes)):
+        solve(i)
+    return world
+
+
+def _descendants(glb: Glb, name: str) -> List[int]:
+    by_name = {n.name: i for i, n in enumerate(glb.gltf.nodes)}
+    start = by_name[name]
+    out, stack = [], [start]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        stack.extend(glb.gltf.nodes[i].children or [])
+    return out
+
+
+class Skinned:
+    """The skinned vertices of every mesh node of a .glb, per frame (or in the stored pose)."""
+
+    def __init__(self, path: Path) -> None:
+        self.glb = Glb(path)
+        self.parts = []  # (skin joints (nodes), inverse binds, positions, joints, weights)
+        gltf = self.glb.gltf
+        for index, node in enumerate(gltf.nodes):
+            if node.mesh is None:
+                continue
+            if node.skin is None:  # a rigid mesh under a bone: one "joint", its own node, identity bind
+                for primitive in gltf.meshes[node.mesh].primitives:
+                    positions = self.glb.accessor(primitive.attributes.POSITION)
+                    count = len(positions)
+                    self.parts.append(([index], np.eye(4)[None], positions, np.zeros((count, 1), int), np.ones((count, 1))))
+                continue
+            skin = gltf.skins[node.skin]
+            ibm = self.glb.accessor(skin.inverseBindMatrices)
+            for primitive in gltf.meshes[node.mesh].primitives:
+                a = primitive.attributes
+                if a.POSITION is None or a.JOINTS_0 is None or a.WEIGHTS_0 is None:
+                    continue
+                weights = self.glb.accessor(a.WEIGHTS_0)
+                if gltf.accessors[a.WEIGHTS_0].normalized:
+                    weights = weights / float(np.iinfo(np.uint8 if gltf.accessors[a.WEIGHTS_0].componentType == 5121 else np.uint16).max)
+                self.parts.append((list(skin.joints), ibm, self.glb.accessor(a.POSITION),
+                                   self.glb.accessor(a.JOINTS_0).astype(int), weights))
+
+    def vertices_on(self, node_set: Sequence[int]):
+        """Per part: the vertices carried (weight >= 0.5) by these nodes."""
+        wanted = set(node_set)
+        masks = []
+        for joints, _, _, influence, weights in self.parts:
+            on = np.array([[joints[k] in wanted for k in row] for row in influence])
+            masks.append((weights * on).sum(1) >= 0.5 * weights.sum(1))
+        return masks
+
+    def skin(self, world: np.ndarray, masks) -> np.ndarray:
+        """(frames, n, 3) skinned positions of the masked vertices, given node world matrices (frames, nodes, 4, 4)."""
+        out = []
+        for (joints, ibm, positions, influence, weights), mask in zip(self.parts, masks):
+            if not mask.any():
+                continue
+            joint_matrices = world[:, joints] @ ibm[None]  # (frames, joints, 4, 4)
+            v = np.concatenate([positions[mask], np.ones((mask.sum(), 1))], 1)
+            w = weights[mask] / weights[mask].sum(1, keepdims=True)
+            m = np.einsum("vk,fvkij->fvij", w, joint_matrices[:, influence[mask]])
+            out.append(np.einsum("fvij,vj->fvi", m, v)[..., :3])
+        return np.concatenate(out, 1) if out else np.zeros((world.shape[0], 0, 3))
+
+
+def feet_figures(output: Path, rig: Path, foot_names: Dict[str, str], toe_names: Dict[str, Optional[str]],
+                 contacts: np.ndarray) -> Dict[str, float]:
+    """Rest floor, per-frame lowest sole of each foot (relative to the rest floor), and planted-foot
+    speed (Kimodo's measure: the heel joint while the heel channel is on, the toe joint (or, without
+    one, the foot's front sole vertex) while the toe channel is on; frames in contact at both ends).
+    contacts: (frames, 4) left heel, left toe, right heel, right toe."""
+    source = Skinned(rig)
+    out = Skinned(output)
+    static = _node_world_static(source.glb)[None]
+    world = out.glb.animated_world_matrices()
+    frames = world.shape[0]
+    by_name = {n.name: i for i, n in enumerate(out.glb.gltf.nodes)}
+    result: Dict[str, object] = {}
+    rest_lows = []
+    lows = {}
+    speeds = []
+    for s, side in enumerate(("l", "r")):
+        nodes_in = _descendants(source.glb, foot_names[side])
+        rest = source.skin(static, source.vertices_on(nodes_in))[0]
+        rest_lows.append(rest[:, 1].min())
+        masks = out.vertices_on(_descendants(out.glb, foot_names[side]))
+        posed = out.skin(world, masks)
+        lows[side] = posed[..., 1].min(1)
+        heel = world[:, by_name[foot_names[side]], :3, 3]
+        if toe_names.get(side):
+            toe = world[:, by_name[toe_names[side]], :3, 3]
+        else:
+            sole = posed[0][:, 1] <= posed[0][:, 1].min() + 0.02 * _height(out)
+            distance = np.hypot(*(posed[0][:, [0, 2]] - heel[0][[0, 2]]).T)
+            front = np.argmax(np.where(sole, distance, -1.0))
+            toe = posed[:, front]  # no toe bone: the sole's front, the farthest sole vertex from the ankle
+        for channel, point in ((0, heel), (1, toe)):
+            on = contacts[:frames, 2 * s + channel].astype(bool)
+            both = on[:-1] & on[1:]
+            step = np.linalg.norm(point[1:] - point[:-1], axis=-1)
+            speeds.extend(step[both].tolist())
+    floor = min(rest_lows)
+    result["rest_floor"] = floor
+    result["lowest"] = {side: lows[side] - floor for side in lows}
+    result["skate"] = float(np.mean(speeds)) if speeds else 0.0
+    result["height"] = _height(source)
+    return result  # type: ignore[return-value]
+
+
+def _height(skinned: Skinned) -> float:
+    static = _node_world_static(skinned.glb)[None]
+    everything = skinned.skin(static, [np.ones(len(p[2]), bool) for p in skinned.parts])[0]
+    return float(everything[:, 1].max() - everything[:, 1].min())

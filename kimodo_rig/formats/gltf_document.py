@@ -470,6 +470,24 @@ def node_parents(gltf: Dict[str, Any]) -> List[int]:
     return parents
 
 
+def children_of(parents: Sequence[int]) -> Dict[int, List[int]]:
+    """Parent index -> its children in index order (-1: the roots), from a parent list."""
+    children: Dict[int, List[int]] = {}
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
+    return children
+
+
+def subtree(children: Dict[int, List[int]], root: int) -> List[int]:
+    """`root` and everything below it, depth first, each node's children in their order."""
+    order, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(reversed(children.get(node, [])))
+    return order
+
+
 def world_matrices(gltf: Dict[str, Any], overrides: Dict[int, Dict[str, Sequence[float]]],
                    wanted: Optional[Sequence[int]] = None, parents: Optional[Sequence[int]] = None) -> List[Matrix4]:
     """World matrix of every node (or only of the `wanted` nodes, in that order), with per-node TRS

@@ -195,19 +195,8 @@ def read_gltf_target(path) -> Target:
         return in_skin[parent] if parent >= 0 else -1
 
     parents = [skin_parent(n) for n in joints]
-    children: Dict[int, List[int]] = {}
-    for i, p in enumerate(parents):
-        children.setdefault(p, []).append(i)
-
-    def tree(root: int) -> List[int]:
-        order, stack = [], [root]
-        while stack:
-            joint = stack.pop()
-            order.append(joint)
-            stack.extend(reversed(children.get(joint, [])))
-        return order
-
-    trees = sorted((tree(root) for root in children.get(-1, [])), key=len, reverse=True)
+    children = gd.children_of(parents)
+    trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
     order = trees[0]
     if len(trees) > 1:
         # Loose helper bones (IK targets, props) beside the armature: the body is the largest tree.

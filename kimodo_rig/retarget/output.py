@@ -322,17 +322,10 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     tmap = info.target_map
     parents = gd.node_parents(gltf)
     static = gd.world_matrices(gltf, {})
-    children: Dict[int, List[int]] = {}
-    for index, parent in enumerate(parents):
-        children.setdefault(parent, []).append(index)
+    children = gd.children_of(parents)
 
     def below(node: int) -> List[int]:
-        out, stack = [], [node]
-        while stack:
-            n = stack.pop()
-            out.append(n)
-            stack.extend(children.get(n, []))
-        return out
+        return gd.subtree(children, node)
 
     skins = gltf.get("skins", [])
     hips_node = by_name[tmap.joint_name("hips")]

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from .. import formats, naming
-from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..retarget import character as targets, feet, output as retarget_output
 from ..retarget.mapping import HumanoidMap

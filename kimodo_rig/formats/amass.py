@@ -12,10 +12,9 @@ pose_body are absent.
 """
 from __future__ import annotations
 
-import math
 from array import array
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from .. import skeletons
 from ..errors import KimodoError

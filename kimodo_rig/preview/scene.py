@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence, Set, Tuple
 from .. import naming, skeletons
 from ..model import Motion
 from ..ops.derived_channels import detect_foot_contacts, root_headings
-from ..ops.fk import pose_globals, world_positions
+from ..ops.fk import world_positions
 from ..ops.summary import summarize
 from ..rotations import Vec3
 

@@ -14,11 +14,10 @@ root X/Z it is centred on (data-root-x, data-root-z); each joint is a `<circle d
 """
 from __future__ import annotations
 
-import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
-from ..model import Motion, Skeleton
+from ..model import Skeleton
 from ..rotations import Vec3
 from .scene import PreviewScene
 

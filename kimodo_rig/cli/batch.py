@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from .arguments import parsed_number
 
 LOGGER = "kimodo_rig"
 
@@ -33,10 +34,7 @@ def default_jobs() -> int:
 
 
 def jobs_argument(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number, got {!r}".format(text))
+    value = parsed_number(text, int)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value

@@ -199,10 +199,57 @@ def test_svg_beside_a_retarget_draws_the_character_where_its_own_output_file_put
             assert abs(horizontal - (p[0] if view == "front" else p[2])) < 1e-4 and abs(height - p[1]) < 1e-4, name
 
 
+def _character_panels_match(sheet: Path, glb: Path) -> int:
+    """Every character panel of the sheet against the retarget's own output file (pygltflib + numpy FK)."""
+    judge = Glb(glb)
+    positions = judge.animated_world_matrices()[..., :3, 3]
+    names = [node.name for node in judge.gltf.nodes]
+    character = [p for p in pose_panels(sheet) if p[2] != "somaskel30"]
+    for view, frame, _, joints in character:
+        assert joints
+        for name, (horizontal, height) in joints.items():
+            p = positions[frame, names.index(name)]
+            assert abs(horizontal - (p[0] if view == "front" else p[2])) < 1e-4 and abs(height - p[1]) < 1e-4, name
+    return len(character)
+
+
+def test_preview_maps_a_character_as_retarget_does_its_vrm_table_or_the_users_map(tmp_path):
+    """Bones nobody could guess (b0, b1, ...): a .vrm carrying its humanoid table is mapped by the table,
+    the same rig without one by --map; in both the sheet draws the character where `retarget` (same
+    map) puts it, and without either the preview refuses in one line as `retarget` does."""
+    import rig_variants as rv
+
+    original = [n.name for n in rv.load(rv.MANNEQUIN).nodes]
+    anonymous = {name: "b{}".format(k) for k, name in enumerate(original)}
+    table = {bone: anonymous[name] for bone, name in rv.MANNEQUIN_VRM.items()}
+    avatar = rv.variant(rv.MANNEQUIN, tmp_path, "avatar.vrm", lambda g: rv.rename(g, anonymous),
+                        lambda g: rv.add_vrm_table(g, table, 0))
+    bare = rv.variant(rv.MANNEQUIN, tmp_path, "bare.glb", lambda g: rv.rename(g, anonymous))
+    # The user's fix for the bare rig: the mannequin's automatic map, its bones renamed as in the file.
+    printed_map = run_cli("map", rv.MANNEQUIN, "--json")
+    assert printed_map.returncode == 0, printed_map.stderr
+    bones = tmp_path / "bones.json"
+    bones.write_text(json.dumps({part: anonymous[bone] for part, bone in json.loads(printed_map.stdout).items()}))
+    clip = CLIPS / "soma_04_ee_constraint"
+    for rig, extra in ((avatar, []), (bare, ["--map", bones])):
+        sheet, glb = tmp_path / (rig.stem + ".svg"), tmp_path / (rig.stem + "_out.glb")
+        result = run_cli("preview", clip, "--target", rig, *extra, "-o", sheet)
+        assert result.returncode == 0, result.stderr
+        assert run_cli("retarget", clip, "--target", rig, *extra, "-o", glb).returncode == 0
+        assert _character_panels_match(sheet, glb) == 16
+    refused = run_cli("preview", clip, "--target", bare, "-o", tmp_path / "refused.svg")
+    printed = run_cli("retarget", clip, "--target", bare, "-o", tmp_path / "refused.glb")
+    assert refused.returncode == printed.returncode == 1, refused.stderr
+    assert refused.stderr.strip() == printed.stderr.strip() and len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "refused.svg").exists() and not (tmp_path / "refused.glb").exists()
+
+
 def test_bad_preview_requests_get_one_line_and_write_nothing(tmp_path):
     cases = [
         (["preview", CLIPS / "soma_01_single_text_prompt", "-o", tmp_path / "x.png"], "preview writes .svg or .html"),
         (["preview", tmp_path / "missing", "-o", tmp_path / "x.svg"], "missing"),
+        (["preview", CLIPS / "soma_01_single_text_prompt", "--map", tmp_path / "bones.json", "-o", tmp_path / "x.svg"],
+         "bones.json: --map names the bones of a --target rig"),
         (["preview", CLIPS / "soma_01_single_text_prompt", "--constraints", CLIPS / "soma_01_single_text_prompt" / "prompt.txt",
           "-o", tmp_path / "x.svg"], "prompt.txt: not JSON"),
     ]

@@ -79,14 +79,18 @@ def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tu
     return markers, frames
 
 
-def _retarget(scene: PreviewScene, target_spec: str, in_place: bool) -> None:
+def _retarget(scene: PreviewScene, target_spec: str, in_place: bool, map_file: Optional[str]) -> None:
     from ..retarget import character, feet, output
     from ..retarget.report import format_report
 
     motion = scene.motion
     target = character.load_target(target_spec)
+    # The bone map as `retarget` makes it: the user's --map, else the file's own (VRM) table, else names.
+    user_map = character.read_user_map(map_file) if map_file else None
+    target_map = character.map_target(target, user_map, map_file or "")
     retargeted, info = feet.retarget_onto(motion, target.skeleton, bind_mesh=character.bind_mesh(target),
-                                          in_place=in_place, target_name=target_spec, source_name=motion.name)
+                                          in_place=in_place, target_map=target_map, target_name=target_spec,
+                                          source_name=motion.name)
     with tempfile.TemporaryDirectory(prefix="kimodo-preview-") as folder:
         # The report is measured from a written file, as `retarget` measures it.
         written = Path(folder) / "character.glb"
@@ -100,7 +104,7 @@ def _retarget(scene: PreviewScene, target_spec: str, in_place: bool) -> None:
 
 
 def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, constraints: Optional[str] = None,
-                in_place: bool = False) -> PreviewScene:
+                in_place: bool = False, map_file: Optional[str] = None) -> PreviewScene:
     positions = world_positions(motion)
     contacts, from_file = _contacts(motion, positions)
     title = naming.clip_stem(motion.prompt, motion.name or Path(source).stem, motion.frame_count)
@@ -109,5 +113,5 @@ def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, co
     if constraints:
         scene.markers, scene.constrained_frame_kinds = _constraint_markers(constraints, motion)
     if target:
-        _retarget(scene, target, in_place)
+        _retarget(scene, target, in_place, map_file)
     return scene

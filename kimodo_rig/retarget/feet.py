@@ -131,8 +131,9 @@ def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
 
 def unlocked_legs(tmap: HumanoidMap) -> List[str]:
     """The sides whose leg the foot lock leaves as the solve has it, in words for the report."""
-    return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
-        tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless")
+    return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, {}not foot-locked".format(
+        tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless",
+        "carries the hips while planted, " if tmap.has("foot_" + side) else "")
         for side in SIDES if leg_chain(tmap, side) is None]
 
 
@@ -407,7 +408,10 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
     carried = [(0.0, 0.0)] * frames
     if lock:
-        carried = _follow_planted_feet(tmap, soles, lockable, contacts, poses, roots)
+        # A one-bone leg cannot bend to stay pinned, but its planted foot still carries the hips (its
+        # direction stays Kimodo's): it slides only as far as its rigid length differs from Kimodo's leg.
+        carrying = [side for side in SIDES if tmap.has("foot_" + side)]
+        carried = _follow_planted_feet(tmap, soles, carrying, contacts, poses, roots)
         for side in lockable:
             _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
     for side in lockable:

@@ -458,3 +458,37 @@ def variant(path, tmp_path: Path, name: str, *builders: Callable[[pygltflib.GLTF
     for build in builders:
         build(gltf)
     return save(gltf, Path(tmp_path) / name)
+
+
+def feet_mesh_moved(gltf: pygltflib.GLTF2, feet: Iterable[str], offset: Sequence[float]) -> None:
+    """The vertices weighted most to the named foot joints (and the joints below them) moved by `offset`
+    in the mesh's space, the bones left where they are: a foot mesh hanging off its bones, as Blender's
+    importer leaves RobotExpressive's (its foot meshes 22 cm behind the ankles)."""
+    parent = parents(gltf)
+    named = {node_index(gltf, name) for name in feet}
+    below = {n for n in range(len(gltf.nodes)) if any(a in named for a in _ancestry(parent, n))}
+    done = set()
+    for node in gltf.nodes:
+        if node.mesh is None or node.skin is None:
+            continue
+        joints_of_skin = gltf.skins[node.skin].joints
+        for primitive in gltf.meshes[node.mesh].primitives:
+            key = (primitive.attributes.POSITION, primitive.attributes.JOINTS_0)
+            if key in done:
+                continue
+            done.add(key)
+            positions = read_accessor(gltf, primitive.attributes.POSITION).astype(np.float64)
+            joints = read_accessor(gltf, primitive.attributes.JOINTS_0).astype(int)
+            weights = read_accessor(gltf, primitive.attributes.WEIGHTS_0).astype(np.float64)
+            top = joints[np.arange(len(joints)), np.argmax(weights, axis=1)]
+            moved = np.array([joints_of_skin[j] in below for j in top])
+            positions[moved] += np.asarray(offset, dtype=np.float64)
+            primitive.attributes.POSITION = add_accessor(gltf, positions, "VEC3", bounds=True)
+
+
+def _ancestry(parent: Sequence[int], node: int) -> List[int]:
+    chain = [node]
+    while parent[node] >= 0:
+        node = parent[node]
+        chain.append(node)
+    return chain

@@ -489,6 +489,46 @@ def test_a_character_facing_minus_z_runs_its_own_way(tmp_path):
     assert 0.7 < pelvis[:, 1].mean() < 1.0
 
 
+def test_a_foot_mesh_off_its_bones_does_not_turn_the_report_around(tmp_path):
+    """Foot meshes 30 cm behind the ankles (as Blender's importer leaves RobotExpressive's): the feet's
+    mesh points backwards, the foot bones forwards. The report says so in one warning, measures in the
+    bones' facing (the skeleton is what moves: numpy FK of the output agrees), and does not call a good
+    retarget a backwards walk with bad arms."""
+    import rig_variants as rv
+
+    toes = {"ball_l": "foot_l", "ball_r": "foot_r"}  # no toe bones: the mesh says where the toes are
+
+    def leaf_bones(gltf):  # Blender's exporter ends each chain with a `_end` bone along the last bone
+        for side in "lr":
+            ankle = rv.bind_worlds(gltf)["foot_" + side][:3, 3]
+            rv.add_helper_joint(gltf, "foot_{}_end".format(side), "foot_" + side, ankle + (0.0, -0.05, 0.15))
+
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "feet_back.glb", lambda g: rv.drop_joints(g, toes, toes), leaf_bones,
+                     lambda g: rv.feet_mesh_moved(g, ["foot_l", "foot_r"], (0.0, 0.0, -0.3)))
+    output = tmp_path / "feet_back_run.glb"
+    clip = "soma_01_single_text_prompt"
+    result = run_cli("retarget", CLIPS / clip, "--target", rig, "-o", output, "--report", tmp_path / "report.json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["facing"] == "+Z" and report["arms_match"] >= 0.99, report
+    assert report["facing_warning"] == ("the feet's mesh points -Z but the foot bones +Z (a mesh off its bones?): "
+                                        "facing taken from the bones")
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: {}: {}".format(output.name, report["facing_warning"])], result.stderr
+    _, worlds, names = gltf_worlds(output)
+    positions = worlds[:, :, :3, 3]
+    source = source_positions(clip)
+    for segment in ("upperarm_l", "lowerarm_r", "thigh_l", "calf_r"):
+        sa, sb = SEGMENTS[segment]["soma"]
+        ta, tb = SEGMENTS[segment]["mannequin"]
+        s, t = source[sb] - source[sa], positions[:, names[tb]] - positions[:, names[ta]]
+        assert np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)) > 0.99, segment
+    # The same rig with its feet where they belong: no warning, the same facing.
+    toeless = rv.variant(rv.MANNEQUIN, tmp_path, "toeless.glb", lambda g: rv.drop_joints(g, toes, toes), leaf_bones)
+    plain = run_cli("retarget", CLIPS / clip, "--target", toeless, "-o", tmp_path / "plain.glb")
+    assert plain.returncode == 0 and "warning" not in plain.stderr, plain.stderr
+
+
 def test_loose_bones_beside_the_armature_are_left_alone(tmp_path):
     """A skin whose joints form two trees (the robot's IK pole target moved out of the armature): the
     largest tree is the character, with a warning."""

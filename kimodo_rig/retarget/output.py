@@ -217,8 +217,7 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
 def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") -> Report:
     treadmill = info.removed_travel
     source_positions = world_positions(source)
-    yaw, label = measure_facing(geometry.bind["thigh_l"], geometry.bind["thigh_r"],
-                                [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
+    yaw, label, facing_warning = _facing(geometry)
     contacts = feet.source_contacts(source, info.source_map, source_positions)
     figures = FeetFigures(
         lowest_cm=100.0 * (min(min(track) for track in geometry.lowest.values()) - geometry.rest_floor),
@@ -244,8 +243,26 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         arm_correction_max_deg=info.corrections.arm_max_deg,
         facing=facing_rotation(yaw),
         facing_label=label,
+        facing_warning=facing_warning,
         feet=figures,
     )
+
+
+def _facing(geometry: "_Feet") -> Tuple[float, str, str]:
+    """The facing at bind (yaw, label) from the hip line and the feet heel to toe, and a warning when the
+    feet's mesh and the foot bones (foot joint to its first child) point opposite ways: a mesh hanging
+    off its bones (Blender's importer moves RobotExpressive's foot meshes 22 cm behind its ankles). Then
+    the bones win, as the skeleton is what moves, and the warning says so."""
+    hips = geometry.bind["thigh_l"], geometry.bind["thigh_r"]
+    yaw, label = measure_facing(*hips, [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
+    lines = [subtract(geometry.bone_toe[side], geometry.bind["foot_" + side]) for side in SIDES if geometry.bone_toe.get(side)]
+    if not geometry.from_mesh or len(lines) != len(SIDES):
+        return yaw, label, ""
+    bone_yaw, bone_label = measure_facing(*hips, lines)
+    if math.cos(bone_yaw - yaw) >= 0.0:
+        return yaw, label, ""
+    return bone_yaw, bone_label, ("the feet's mesh points {} but the foot bones {} (a mesh off its bones?): "
+                                  "facing taken from the bones".format(label, bone_label))
 
 
 def _on_treadmill(track: Sequence[Vec3], treadmill: Optional[Sequence[Tuple[float, float]]]) -> Sequence[Vec3]:
@@ -268,6 +285,7 @@ class _Feet:
     bind_toe: Dict[str, Vec3]
     from_mesh: bool = False
     notes: List[str] = field(default_factory=list)
+    bone_toe: Dict[str, Vec3] = field(default_factory=dict)  # the foot joint's first child at bind, per side
 
 
 def _planted(geometry: _Feet, contacts) -> Optional[float]:
@@ -280,7 +298,7 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
     """Feet as joints (a .bvh, a host's samples, or a character without a mesh): the foot's joints are its points."""
     tmap = info.target_map
     bind_positions = rest_pose(skeleton)[1]
-    heel, toe, lowest, bind, bind_toe = {}, {}, {}, {}, {}
+    heel, toe, lowest, bind, bind_toe, bone_toe = {}, {}, {}, {}, {}, {}
     floor = float("inf")
     for side in SIDES:
         foot = feet.standing_joint(tmap, side)
@@ -291,11 +309,13 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
         lowest[side] = [min(frame[j][1] for j in chain) for frame in written]
         floor = min(floor, min(bind_positions[j][1] for j in chain))
         bind_toe[side] = bind_positions[tip]
+        if skeleton.children(foot):
+            bone_toe[side] = bind_positions[skeleton.children(foot)[0]]
     for side in SIDES:
         bind["thigh_" + side] = bind_positions[tmap.bones["thigh_" + side]]
         bind["foot_" + side] = bind_positions[feet.standing_joint(tmap, side)]
     height = max(p[1] for p in bind_positions) - min(p[1] for p in bind_positions)
-    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe, False, _footless(tmap))  # type: ignore[arg-type]
+    return _Feet(heel, toe, lowest, floor, height, bind, bind_toe, False, _footless(tmap), bone_toe)  # type: ignore[arg-type]
 
 
 def _footless(tmap) -> List[str]:
@@ -347,19 +367,30 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     main_joints = skins[skin_index]["joints"] if skins else []
     main_ibm = inverse.get(skin_index)
 
-    def bind_of(node: int) -> Vec3:
-        m = static[node]
+    def bind_matrix(node: int) -> Matrix4:
         if main_ibm and node in main_joints:
             try:
-                m = gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
+                return gd.multiply4(bind_space[skin_index], gd.invert4(main_ibm[main_joints.index(node)]))
             except ValueError:  # a singular inverse bind matrix: the node as saved
-                pass
+                return static[node]
+        if parents[node] >= 0 and main_ibm and parents[node] in main_joints:
+            # A node outside the skin under a joint (a tip the retarget added) rides on its parent's bind.
+            return gd.multiply4(bind_matrix(parents[node]), gd.node_local_matrix(nodes[node]))
+        return static[node]
+
+    def bind_of(node: int) -> Vec3:
+        m = bind_matrix(node)
         return (m[12], m[13], m[14])
 
     foot_names = {side: tmap.skeleton.joint_names[feet.standing_joint(tmap, side)] for side in SIDES}
     bind = {part + "_" + side: bind_of(by_name[tmap.joint_name("thigh_" + side) if part == "thigh" else foot_names[side]])
             for part in ("thigh", "foot") for side in SIDES}
     foot_nodes = {side: below(by_name[foot_names[side]]) for side in SIDES}
+    # The foot bone's far end: its first child joint (a node of the skeleton, not a mesh hanging there).
+    skeleton = tmap.skeleton
+    first_child = {side: skeleton.children(feet.standing_joint(tmap, side)) for side in SIDES}
+    bone_toe = {side: bind_of(by_name[skeleton.joint_names[first_child[side][0]]]) for side in SIDES
+                if first_child[side] and skeleton.joint_names[first_child[side][0]] in by_name}
     toe_nodes = {side: by_name[tmap.joint_name("toe_" + side)] if tmap.has("toe_" + side) else None for side in SIDES}
     # Vertices: (bind world, [(node, slot matrix index or None, weight)], rigid node or None)
     points: Dict[str, List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]]] = {s: [] for s in SIDES}
@@ -456,7 +487,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
                 lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
                 tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
                 toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
-    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes)
+    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes, bone_toe)
 
 
 def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle: Vec3,

@@ -53,6 +53,7 @@ class Report:
     height_cm: Optional[float] = None  # the character at bind (its mesh, or its joints)
     feet_measured_at: str = ""  # "skinned mesh" or "joints": what the floor figures were measured on
     notes: Tuple[str, ...] = ()  # what could not be measured (or done) as asked, and what stood in for it
+    facing_warning: str = ""  # the feet's mesh and the foot bones point opposite ways: which one was taken
 
     def to_json(self) -> Dict:
         record = asdict(self)
@@ -79,6 +80,7 @@ def measure_report(
     arm_correction_max_deg: float,
     facing: Quat = IDENTITY,
     facing_label: str = "+Z",
+    facing_warning: str = "",
     feet: Optional["FeetFigures"] = None,
 ) -> Report:
     """The report from per-frame world positions: source_positions[frame][joint of source_map.skeleton],
@@ -155,6 +157,7 @@ def measure_report(
         height_cm=feet.height_cm if feet is not None else None,
         feet_measured_at=feet.measured_at if feet is not None else "",
         notes=feet.notes if feet is not None else (),
+        facing_warning=facing_warning,
     )
 
 
@@ -239,6 +242,8 @@ def report_warnings(report: Report) -> List[str]:
         problems.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
     if report.arms_match < ARMS_LIMIT or math.isnan(report.arms_match):
         problems.append("arms match only {:.3f}".format(report.arms_match))
+    if report.facing_warning:
+        problems.append(report.facing_warning)
     if report.travel_cosine is not None and report.travel_cosine < 0.0:
         problems.append("travels against its facing ({}): walks backwards".format(report.facing))
     return problems

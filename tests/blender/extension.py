@@ -3,11 +3,12 @@ temporary user folder), then run File > Import > Kimodo motion as a user would a
 evaluates. Judging happens in tests/test_blender_extension.py.
 
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
-{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "clip", "options" {...}, "reference" (box:
-step 1's .glb), "select": "armature" | "mesh" | "none", "soles", "edits" [(part, bone)]: set through the
-panel's button and imported again, "draw_panel", "undo"}, and "bad": [paths]. Writes the record to
-WORK/blender_result.json and prints {"result": its path} last. SPEC = {"exports": [...]} instead: only
-the characters the command line reads as this Blender has them (`export_characters`).
+{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "skin" (rigify: a body of boxes), "clip",
+"options" {...}, "reference" (box: step 1's .glb), "select": "armature" | "mesh" | "none", "soles",
+"edits" [(part, bone)]: set through the panel's button and imported again, "draw_panel", "undo"}, and
+"bad": [paths]. Writes the record to WORK/blender_result.json and prints {"result": its path} last.
+SPEC = {"exports": [...]} instead: only the characters the command line reads as this Blender has them
+(`export_characters`).
 """
 import json
 import os
@@ -70,10 +71,35 @@ def capture(call):
     return result, text
 
 
-def make_rigify():
+def make_rigify(skin=False):
+    """Rigify's human metarig; with `skin`, a body of one box per bone (8 corners around it, head to tail,
+    wholly on that bone) deforming with it, as a character skinned to it would."""
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_human_metarig_add()
-    return bpy.context.active_object
+    metarig = bpy.context.active_object
+    if skin:
+        corners, faces, groups = [], [], []
+        for bone in metarig.data.bones:
+            frame = np.array(bone.matrix_local)  # armature space: X, Y (head to tail), Z, head
+            x, y, z, head = frame[:3, 0], frame[:3, 1], frame[:3, 2], frame[:3, 3]
+            width = min(max(0.12 * bone.length, 0.008), 0.04)
+            base = len(corners)
+            corners += [head + y * along + x * sx * width + z * sz * width
+                        for along in (0.0, bone.length) for sx in (-1, 1) for sz in (-1, 1)]
+            faces += [tuple(base + k for k in face) for face in
+                      ((0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3))]
+            groups.append(bone.name)
+        mesh = bpy.data.meshes.new("metarig_body")
+        mesh.from_pydata([tuple(c) for c in corners], [], faces)
+        body = bpy.data.objects.new("metarig_body", mesh)
+        bpy.context.collection.objects.link(body)
+        body.parent = metarig
+        for k, name in enumerate(groups):
+            body.vertex_groups.new(name=name).add(list(range(8 * k, 8 * k + 8)), 1.0, "REPLACE")
+        body.modifiers.new("Armature", "ARMATURE").object = metarig
+        body.select_set(True)
+        bpy.context.view_layer.update()
+    return metarig
 
 
 def export_characters(exports):
@@ -82,7 +108,7 @@ def export_characters(exports):
     for entry in exports:
         clear_scene()
         if entry["rig"] == "rigify":
-            make_rigify()
+            make_rigify(entry.get("skin", False))
             bpy.ops.export_scene.gltf(filepath=entry["out"], export_format="GLB", use_selection=True)
         else:
             bpy.ops.import_scene.gltf(filepath=entry["path"])
@@ -288,7 +314,7 @@ def run_case(case):
         bpy.ops.import_scene.gltf(filepath=case["path"])
         target = armatures()[0]
     elif case["rig"] == "rigify":
-        target = make_rigify()
+        target = make_rigify(case.get("skin", False))
     if case.get("select") == "mesh":
         mesh = next(o for o in scene.objects if o.type == "MESH" and any(m.type == "ARMATURE" for m in o.modifiers))
         select_only(mesh)

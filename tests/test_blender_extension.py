@@ -3,8 +3,8 @@ is installed as Blender installs extensions (bpy.ops.extensions.package_install_
 folder), File > Import > Kimodo motion runs on real characters imported with Blender's own glTF importer
 (and on Rigify's metarig made in Blender), and what Blender evaluates is compared with `kimodo-rig
 retarget`'s output file read with pygltflib + numpy and with Kimodo's own limb directions (numpy FK from
-the skeleton JSON). Every shared clip on every rig; one Blender process per Blender for all of it, and the
-command line's retargets run beside it."""
+the skeleton JSON). Every shared clip on every rig; one Blender process per Blender for all of it, both
+Blenders at once, and the command line's retargets (each (rig file, clip, options) once) beside them."""
 from __future__ import annotations
 
 import ast

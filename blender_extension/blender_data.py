@@ -159,17 +159,32 @@ def remove(objects=(), actions=(), datablocks=()) -> None:
             bpy.data.meshes.remove(block)
 
 
+def _carrying_bone(mesh_object, obj) -> str:
+    """The bone of `obj` that carries `mesh_object` rigidly: the one it, or an object it hangs from (an
+    empty grouping a robot's torso plates, as Blender's glTF importer makes them), is parented to; ""
+    when none."""
+    child, parent = mesh_object, mesh_object.parent
+    while parent is not None:
+        if parent == obj:
+            return child.parent_bone if child.parent_type == "BONE" else ""
+        child, parent = parent, parent.parent
+    return ""
+
+
 def _moved_meshes(obj):
     """(mesh object, its vertex groups by index or None, parent bone or "") for every mesh `obj` moves:
-    deformed by an Armature modifier on it, or parented to one of its bones."""
+    deformed by an Armature modifier on it, or hanging from one of its bones (parented to it, or to an
+    object parented to it)."""
     parts = []
     for mesh_object in bpy.context.scene.objects:
         if mesh_object.type != "MESH":
             continue
         if any(m.type == "ARMATURE" and m.object == obj for m in mesh_object.modifiers):
             parts.append((mesh_object, {g.index: g.name for g in mesh_object.vertex_groups}, ""))
-        elif mesh_object.parent == obj and mesh_object.parent_type == "BONE" and mesh_object.parent_bone:
-            parts.append((mesh_object, None, mesh_object.parent_bone))
+            continue
+        bone = _carrying_bone(mesh_object, obj)
+        if bone:
+            parts.append((mesh_object, None, bone))
     return parts
 
 

@@ -3,8 +3,8 @@ is installed as Blender installs extensions (bpy.ops.extensions.package_install_
 folder), File > Import > Kimodo motion runs on real characters imported with Blender's own glTF importer
 (and on Rigify's metarig made in Blender), and what Blender evaluates is compared with `kimodo-rig
 retarget`'s output file read with pygltflib + numpy and with Kimodo's own limb directions (numpy FK from
-the skeleton JSON). Every shared clip on every rig; one Blender process per Blender for all of it, and the
-command line's retargets run beside it."""
+the skeleton JSON). Every shared clip on every rig; one Blender process per Blender for all of it, both
+Blenders at once, and the command line's retargets (each (rig file, clip, options) once) beside them."""
 from __future__ import annotations
 
 import ast
@@ -14,16 +14,20 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import CLIPS, RIGS, ROOT, run_blender, run_cli
+from conftest import CLIPS, NPZ, RIGS, ROOT, run_blender, run_cli
 from gltf_judge import Glb, forward_kinematics, read_raw_clip, skeleton_record
+from kimodo_rig import skeletons
 from kimodo_rig.retarget.mapping import known_parts
 from test_retarget import bind_worlds
+from test_retarget_feet import _contacts_by_kimodos_rule as contacts_by_kimodos_rule
 
 KNOWN_PARTS = known_parts()  # every canonical part, as maps print them
 MPFB2 = RIGS / "mpfb2"
@@ -55,12 +59,14 @@ CASES = [
      "mesh" if (rig, short(clip)) in MESH_SELECTED else "armature")
     for rig in RIG_NAMES for clip in CLIP_NAMES
 ]
-# On bpy 4.2 LTS, to keep the suite short: every case above with an option, a selected mesh or a map edit,
-# and enough more that every clip runs and every rig runs both Kimodo skeletons
-# (test_the_4_2_cases_cover_every_clip_and_both_skeletons_on_every_rig checks it).
-LTS_CASES = {"mannequin_soma_01", "mannequin_soma_02", "mannequin_g1_04", "mixamo_g1_01", "mixamo_soma_03",
-             "rigify_soma_03", "rigify_g1_02", "robot_g1_02", "robot_soma_01", "female_soma_02", "female_soma_04",
-             "female_g1_03"}
+# Rigify's metarig has no mesh: on the G1 clips it stays so (the core then stands it on its joints); on
+# the SOMA clips it carries a body of one box per bone, made in Blender, whose soles are measured.
+SKINNED_RIGIFY = {name for name, rig, clip, _, _ in CASES if rig == "rigify" and clip.startswith("soma")}
+SOLE_CASES = [name for name, rig, _, _, _ in CASES if rig != "rigify" or name in SKINNED_RIGIFY]
+# On bpy 4.2 LTS, to show that it works without running everything twice: every rig (Rigify bare), both
+# Kimodo skeletons, each option (in place, root motion on a root bone), a selected mesh and the map edits
+# (test_the_cases_run_every_shared_clip_on_every_rig_and_4_2_covers_each_rig_skeleton_and_option checks it).
+LTS_CASES = {"mannequin_soma_01", "mixamo_g1_01", "rigify_g1_02", "robot_g1_02", "female_soma_02", "female_soma_04"}
 BLENDERS = ("newest", "4.2")
 
 
@@ -103,12 +109,24 @@ BAD_CLIPS = ["nan_rotation", "joints_25", "truncated_root", "zero_frames"]
 # Blender's glTF importer places RobotExpressive's bone-parented meshes (its feet, under bones scaled 100x)
 # elsewhere than the file does (numpy of the file: the foot mesh's centre 41 cm ahead of the ankle; in
 # Blender 22 cm behind it), so its soles are not the file's: the command line reads the character as
-# Blender has it, exported, as for Rigify. That file is float32 once more (2e-4 m).
-EXPORTED = {"robot": 2e-4}
-# The Quaternius female stands 4.6 m: float32 positions carry 2.7x a 1.7 m character's rounding.
-TALL = {"female": 1e-4 * 4.6 / 1.7}
-
-
+# Blender has it, exported, as for Rigify.
+EXPORTED = ("robot",)
+# Same core, same answer: fed the numbers the add-on reads from Blender, the command line's core gives
+# Blender's poses to 1e-14 m. Where a case is held to more than 1e-4 m it is because the two read
+# different numbers for the same character and the core turns that difference into more:
+# - the Quaternius female (4.6 m): Blender keeps bone rests and vertices in float32; the command line
+#   reads the file's float32 in doubles. Inputs 4.1e-6 m apart, poses 4e-6 m apart on most frames, but
+#   on g1_02 (frame 85, left foot) the swing foot's pitch onto the floor (feet.py, `depth <= 1e-5`
+#   stops it) turns on one side of that cut-off and not the other: 1.06e-4 m; with that step off the
+#   two agree to 4.2e-6 m on the whole clip.
+# - RobotExpressive, as Blender exports it: its feet are leaf bones whose ends the export writes as
+#   plain nodes (FootL_end); the command line makes `FootL_tip` joints of them and takes the facing heel
+#   to toe (yaw 6.9e-6 rad), while Blender's armature has no bone past the feet, so the add-on's core
+#   takes it from the hip line (yaw 5e-8 rad). Its arms reach 3.3 m from the hips: poses 1.06e-4 m
+#   (soma_01) and 1.14e-4 m (soma_02) apart, 1.16e-4 m once written and keyed in float32; without
+#   those two tip joints the command line's core agrees with Blender to 2.5e-6 and 9.6e-7 m.
+# Each carries the bar it measures, rounded up, so a change that makes it worse still fails.
+BONES_NOT_MET = {"robot_soma_01": 1.1e-4, "robot_soma_02": 1.2e-4, "female_g1_02": 1.1e-4}
 def kind(clip):
     return "g1" if clip.startswith("g1") else "soma"
 
@@ -133,16 +151,18 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def command_line(tmp_path_factory):
-    """`kimodo-rig` runs, one at a time beside Blender (which keeps the other core busy), each once per
+    """`kimodo-rig` runs, one at a time beside the Blenders, each once per
     module for a target file's bytes: submit(key, call) -> a future of call(), run in submission order."""
     work = tmp_path_factory.mktemp("command_line")
     pool = ThreadPoolExecutor(max_workers=1)
     runs = {}
+    lock = threading.Lock()  # both Blenders' threads queue retargets
 
     def submit(key, call):
-        if key not in runs:
-            runs[key] = pool.submit(call)
-        return runs[key]
+        with lock:
+            if key not in runs:
+                runs[key] = pool.submit(call)
+            return runs[key]
     yield work, submit
     pool.shutdown()
 
@@ -169,7 +189,7 @@ def submit_retargets(command_line, cases, targets):
     work, submit = command_line
     futures = {}
     for name, rig, clip, options, _ in cases:
-        target = targets[rig]
+        target = targets["rigify_skinned" if name in SKINNED_RIGIFY else rig]
         key = digest(target)
         printed = submit("map_" + key, lambda target=target: run_cli("map", target, "--json"))
         futures["map:" + rig] = (None, printed)
@@ -199,34 +219,47 @@ def version(request):
 
 
 @pytest.fixture
-def blender(request, version):
+def blender(blender_runs, version):
     """The Blender run of the Blender this test is for."""
-    return request.getfixturevalue({"newest": "blender_newest", "4.2": "blender_lts"}[version])
+    return blender_runs[version]
 
 
 @pytest.fixture(scope="module")
-def blender_newest(built, command_line):
-    return run_blender_cases("newest", built, command_line)
+def blender_runs(built, command_line):
+    """Both Blenders at once, one process each for all of its cases, the command line's retargets beside
+    them. Each Blender first exports the characters the command line reads as that Blender has them
+    (Rigify's metarig, the EXPORTED rigs: a few seconds), so every retarget is queued before the cases run."""
+    with ThreadPoolExecutor(max_workers=len(BLENDERS)) as pool:
+        exported = dict(zip(BLENDERS, pool.map(lambda version: export_characters(version, built), BLENDERS)))
+        runs = {version: pool.submit(run_blender_cases, version, built, command_line, exported[version])
+                for version in BLENDERS}
+        return {version: run.result() for version, run in runs.items()}
 
 
-@pytest.fixture(scope="module")
-def blender_lts(built, command_line):
-    return run_blender_cases("4.2", built, command_line)
-
-
-def run_blender_cases(version, built, command_line):
-    """The one Blender run per Blender (the bpy venv's, and bpy 4.2 LTS): install, every case (on 4.2 the
-    LTS_CASES), the bad files, unregister. The command line's retargets onto the rig files start first
-    and run beside it."""
-    zip_path = built[1]
+def export_characters(version, built):
+    """{rig: file}: Rigify's metarig and the EXPORTED characters as this Blender exports them."""
     work = built[0] / version
     work.mkdir()
+    exports = [{"rig": "rigify", "out": str(work / "rigify_metarig.glb")},
+               {"rig": "rigify", "skin": True, "out": str(work / "rigify_skinned.glb")}]
+    exports += [{"rig": "glb", "path": str(RIG_FILES[rig]), "out": str(work / (rig + "_imported.glb"))} for rig in EXPORTED]
+    (work / "exports.json").write_text(json.dumps({"exports": exports}), encoding="utf-8")
+    run_blender("extension.py", work / "exports.json", timeout=600, lts=version == "4.2")
+    return dict(zip(["rigify", "rigify_skinned"] + list(EXPORTED), [Path(e["out"]) for e in exports]))
+
+
+def run_blender_cases(version, built, command_line, exported):
+    """The one Blender run per Blender (the bpy venv's, and bpy 4.2 LTS): install, every case (on 4.2 the
+    LTS_CASES), the bad files, unregister. The command line's retargets of those cases (onto the rig
+    files, and onto `exported` for Rigify and the EXPORTED rigs) are queued first and run beside it."""
+    zip_path = built[1]
+    work = built[0] / version
     run = [c for c in CASES if version == "newest" or c[0] in LTS_CASES]
-    futures = submit_retargets(command_line, [c for c in run if c[1] != "rigify" and c[1] not in EXPORTED], RIG_FILES)
+    futures = submit_retargets(command_line, run, dict(RIG_FILES, **exported))
     cases = []
     for name, rig, clip, options, select in run:
         case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(CLIPS / clip),
-                "options": options, "select": select, "soles": rig != "rigify", "export": rig in EXPORTED}
+                "options": options, "select": select, "soles": name in SOLE_CASES, "skin": name in SKINNED_RIGIFY}
         if rig != "rigify":
             case["path"] = str(RIG_FILES[rig])
         if name in EDITS:
@@ -253,10 +286,6 @@ def run_blender_cases(version, built, command_line):
     result = json.loads(open(pointer["result"], encoding="utf-8").read())
     result["cases"] = {case["name"]: case for case in result["cases"]}
     result["work"] = work
-    # Rigify's metarig, and the EXPORTED characters, as this Blender exported them.
-    exported = {name: case["exported"] for name, case in result["cases"].items() if "exported" in case}
-    for case in [c for c in run if c[1] == "rigify" or c[1] in EXPORTED]:
-        futures.update(submit_retargets(command_line, [case], {case[1]: exported[case[0]]}))
     result["cli"] = futures
     return result
 
@@ -279,15 +308,17 @@ def blender_positions(record):
     return {name: np.array([frame[name] for frame in heads]) for name in heads[0]}
 
 
-def test_the_cases_run_every_shared_clip_on_every_rig_and_4_2_covers_each_clip_and_skeleton():
+def test_the_cases_run_every_shared_clip_on_every_rig_and_4_2_covers_each_rig_skeleton_and_option():
     assert len(CLIP_NAMES) == 8 and len(CASES) == len(RIG_NAMES) * len(CLIP_NAMES)
     assert {(rig, clip) for _, rig, clip, _, _ in CASES} == {(rig, clip) for rig in RIG_NAMES for clip in CLIP_NAMES}
     lts = [c for c in CASES if c[0] in LTS_CASES]
     assert len(lts) == len(LTS_CASES)
-    assert {clip for _, _, clip, _, _ in lts} == set(CLIP_NAMES)
-    assert {(rig, kind(clip)) for _, rig, clip, _, _ in lts} == {(rig, k) for rig in RIG_NAMES for k in ("soma", "g1")}
-    special = {c[0] for c in CASES if c[3] or c[4] == "mesh"} | set(EDITS)
-    assert special <= LTS_CASES
+    assert {rig for _, rig, _, _, _ in lts} == set(RIG_NAMES)
+    assert {kind(clip) for _, _, clip, _, _ in lts} == {"soma", "g1"}
+    options = {(key, value) for c in CASES for key, value in c[3].items()}
+    assert {(key, value) for c in lts for key, value in c[3].items()} == options
+    assert any(c[4] == "mesh" for c in lts) and set(EDITS) <= LTS_CASES
+    assert any(c[1] == "rigify" and c[0] not in SKINNED_RIGIFY for c in lts)  # a character with no mesh
 
 
 def test_the_zip_holds_the_manifest_the_add_on_and_a_copy_of_kimodo_rig(built):
@@ -361,7 +392,7 @@ def test_blender_bones_match_kimodo_rig_retarget_at_every_frame(blender, cli_out
     rig, clip = next(c[1:3] for c in CASES if c[0] == case)
     output, printed = cli_outputs[case]
     worst, shift = disagreement(record["heads"], record["rest_heads"], output, rig)
-    assert worst <= EXPORTED.get(rig, TALL.get(rig, 1e-4)), worst
+    assert worst <= BONES_NOT_MET.get(case, 1e-4), worst
     frames = len(record["heads"])
     # Named after the clip, the scene set to its rate and range, the same report lines as the CLI.
     motion_frames = len(source_positions(clip)["LeftFoot" if kind(clip) == "soma" else "pelvis_skel"])
@@ -398,28 +429,42 @@ def test_blender_limbs_point_where_kimodo_puts_them(blender, case):
     assert min(cosines.values()) >= bar, cosines
 
 
-@pytest.mark.parametrize("version, case", on_each_blender([c[0] for c in CASES if c[1] != "rigify"]))
-def test_the_deformed_mesh_soles_are_on_the_floor_at_contact_frames(blender, case):
-    """Contact: the source toe within 3 cm of its lowest height and moving under 0.3 m/s (numpy, from
-    Kimodo's FK). There the lowest vertex skinned to that foot sits, in the median over the contact
-    frames, within 3.5 cm of the floor the character stands on at rest. The worst contact frame is not
-    held to that yet: the solve grounds the toe JOINT at its bind height plus Kimodo's toe-joint height
-    (SOMA soles ride about 3 cm up) and keeps no foot still (the robot's and the Quaternius female's soles
-    range from 10 cm below to 16 cm above at contact); floor from soles and foot lock are the core's next
-    step, and this bound should then tighten to every contact frame."""
+def kimodos_contacts(clip):
+    """(frames, 4) left heel, left toe, right heel, right toe: Kimodo's rule on its posed_joints."""
+    posed = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["posed_joints"]
+    record = skeletons.data("g1skel34" if kind(clip) == "g1" else "somaskel30")
+    assert posed.shape[1] == len(record["joint_names"])
+    groups, names = record["semantic_groups"], record["joint_names"]
+    chain = [names.index(n) for n in groups["left_foot_chain"][:2] + groups["right_foot_chain"][:2]]
+    return contacts_by_kimodos_rule(posed, chain)
+
+
+
+
+@pytest.mark.parametrize("version, case", on_each_blender(SOLE_CASES))
+def test_the_deformed_mesh_soles_are_on_the_floor_at_every_planted_frame(blender, case):
+    """Issue 8's bar, as tests/test_retarget_feet.py holds the command line's files to it, measured on
+    Blender's deformed mesh: at every frame where Kimodo has a foot's heel or toe in contact, the lowest
+    vertex carried by that foot (its bone and those below it) is within 1 cm of the character's rest
+    floor (its lowest foot vertex at rest), and no foot vertex goes more than 2 cm under it on any
+    frame; both scaled with the character's height / 1.7 m. The contacts are the clip's: a kimodo.cpp
+    clip carries none, so they are Kimodo's labels as Kimodo makes them (below 0.10 m and slower than
+    0.15 m/s), numpy on Kimodo's own posed_joints of the same motion (its NPZ). Not the NPZ's
+    foot_contacts, which a clip folder does not carry: those differ on 0.2-7% of frames, and on such a
+    frame the foot is not locked (the robot's sole then 22 cm x height/1.7 m up)."""
     _, rig, clip, _, _ = next(c for c in CASES if c[0] == case)
-    source = source_positions(clip)
-    soles, rest = blender["cases"][case]["soles"], blender["cases"][case]["rest_soles"]
-    checked = 0
-    for side, toe in zip(("l", "r"), SOURCE_TOES[kind(clip)]):
-        height = source[toe][:, 1]
-        speed = np.r_[0.0, np.linalg.norm(np.diff(source[toe], axis=0), axis=1) * 30.0]
-        contact = (height <= height.min() + 0.03) & (speed < 0.3)
-        sole = np.array(soles[side]) - rest[side]  # the floor the character stands on at rest
-        assert np.isfinite(sole).all() and (rig == "robot" or abs(rest[side]) <= 0.03), rest
-        assert abs(float(np.median(sole[contact]))) <= 0.035, (side, float(np.median(sole[contact])))
-        checked += int(contact.sum())
-    assert checked >= 10
+    record = blender["cases"][case]
+    contacts = kimodos_contacts(clip)
+    floor = min(record["rest_soles"].values())
+    scale = record["rest_height"] / 1.7
+    lowest = {side: (np.array(record["soles"][side]) - floor) * 100.0 for side in "lr"}
+    assert len(contacts) == len(lowest["l"]) and np.isfinite(np.concatenate(list(lowest.values()))).all()
+    assert rig == "robot" or abs(floor) <= 0.03, floor  # the importer keeps these characters on the ground
+    planted = np.concatenate([lowest[side][contacts[:, 2 * i] | contacts[:, 2 * i + 1]] for i, side in enumerate("lr")])
+    assert len(planted) >= 10
+    worst, under = float(np.abs(planted).max()), float(min(lowest[side].min() for side in "lr"))
+    assert worst <= 1.0 * scale, (worst, np.sort(np.abs(planted))[-5:])
+    assert under >= -2.0 * scale, under
 
 
 @pytest.mark.parametrize("case", [c[0] for c in BOX_CASES])

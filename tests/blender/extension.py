@@ -3,10 +3,12 @@ temporary user folder), then run File > Import > Kimodo motion as a user would a
 evaluates. Judging happens in tests/test_blender_extension.py.
 
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
-{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "clip", "options" {...}, "reference" (box:
-step 1's .glb), "select": "armature" | "mesh" | "none", "soles", "edits" [(part, bone)]: set through the
-panel's button and imported again, "draw_panel", "undo"}, and "bad": [paths]. Writes the record to
-WORK/blender_result.json and prints {"result": its path} last.
+{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "skin" (rigify: a body of boxes), "clip",
+"options" {...}, "reference" (box: step 1's .glb), "select": "armature" | "mesh" | "none", "soles",
+"edits" [(part, bone)]: set through the panel's button and imported again, "draw_panel", "undo"}, and
+"bad": [paths]. Writes the record to WORK/blender_result.json and prints {"result": its path} last.
+SPEC = {"exports": [...]} instead: only the characters the command line reads as this Blender has them
+(`export_characters`).
 """
 import json
 import os
@@ -69,13 +71,48 @@ def capture(call):
     return result, text
 
 
-def make_rigify(work):
+def make_rigify(skin=False):
+    """Rigify's human metarig; with `skin`, a body of one box per bone (8 corners around it, head to tail,
+    wholly on that bone) deforming with it, as a character skinned to it would."""
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_human_metarig_add()
     metarig = bpy.context.active_object
-    path = Path(work) / "rigify_metarig.glb"
-    bpy.ops.export_scene.gltf(filepath=str(path), export_format="GLB", use_selection=True)
-    return metarig, str(path)
+    if skin:
+        corners, faces, groups = [], [], []
+        for bone in metarig.data.bones:
+            frame = np.array(bone.matrix_local)  # armature space: X, Y (head to tail), Z, head
+            x, y, z, head = frame[:3, 0], frame[:3, 1], frame[:3, 2], frame[:3, 3]
+            width = min(max(0.12 * bone.length, 0.008), 0.04)
+            base = len(corners)
+            corners += [head + y * along + x * sx * width + z * sz * width
+                        for along in (0.0, bone.length) for sx in (-1, 1) for sz in (-1, 1)]
+            faces += [tuple(base + k for k in face) for face in
+                      ((0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3))]
+            groups.append(bone.name)
+        mesh = bpy.data.meshes.new("metarig_body")
+        mesh.from_pydata([tuple(c) for c in corners], [], faces)
+        body = bpy.data.objects.new("metarig_body", mesh)
+        bpy.context.collection.objects.link(body)
+        body.parent = metarig
+        for k, name in enumerate(groups):
+            body.vertex_groups.new(name=name).add(list(range(8 * k, 8 * k + 8)), 1.0, "REPLACE")
+        body.modifiers.new("Armature", "ARMATURE").object = metarig
+        body.select_set(True)
+        bpy.context.view_layer.update()
+    return metarig
+
+
+def export_characters(exports):
+    """Each {"rig": "rigify" | "glb", "path" (glb), "out"}: Rigify's metarig made here, or the .glb as
+    Blender's importer has it, exported to "out" for the command line to read."""
+    for entry in exports:
+        clear_scene()
+        if entry["rig"] == "rigify":
+            make_rigify(entry.get("skin", False))
+            bpy.ops.export_scene.gltf(filepath=entry["out"], export_format="GLB", use_selection=True)
+        else:
+            bpy.ops.import_scene.gltf(filepath=entry["path"])
+            bpy.ops.export_scene.gltf(filepath=entry["out"], export_format="GLB")
 
 
 def armatures():
@@ -113,37 +150,59 @@ def deformed_vertices(armature, frame):
     return np.array(points)
 
 
+def hanging_bone(obj, armature):
+    """The bone of `armature` a mesh hangs from rigidly (parented to it, or to an object parented to it),
+    "" when none."""
+    child, parent = obj, obj.parent
+    while parent is not None:
+        if parent == armature:
+            return child.parent_bone if child.parent_type == "BONE" else ""
+        child, parent = parent, parent.parent
+    return ""
+
+
 def sole_heights(armature, frames, feet):
-    """Per frame and side, the lowest world height (glTF y) of the deformed mesh parts that belong to
-    that side's foot bones (vertices whose strongest weight is one of them, or whole meshes parented to
-    one), and the same at the armature's rest. feet: {"l": [bone names], "r": [...]}."""
+    """As tests/feet_judge.py measures a file: per frame and side, the lowest world height (glTF y) of the
+    deformed vertices carried (weight share >= 0.5) by that side's foot bone and the bones below it, or
+    of meshes hanging from one of them; the same at the armature's rest; and the rest height of every
+    mesh the armature moves. feet: {"l": foot bone name, "r": ...}."""
     scene = bpy.context.scene
+    below = {side: {b.name for b in armature.data.bones[name].children_recursive} | {name} for side, name in feet.items()}
     parts = []  # (object, {side: vertex mask})
     for obj in scene.objects:
         if obj.type != "MESH":
             continue
         if any(m.type == "ARMATURE" and m.object == armature for m in obj.modifiers):
             names = {g.index: g.name for g in obj.vertex_groups}
-            dominant = []
-            for vertex in obj.data.vertices:
-                best = max(vertex.groups, key=lambda e: e.weight, default=None)
-                dominant.append(names.get(best.group, "") if best is not None else "")
-            parts.append((obj, {side: np.array([d in bones for d in dominant]) for side, bones in feet.items()}))
-        elif obj.parent == armature and obj.parent_type == "BONE":
+            masks = {}
+            for side, bones in below.items():
+                mask = []
+                for vertex in obj.data.vertices:
+                    total = sum(e.weight for e in vertex.groups if e.group in names)
+                    on = sum(e.weight for e in vertex.groups if names.get(e.group) in bones)
+                    mask.append(total > 0.0 and on >= 0.5 * total)
+                masks[side] = np.array(mask, bool)
+            parts.append((obj, masks))
+            continue
+        bone = hanging_bone(obj, armature)
+        if bone:
             count = len(obj.data.vertices)
-            parts.append((obj, {side: np.full(count, obj.parent_bone in bones) for side, bones in feet.items()}))
+            parts.append((obj, {side: np.full(count, bone in bones) for side, bones in below.items()}))
+
+    def points_of(depsgraph, obj):
+        evaluated = obj.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        co = np.empty(len(mesh.vertices) * 3)
+        mesh.vertices.foreach_get("co", co)
+        evaluated.to_mesh_clear()
+        world = np.array(evaluated.matrix_world)
+        return co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
 
     def lowest():
         depsgraph = bpy.context.evaluated_depsgraph_get()
         result = {side: float("inf") for side in feet}
         for obj, masks in parts:
-            evaluated = obj.evaluated_get(depsgraph)
-            mesh = evaluated.to_mesh()
-            co = np.empty(len(mesh.vertices) * 3)
-            mesh.vertices.foreach_get("co", co)
-            evaluated.to_mesh_clear()
-            world = np.array(evaluated.matrix_world)
-            points = co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
+            points = points_of(depsgraph, obj)
             for side, mask in masks.items():
                 if len(mask) == len(points) and mask.any():
                     result[side] = min(result[side], float(points[mask, 2].min()))  # Blender z = glTF y
@@ -157,9 +216,11 @@ def sole_heights(armature, frames, feet):
     armature.data.pose_position = "REST"
     bpy.context.view_layer.update()
     rest = lowest()
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    every = np.concatenate([points_of(depsgraph, obj)[:, 2] for obj, _ in parts])
     armature.data.pose_position = "POSE"
     bpy.context.view_layer.update()
-    return heights, rest
+    return heights, rest, float(every.max() - every.min())
 
 
 def nearest_distance(a, b):
@@ -244,7 +305,7 @@ def edit_and_import(target, case, edits):
     return record
 
 
-def run_case(case, work):
+def run_case(case):
     clear_scene()
     scene = bpy.context.scene
     record = {"name": case["name"]}
@@ -252,11 +313,8 @@ def run_case(case, work):
     if case["rig"] == "glb":
         bpy.ops.import_scene.gltf(filepath=case["path"])
         target = armatures()[0]
-        if case.get("export"):  # the character as Blender imported it, for the command line to read
-            record["exported"] = str(Path(work) / (case["name"] + "_imported.glb"))
-            bpy.ops.export_scene.gltf(filepath=record["exported"], export_format="GLB")
     elif case["rig"] == "rigify":
-        target, record["exported"] = make_rigify(work)
+        target = make_rigify(case.get("skin", False))
     if case.get("select") == "mesh":
         mesh = next(o for o in scene.objects if o.type == "MESH" and any(m.type == "ARMATURE" for m in o.modifiers))
         select_only(mesh)
@@ -284,8 +342,9 @@ def run_case(case, work):
     record["quaternion_modes"] = sorted({b.rotation_mode for b in target.pose.bones})
     if case.get("soles"):
         bone_map = json.loads(record["bone_map"])
-        feet = {side: [bone_map.get(p + "_" + side) for p in ("foot", "toe")] for side in ("l", "r")}
-        record["soles"], record["rest_soles"] = sole_heights(target, range(scene.frame_start, scene.frame_end + 1), feet)
+        feet = {side: bone_map["foot_" + side] for side in ("l", "r")}
+        record["soles"], record["rest_soles"], record["rest_height"] = sole_heights(
+            target, range(scene.frame_start, scene.frame_end + 1), feet)
     if case["rig"] == "box":
         frames = case["compare_frames"]
         ours = [deformed_vertices(target, scene.frame_start + f) for f in frames]
@@ -382,6 +441,10 @@ def run_bad(paths, rig, good_clip, rootless_rig):
 def main():
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     out = {"blender": bpy.app.version_string}
+    if "exports" in spec:
+        export_characters(spec["exports"])
+        print(json.dumps(out))
+        return
     bpy.ops.extensions.package_install_files(filepath=spec["zip"], repo="user_default", enable_on_install=True)
     out["installed"] = MODULE in {m.__name__ for m in addon_utils.modules()} and addon_utils.check(MODULE)[1]
     out["operator"] = hasattr(bpy.ops.kimodo, "import_motion") and "KIMODO_OT_import_motion" in dir(bpy.types)
@@ -389,7 +452,7 @@ def main():
     out["menu"] = any(getattr(f, "__name__", "") == "menu_import" for f in bpy.types.TOPBAR_MT_file_import._dyn_ui_initialize())
     out["permissions_manifest"] = True
     out["install_folder"] = str(Path(USER))
-    out["cases"] = [run_case(case, spec["work"]) for case in spec["cases"]]
+    out["cases"] = [run_case(case) for case in spec["cases"]]
     out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"], spec["rootless_rig"])
     addon_utils.disable(MODULE)
     out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),

@@ -13,8 +13,11 @@ contacts, the feet placed on the floor and locked where they land.
   its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
   it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
-  coming down where a leg cannot reach and up where it cannot fold so far; eased in before and out after
-  each span over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
+  coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
+  the legs least where both feet are planted at different heights (a kneel); where the lock would still
+  take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
+  turn them most let the pin's height go (the sole floats there); eased in before and out after each span
+  over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
   onto it by the same IK on the arm.
 """
 from __future__ import annotations
@@ -630,11 +633,11 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     """Bring each foot to its goal with two-bone IK, turning the legs as little as the goals allow:
     where both feet have goals at different heights (one on its heel, the other on its toes or kneeling
     behind it) the hips first go up or down by what turns the legs least (`_shared_lift`). Where the
-    lock would still take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip,
-    the frames that turn them most have their goals' heights let go towards where the legs have the feet
-    (`_loosened`: there a planted sole floats a little, still pinned horizontally). Where a leg cannot reach its
-    goal the hips come down, where it cannot fold so far they go up; the hips' changes and the letting go
-    are eased over BLEND_FRAMES either side; no foot ends under the floor."""
+    lock would still take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the
+    clip, the frames that turn them most have their goals' heights let go towards where the legs have
+    the feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
+    reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
+    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
     settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
@@ -647,8 +650,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 goal = goals[side][frame]
                 if goal is not None:
                     goals[side][frame] = _loosened(goal, poses[frame][1][tmap.bones["foot_" + side]], amount)
-    lifts = centred_average([_shared_lift(tmap, soles, sides, goals, poses[frame], frame, floor) for frame in range(frames)],
-                            BLEND_FRAMES)
+    lifts = centred_average([_shared_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, poses[frame], floor)
+                             for frame in range(frames)], BLEND_FRAMES)
     downs, ups = [], []
     for frame in range(frames):
         _, positions = poses[frame]
@@ -725,13 +728,7 @@ def _turns_at(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optio
     return turns
 
 
-def _shared_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
-                 frame: int, floor: float) -> float:
-    """The frame's hips rise (negative: down) that turns the legs least on their way to the goals."""
-    return _best_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, pose, floor)
-
-
-def _best_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], pose,
+def _shared_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], pose,
                floor: float) -> float:
     """Where both feet have goals (planted, or easing in or out), the hips' rise (negative: down) that
     turns the two legs least on their way to them (the sum over thighs and shins of 1 - cosine, as the
@@ -779,7 +776,7 @@ def _settle(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[s
     loosened = {side: None if goals[side][frame] is None else
                 _loosened(goals[side][frame], positions[tmap.bones["foot_" + side]], amount)  # type: ignore[arg-type]
                 for side in sides}
-    lift = _best_lift(tmap, soles, sides, loosened, pose, floor)
+    lift = _shared_lift(tmap, soles, sides, loosened, pose, floor)
     return lift, _turns_at(tmap, sides, loosened, positions, lift)
 
 

@@ -129,33 +129,43 @@ def _retarget(tmp_path, clip, rig, *extra):
 def _limb_cosines(out, clip, rig):
     """Mean cosine of thigh, shin, upper arm and forearm directions, output (numpy FK of the file) vs
     Kimodo's posed_joints; every rig here faces +Z at bind, as Kimodo does."""
+    return float(np.mean(list(_segment_cosines(out, clip, rig).values())))
+
+
+def _segment_cosines(out, clip, rig):
+    """Per segment ("thigh_l", "shin_l", "upperarm_l", ...): its mean cosine over the clip, output vs Kimodo."""
     kind = "g1" if clip.startswith("g1") else "soma"
     stored = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["posed_joints"]
     names = skeletons.data("g1skel34" if kind == "g1" else "somaskel30")["joint_names"]
     glb = Glb(out)
     positions = glb.animated_world_matrices()[..., :3, 3]
     by_name = {n.name: i for i, n in enumerate(glb.gltf.nodes)}
-    cosines = []
+    cosines = {}
     for s in "lr":
-        for source_chain, target_chain in zip(SOURCE_LIMBS[kind], RIG[rig][4:6]):
+        for limb, source_chain, target_chain in zip(("leg", "arm"), SOURCE_LIMBS[kind], RIG[rig][4:6]):
             for k in range(2):
                 a, b = (names.index(_names(source_chain[i], s)) for i in (k, k + 1))
                 c, d = (by_name[_names(target_chain[i], s)] for i in (k, k + 1))
                 want = stored[:, b] - stored[:, a]
                 have = positions[:, d] - positions[:, c]
                 cos = (want * have).sum(-1) / np.linalg.norm(want, axis=-1) / np.linalg.norm(have, axis=-1)
-                cosines.append(cos.mean())
-    return float(np.mean(cosines))
+                cosines[{"leg": ("thigh", "shin"), "arm": ("upperarm", "forearm")}[limb][k] + "_" + s] = float(cos.mean())
+    return cosines
 
 
-@pytest.mark.parametrize("clip,rig", CASES)
-def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig):
-    out, report, _ = _retarget(tmp_path, clip, rig)
+def _judged(tmp_path, clip, rig):
+    """The retarget (output, report, process), Kimodo's contacts, the judge's figures, the length scale."""
+    out, report, result = _retarget(tmp_path, clip, rig)
     contacts = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["foot_contacts"]
     spec, rig_file, foot, toe = RIG[rig][:4]
     figures = feet_figures(out, rig_file, {s: _names(foot, s) for s in "lr"},
                            {s: _names(toe, s) if toe else None for s in "lr"}, contacts)
-    scale = figures["height"] / 1.7
+    return out, report, result, contacts, figures, figures["height"] / 1.7
+
+
+@pytest.mark.parametrize("clip,rig", CASES)
+def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig):
+    out, report, _, contacts, figures, scale = _judged(tmp_path, clip, rig)
     planted = np.concatenate([figures["lowest"][s][contacts[:, 2 * i] | contacts[:, 2 * i + 1]]
                               for i, s in enumerate("lr")]) * 100.0
     lowest = min(figures["lowest"][s].min() for s in "lr") * 100.0
@@ -173,6 +183,35 @@ def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig
     assert report["planted_sole_cm"] == pytest.approx(planted.mean(), abs=0.2 * scale)
     assert report["height_cm"] == pytest.approx(figures["height"] * 100.0, rel=0.01)
     assert report["limb_cosine_mean"] == pytest.approx(cosine, abs=0.01)
+
+
+@pytest.mark.parametrize("rig", ["mannequin", "dress"])
+def test_a_kneel_keeps_the_legs_as_kimodo_has_them(tmp_path, rig):
+    """G1's g1_02 kneels on its left knee for 3 s, the left toe alone down. The character's other
+    proportions put that toe above the floor with the clip's limb directions (11 cm on the mannequin;
+    the dress character's shin is 1.56 times its thigh: 64 cm), and grounding it by the leg alone turned
+    the shin 40-80 deg. Every segment keeps the G1 bar over the clip (min over thighs, shins, upper arms
+    and forearms of the mean cosine, not only their mean), the planted feet keep the skate and sink bars;
+    the mannequin's hips sink and rise to share the kneel between its legs and all its planted soles
+    stay within 1 cm of the floor. The dress character cannot kneel so: there the toe's height is let go
+    (it floats, still pinned horizontally), only while the toe alone is down, and the report warns."""
+    clip = "g1_02_multi_text_ee_constraint"
+    out, report, result, contacts, figures, scale = _judged(tmp_path, clip, rig)
+    cosines = _segment_cosines(out, clip, rig)
+    assert min(cosines.values()) >= 0.97, cosines
+    assert figures["skate"] * 100.0 <= 0.15 * scale
+    assert min(figures["lowest"][s].min() for s in "lr") * 100.0 >= -2.0 * scale
+    heel_down = np.concatenate([figures["lowest"][s][contacts[:, 2 * i]] for i, s in enumerate("lr")]) * 100.0
+    toe_alone = np.concatenate([figures["lowest"][s][contacts[:, 2 * i + 1] & ~contacts[:, 2 * i]]
+                                for i, s in enumerate("lr")]) * 100.0
+    assert np.abs(heel_down).max() <= 1.0 * scale
+    if rig == "mannequin":
+        assert np.abs(toe_alone).max() <= 1.0 * scale
+        assert "warning" not in result.stderr, result.stderr
+    else:
+        assert toe_alone.max() > 10.0 * scale  # it floats: the bar it trades for the limbs' (no sinking instead)
+        assert "planted feet float" in result.stderr
+    assert report["foot_skate_cm_per_frame"] == pytest.approx(figures["skate"] * 100.0, abs=0.02 * scale)
 
 
 def test_one_bone_legs_stand_on_the_floor_unlocked_and_the_report_says_so(tmp_path):

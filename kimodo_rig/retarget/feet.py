@@ -13,8 +13,11 @@ contacts, the feet placed on the floor and locked where they land.
   its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
   it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
-  coming down where a leg cannot reach and up where it cannot fold so far; eased in before and out after
-  each span over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
+  coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
+  the legs least where both feet are planted at different heights (a kneel); where the lock would still
+  take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
+  turn them most let the pin's height go (the sole floats there); eased in before and out after each span
+  over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
   onto it by the same IK on the arm.
 """
 from __future__ import annotations
@@ -631,10 +634,28 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
                  poses, roots: array, floor: float) -> None:
-    """Bring each foot to its goal with two-bone IK. Where a leg cannot reach its goal the hips come down,
-    where it cannot fold so far they go up (eased over BLEND_FRAMES either side); no foot ends under the
-    floor."""
+    """Bring each foot to its goal with two-bone IK, turning the legs as little as the goals allow:
+    where both feet have goals at different heights (one on its heel, the other on its toes or kneeling
+    behind it) the hips first go up or down by what turns the legs least (`_shared_lift`). Where the
+    lock would still take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the
+    clip, the frames that turn them most have their goals' heights let go towards where the legs have
+    the feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
+    reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
+    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
     frames = len(poses)
+    sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
+    settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
+    bar = _turn_bar([turns for _, turns in settled])
+    amounts = [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
+               for frame in range(frames)]
+    for frame, amount in enumerate(centred_average(_ease(amounts), BLEND_FRAMES)):
+        if amount > 0.0:
+            for side in sides:
+                goal = goals[side][frame]
+                if goal is not None:
+                    goals[side][frame] = _loosened(goal, poses[frame][1][tmap.bones["foot_" + side]], amount)
+    lifts = centred_average([_shared_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, poses[frame], floor)
+                             for frame in range(frames)], BLEND_FRAMES)
     downs, ups = [], []
     for frame in range(frames):
         _, positions = poses[frame]
@@ -648,6 +669,7 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             longest = (upper + lower) * REACH_LIMIT
             shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
             dx, dy, dz = subtract(goal, hip)
+            dy -= lifts[frame]
             horizontal = dx * dx + dz * dz
             if horizontal + dy * dy > longest * longest:
                 # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
@@ -657,7 +679,7 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
         downs.append(down)
         ups.append(up)
-    eased = [b - a for a, b in zip(_ease(downs), _ease(ups))]  # the hips' change: negative comes down
+    eased = [lift + b - a for lift, a, b in zip(lifts, _ease(downs), _ease(ups))]  # the hips' change: negative comes down
     for frame in range(frames):
         rotations, positions = poses[frame]
         if eased[frame] != 0.0:
@@ -674,11 +696,138 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 goal = add(goal, (0.0, floor - low, 0.0))
             if length(subtract(goal, positions[foot])) < 1e-7:
                 continue
-            # The leg's plane normal where it is straight: the hip line (the knee bends forward).
-            other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
-            lateral = scale(subtract(positions[thigh], positions[other]), 1.0 if side == "l" else -1.0)
-            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, lateral,
+            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
                          subtree(skeleton, calf), subtree(skeleton, foot))
+
+
+def _lateral(tmap: HumanoidMap, side: str, positions: Sequence[Vec3]) -> Vec3:
+    """The leg's plane normal where it is straight: the hip line (the knee bends forward)."""
+    other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
+    return scale(subtract(positions[tmap.bones["thigh_" + side]], positions[other]), 1.0 if side == "l" else -1.0)
+
+
+LOCK_COSINE_BUDGET = 0.01  # the most the lock takes off a thigh's or a shin's mean cosine over a clip
+LIFT_GRID = 12
+LIFT_STEPS = 8
+LET_GO_STEPS = 10
+
+
+def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[float, float]:
+    """Cosines between the thigh's and the shin's direction now and after the IK brings the foot to `goal`."""
+    hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
+    swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, positions))
+    upper, lower = subtract(knee, hip), subtract(ankle, knee)
+    return tuple(dot(before, after) / max(1e-12, length(before) * length(after))  # type: ignore[return-value]
+                 for before, after in ((upper, quat_rotate(swing, upper)), (lower, quat_rotate(quat_multiply(swing, bend), lower))))
+
+
+def _turns_at(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],
+              lift: float) -> List[float]:
+    """Per locked leg, thigh and shin: their cosines after the hips rise by `lift` and the IK (1: no goal)."""
+    lifted = [(p[0], p[1] + lift, p[2]) for p in positions] if lift else positions
+    turns: List[float] = []
+    for side in sides:
+        goal = goals[side]
+        turns.extend(_leg_turns(tmap, side, lifted, goal) if goal is not None else (1.0, 1.0))
+    return turns
+
+
+def _shared_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], pose,
+               floor: float) -> float:
+    """Where both feet have goals (planted, or easing in or out), the hips' rise (negative: down) that
+    turns the two legs least on their way to them (the sum over thighs and shins of 1 - cosine, as the
+    judges add it up), searched between the rises that leave one leg or the other nothing to reach
+    vertically; never so far down that a hand goes under the floor. A foot kneeling behind on its toes,
+    whose sole the character's proportions put above the floor, comes down with the hips as much as by
+    its own leg."""
+    if len(sides) < 2 or any(goals[side] is None for side in sides):
+        return 0.0
+    rotations, positions = pose
+    needs = [goals[side][1] - positions[tmap.bones["foot_" + side]][1] for side in sides]  # type: ignore[index]
+    hands = [_lowest(soles.hands[side], rotations, positions) - floor for side in SIDES if soles.hands.get(side)]
+    low, high = max(min(needs + [0.0]), -max(0.0, min(hands or [math.inf]))), max(needs + [0.0])
+    if high - low < 1e-6:
+        return 0.0
+
+    def turned(lift: float) -> float:
+        return sum(1.0 - c for c in _turns_at(tmap, sides, goals, positions, lift))
+
+    grid = [low + (high - low) * k / (LIFT_GRID - 1) for k in range(LIFT_GRID)]
+    costs = [turned(lift) for lift in grid]
+    best = min(range(LIFT_GRID), key=lambda k: (costs[k], abs(grid[k])))
+    a, b = grid[max(0, best - 1)], grid[min(LIFT_GRID - 1, best + 1)]
+    golden = (math.sqrt(5.0) - 1.0) / 2.0  # golden-section search between the best's grid neighbours
+    c, d = b - golden * (b - a), a + golden * (b - a)
+    fc, fd = turned(c), turned(d)
+    for _ in range(LIFT_STEPS):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - golden * (b - a)
+            fc = turned(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + golden * (b - a)
+            fd = turned(d)
+    refined = (a + b) / 2.0
+    return refined if turned(refined) < costs[best] else grid[best]
+
+
+def _settle(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
+            frame: int, floor: float, amount: float) -> Tuple[float, List[float]]:
+    """The frame's goals let go by `amount` (`_loosened`), the hips' best rise for them, and the legs'
+    cosines (thigh and shin per locked leg) there."""
+    positions = pose[1]
+    loosened = {side: None if goals[side][frame] is None else
+                _loosened(goals[side][frame], positions[tmap.bones["foot_" + side]], amount)  # type: ignore[arg-type]
+                for side in sides}
+    lift = _shared_lift(tmap, soles, sides, loosened, pose, floor)
+    return lift, _turns_at(tmap, sides, loosened, positions, lift)
+
+
+def _loosened(goal: Vec3, ankle: Vec3, amount: float) -> Vec3:
+    """The goal's height let go by `amount` (0..1) towards the ankle's where the leg has it; it stays
+    pinned horizontally."""
+    return (goal[0], goal[1] + amount * (ankle[1] - goal[1]), goal[2])
+
+
+def _turn_bar(turns: Sequence[Sequence[float]]) -> float:
+    """The cosine no frame's thigh or shin may turn below so that the lock takes no more than
+    LOCK_COSINE_BUDGET off any one's mean cosine over the clip (-1: the lock as it is takes less)."""
+    frames = max(1, len(turns))
+    segments = len(turns[0]) if turns else 0
+
+    def cost(bar: float) -> float:
+        return max([sum(1.0 - max(t[k], bar) for t in turns) / frames for k in range(segments)] or [0.0])
+
+    if cost(-1.0) <= LOCK_COSINE_BUDGET:
+        return -1.0
+    low, high = -1.0, 1.0
+    for _ in range(30):
+        middle = (low + high) / 2.0
+        if cost(middle) <= LOCK_COSINE_BUDGET:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _let_go(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
+            frame: int, floor: float, bar: float) -> float:
+    """How far (`_loosened`'s amount, 0..1) the frame's goals must be let go for no thigh or shin to turn
+    below the cosine `bar` (1 where even letting go wholly does not get there)."""
+    def worst(amount: float) -> float:
+        return min(_settle(tmap, soles, sides, goals, pose, frame, floor, amount)[1], default=1.0)
+
+    if worst(1.0) < bar:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(LET_GO_STEPS):
+        middle = (low + high) / 2.0
+        if worst(middle) >= bar:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _ease(needs: Sequence[float]) -> List[float]:

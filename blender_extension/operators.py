@@ -148,7 +148,8 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         else:
             picks = {side: [where[i] for i in chosen] for side, chosen in api.report_vertices(info, mesh).items()}
             foot_vertices = blender_data.sample_vertices(context, [first + f for f in range(motion.frame_count)], picks) if picks else None
-            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices)
+            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices,
+                                               armature=armature)
             text = format_report(name, report)
         obj.data[REPORT_PROPERTY] = text
         if new_map is not None:

@@ -142,6 +142,20 @@ def skeleton_of(armature: Armature) -> Skeleton:
     return _ordered_skeleton(armature.name, [bone.name for bone in order], parents, offsets, locals_)
 
 
+def bone_axes(armature: Armature, names: Sequence[str]) -> Dict[str, Vec3]:
+    """Each named bone's Y axis at rest (head to tail) in the glTF frame: where a bone with no child
+    bone points (a foot's toes), which the joints alone cannot say."""
+    placement = Placement.of(armature)
+    by_name = {bone.name: bone for bone in armature.bones}
+    axes = {}
+    for name in names:
+        bone = by_name.get(name)
+        if bone is not None:
+            rotation = _rotation(bone.matrix_local)
+            axes[name] = matrix_apply(TO_Y_UP, matrix_apply(placement.rotation, (rotation[0][1], rotation[1][1], rotation[2][1])))
+    return axes
+
+
 def _ordered_skeleton(name: str, names: Sequence[str], parents: Sequence[int], offsets, rotations) -> Skeleton:
     """A Skeleton whose joints are re-sorted parent before child (re-parenting loose top bones can put a
     child before its new parent)."""

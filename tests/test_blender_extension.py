@@ -376,11 +376,11 @@ def test_blender_bones_match_kimodo_rig_retarget_at_every_frame(blender, cli_out
 
 LIMBS_NOT_MET = {"mannequin_g1_02": 0.96, "rigify_g1_02": 0.96, "female_g1_02": 0.905, "robot_g1_01": 0.935,
                  "robot_g1_02": 0.91, "robot_g1_03": 0.955, "robot_g1_04": 0.945, "robot_soma_02": 0.985,
-                 "robot_soma_03": 0.97}
+                 "robot_soma_03": 0.98}
 # The arms alone (upper and lower arm, both sides) meet issue 8's bars on every case but one: the robot
 # picking something up in soma_03 (its hands, at rest, hang at its own floor: standing straight and
-# swinging both arms up as one piece, 0.975, is the least turn that keeps its hand on the floor).
-ARMS_NOT_MET = {"robot_soma_03": 0.97}
+# swinging both arms up as one piece, 0.981, is the least turn that keeps its hand on the floor).
+ARMS_NOT_MET = {"robot_soma_03": 0.98}
 
 
 @pytest.mark.parametrize("version, case", on_each_blender([c[0] for c in CASES]))

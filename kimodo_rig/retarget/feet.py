@@ -762,7 +762,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floo
 
 ARM_SWING_MAX_DEG = 90.0
 ARM_EASE_FRAMES = 2
-ARM_SWING_OUTWARD = 0.5  # of the arm's length: how far out to the side a hanging arm swings, against its own lean
+ARM_SWING_OUTWARD = 0.25  # of the arm's length: how far out to the side a hanging arm swings, against its own lean
 
 
 def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:

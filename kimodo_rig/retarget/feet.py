@@ -17,8 +17,11 @@ contacts, the feet placed on the floor and locked where they land.
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
   take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
   turn them most let the pin's height go (the sole floats there); eased in before and out after each span
-  over BLEND_FRAMES. Nothing ends under the rest floor, and a hand that would is lifted back
-  onto it by the same IK on the arm.
+  over BLEND_FRAMES. Nothing ends under the rest floor.
+- Hands: a hand that would go under the rest floor (a long-armed character, in a walk as much as picking
+  something up) is lifted onto it: first by the torso turning up about the spine's base, then by the
+  whole arm swinging up about its shoulder (eased over ARM_EASE_FRAMES), and only what is left by
+  folding the elbow.
 """
 from __future__ import annotations
 
@@ -830,14 +833,14 @@ def _let_go(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[s
     return high
 
 
-def _ease(needs: Sequence[float]) -> List[float]:
-    """Each frame's need, eased in and out over BLEND_FRAMES either side (the largest that reaches it)."""
+def _ease(needs: Sequence[float], over: int = BLEND_FRAMES) -> List[float]:
+    """Each frame's need, eased in and out over `over` frames either side (the largest that reaches it)."""
     frames = len(needs)
     eased = []
     for t in range(frames):
         best = 0.0
-        for u in range(max(0, t - BLEND_FRAMES), min(frames, t + BLEND_FRAMES + 1)):
-            x = 1.0 - abs(t - u) / float(BLEND_FRAMES + 1)
+        for u in range(max(0, t - over), min(frames, t + over + 1)):
+            x = 1.0 - abs(t - u) / float(over + 1)
             best = max(best, needs[u] * x * x * (3.0 - 2.0 * x))
         eased.append(best)
     return eased
@@ -873,7 +876,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floo
     """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
     first by the torso: the body above the hips turns up about the spine's base (at most
     TORSO_LIFT_MAX_DEG), the arms carried along keeping their world directions, so the limbs stay as the
-    clip has them and the back bends less deep; what is left the arm's IK lifts (`_keep_above`)."""
+    clip has them and the back bends less deep; what is left the arm's swing lifts (`_keep_above`)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
     if pivot is None or not sides:
@@ -910,17 +913,37 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floo
                 break
 
 
+ARM_SWING_MAX_DEG = 90.0
+ARM_EASE_FRAMES = 2
+ARM_SWING_OUTWARD = 0.25  # of the arm's length: how far out to the side a hanging arm swings, against its own lean
+
+
 def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
-    """A hand that would go under the rest floor is lifted back onto it by two-bone IK on the arm (the
-    elbow bends in the arm's plane, the hand keeps its world rotation)."""
+    """A hand that would go under the rest floor is lifted onto it: the whole arm swings up about its
+    shoulder as one piece (its elbow's bend kept, so upper and lower arm turn by the same least angle:
+    folding the elbow instead turns the upper arm twice as far), out to the side and along the way it
+    already leans (at most ARM_SWING_MAX_DEG), the swing eased in and out over ARM_EASE_FRAMES so the arm
+    does not jump (eased, the hand rides a little above the floor either side); what is left, two-bone
+    IK on the arm (the elbow bends in the arm's plane, the hand keeps its world rotation)."""
     upper, lower = "upperarm_" + side, "lowerarm_" + side
     hand = hand_joint(tmap, side)
     if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):
         return
     shoulder, elbow = tmap.bones[upper], tmap.bones[lower]
+    other = "upperarm_" + ("r" if side == "l" else "l")
+    arm = subtree(skeleton, shoulder)
+    points = soles.hands[side]
+    axes = []
     for rotations, positions in poses:
-        low = _lowest(soles.hands[side], rotations, positions)
-        if low >= floor:
+        outward = subtract(positions[shoulder], positions[tmap.bones[other]]) if tmap.has(other) else (0.0, 0.0, 0.0)
+        axes.append(_swing_axis(points, rotations, positions, shoulder, (outward[0], 0.0, outward[2])))
+    needs = [_swing_needed(arm, points, rotations, positions, axis, floor) if axis is not None else 0.0
+             for (rotations, positions), axis in zip(poses, axes)]
+    for (rotations, positions), axis, angle in zip(poses, axes, _ease(needs, ARM_EASE_FRAMES)):
+        if axis is not None and angle > 0.0:
+            _turn_rigidly(arm, rotations, positions, axis, angle)
+        low = _lowest(points, rotations, positions)
+        if low >= floor - 1e-6:
             continue
         goal = add(positions[hand], (0.0, floor - low, 0.0))
         lateral = cross(subtract(positions[elbow], positions[shoulder]), (0.0, 1.0, 0.0))
@@ -928,3 +951,55 @@ def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
             lateral = (1.0, 0.0, 0.0)
         _solve_chain(skeleton, rotations, positions, shoulder, elbow, hand, goal, lateral,
                      subtree(skeleton, elbow), subtree(skeleton, hand))
+
+
+def _swing_axis(hand: Sequence[Point], rotations, positions, shoulder: int, outward: Vec3) -> Optional[Vec3]:
+    """The axis through the shoulder about which an arm swings its hand up: the shoulder-to-lowest-point
+    line turned towards the horizontal it leans to, pushed out along `outward` (ARM_SWING_OUTWARD of the
+    arm's length), so an arm hanging straight down swings out to the side; None for a degenerate arm."""
+    lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])
+    r = subtract(lowest, positions[shoulder])
+    reach = length(r)
+    side_out = normalize(outward) if length(outward) > 1e-9 else (0.0, 0.0, 0.0)
+    axis = cross(r, add((r[0], 0.0, r[2]), scale(side_out, ARM_SWING_OUTWARD * reach)))
+    return normalize(axis) if reach > 1e-9 and length(axis) > 1e-9 * reach * reach else None
+
+
+def _swing_needed(arm: List[int], hand: Sequence[Point], rotations, positions, axis: Vec3, floor: float) -> float:
+    """The least turn of the joints `arm` (a shoulder and all below it) about `axis` through the shoulder
+    that brings the lowest of the `hand` points onto the floor (at most ARM_SWING_MAX_DEG); the pose is
+    left as it is."""
+    rotations, positions = list(rotations), list(positions)
+    pivot = positions[arm[0]]
+    limit = math.radians(ARM_SWING_MAX_DEG)
+    turned = 0.0
+    for _ in range(PITCH_STEPS):
+        lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])
+        depth = floor - lowest[1]
+        if depth <= 1e-6 or turned >= limit - 1e-9:
+            break
+        # The lowest point's height turned by t about the axis: along + rise cos(t - highest).
+        r = subtract(lowest, pivot)
+        along = scale(axis, dot(r, axis))
+        a, b = r[1] - along[1], cross(axis, r)[1]
+        rise = math.hypot(a, b)
+        if rise < 1e-9:
+            break
+        highest = math.atan2(b, a) % (2.0 * math.pi)
+        wanted = (r[1] + depth - along[1]) / rise
+        angle = (highest - math.acos(wanted)) % (2.0 * math.pi) if wanted < 1.0 else highest
+        angle = min(angle, limit - turned)
+        if angle <= 1e-9:
+            break
+        turned += angle
+        _turn_rigidly(arm, rotations, positions, axis, angle)
+    return turned
+
+
+def _turn_rigidly(joints: List[int], rotations: List[Quat], positions: List[Vec3], axis: Vec3, angle: float) -> None:
+    """Turn `joints` (a joint and everything below it, the first the pivot) as one piece about `axis`."""
+    pivot = positions[joints[0]]
+    turn = quat_from_axis_angle(axis, angle)
+    for j in joints:
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))

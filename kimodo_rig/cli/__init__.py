@@ -90,7 +90,7 @@ def _silence_stdout() -> None:
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[Path] = None) -> int:
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default."""
     from . import glb
-    from .arguments import SizedHelpFormatter
+    from .help_formatter import SizedHelpFormatter
 
     parser = argparse.ArgumentParser(prog="kimodo_to_glb.py", description="Kimodo clip folders -> self-checked .glb files",
                                      formatter_class=SizedHelpFormatter)

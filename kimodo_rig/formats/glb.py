@@ -9,14 +9,13 @@ import math
 from array import array
 from functools import lru_cache
 from operator import sub, truediv
-from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..files import write_bytes_atomic
+from ..files import file_name, write_bytes_atomic
 from ..model import Motion, Skeleton
 from ..ops.fk import position_columns_by_frame, rest_pose, rest_positions
 from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
@@ -205,7 +204,7 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     and animation, read back as float32 arrays and evaluated by glTF's rules: gltf_document's own
     quaternion FK) and return the worst distance, metres, from FK of `motion` (ops.fk, float64). An
     animation that does not key each frame at frame/fps in every channel fails outright."""
-    name = Path(source).name
+    name = file_name(source)
     document = gd.parse_glb(data, source)
     joint_nodes = document.gltf["skins"][0]["joints"]
     if len(joint_nodes) != motion.joint_count:
@@ -268,7 +267,7 @@ def checked_bytes(motion: Motion, path, options: WriteOptions = DEFAULT) -> Tupl
     if not worst <= SELF_CHECK_TOLERANCE_M:
         raise KimodoError(
             "{}: self-check failed: the written file puts a joint {:.3g} m from where the motion has it".format(
-                Path(path).name, worst
+                file_name(path), worst
             )
         )
     return data, worst
@@ -277,6 +276,8 @@ def checked_bytes(motion: Motion, path, options: WriteOptions = DEFAULT) -> Tupl
 def read(path, *, fps: Optional[float] = None) -> Motion:
     """A GLB written by this tool (or any skinned GLB whose animation keys every joint on one time grid)
     back into a Motion; built-in skeletons are recognised by joint names or mannequin names."""
+    from pathlib import Path  # not at the top: writing a .glb never needs it (see files.file_name)
+
     source = str(path)
     document = gd.read_file(path)
     gltf = document.gltf

@@ -75,16 +75,17 @@ def _rig_part(skeleton: Skeleton, names: str) -> Tuple[Dict, bytes]:
     gltf["scene"] = 0
 
     positions, normals, joints, indices = _bone_boxes(skeleton)
+    vertices = len(joints)
     attributes = {
-        "POSITION": builder.add_accessor(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
-        "NORMAL": builder.add_accessor(normals, "VEC3", target=gd.ARRAY_BUFFER),
-        "JOINTS_0": builder.add_accessor(
-            [(j, 0, 0, 0) for j in joints], "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER
+        "POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
+        "NORMAL": builder.add_components(normals, "VEC3", target=gd.ARRAY_BUFFER),
+        "JOINTS_0": builder.add_components(
+            [c for j in joints for c in (j, 0, 0, 0)], "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER
         ),
-        "WEIGHTS_0": builder.add_accessor([(1.0, 0.0, 0.0, 0.0)] * len(joints), "VEC4", target=gd.ARRAY_BUFFER),
+        "WEIGHTS_0": builder.add_components([1.0, 0.0, 0.0, 0.0] * vertices, "VEC4", target=gd.ARRAY_BUFFER),
     }
-    index_accessor = builder.add_accessor(
-        [(i,) for i in indices], "SCALAR", gd.UNSIGNED_SHORT if len(positions) < 65535 else gd.UNSIGNED_INT,
+    index_accessor = builder.add_components(
+        indices, "SCALAR", gd.UNSIGNED_SHORT if vertices < 65535 else gd.UNSIGNED_INT,
         target=gd.ELEMENT_ARRAY_BUFFER,
     )
     gltf["materials"] = [
@@ -151,10 +152,12 @@ def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
 
 def _bone_boxes(skeleton: Skeleton):
     """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
-    where the joint has no child at a distance. Each box is skinned fully to its joint."""
+    where the joint has no child at a distance. Each box is skinned fully to its joint. Flat lists, as
+    the accessors take them: x, y, z of each vertex; the same of each normal; each vertex's joint; the
+    triangles' vertex indices."""
     world = rest_positions(skeleton)
-    positions: List[Tuple[float, float, float]] = []
-    normals: List[Tuple[float, float, float]] = []
+    positions: List[float] = []
+    normals: List[float] = []
     joints: List[int] = []
     indices: List[int] = []
     for joint in range(skeleton.joint_count):
@@ -179,27 +182,36 @@ def _bone_boxes(skeleton: Skeleton):
     return positions, normals, joints, indices
 
 
+# A box's six faces: the face's normal (which of axis, side, up and its sign) and its four corners
+# counter-clockwise seen from outside, each as (0 at `begin` or 1 at `end` along the axis, side sign, up sign).
+_BOX_FACES = (
+    ((0, -1), ((0, -1, -1), (0, -1, 1), (0, 1, 1), (0, 1, -1))),
+    ((0, 1), ((1, -1, -1), (1, 1, -1), (1, 1, 1), (1, -1, 1))),
+    ((1, -1), ((0, -1, -1), (1, -1, -1), (1, -1, 1), (0, -1, 1))),
+    ((1, 1), ((0, 1, -1), (0, 1, 1), (1, 1, 1), (1, 1, -1))),
+    ((2, -1), ((0, -1, -1), (0, 1, -1), (1, 1, -1), (1, -1, -1))),
+    ((2, 1), ((0, -1, 1), (1, -1, 1), (1, 1, 1), (0, 1, 1))),
+)
+
+
 def _add_box(positions, normals, indices, origin, axis, side, up, begin, end, half_width) -> None:
+    """Append one box (24 vertices, four a face, so each face has its own normal) to the flat lists."""
     ox, oy, oz = origin
     (ax, ay, az), (sx, sy, sz), (ux, uy, uz) = axis, side, up
-
-    def point(a: float, s: float, u: float) -> Tuple[float, float, float]:
-        s, u = s * half_width, u * half_width
-        return (ox + ax * a + sx * s + ux * u, oy + ay * a + sy * s + uy * u, oz + az * a + sz * s + uz * u)
-
-    faces = (  # (normal, four corners counter-clockwise seen from outside)
-        (tuple(-c for c in axis), [(begin, -1, -1), (begin, -1, 1), (begin, 1, 1), (begin, 1, -1)]),
-        (tuple(axis), [(end, -1, -1), (end, 1, -1), (end, 1, 1), (end, -1, 1)]),
-        (tuple(-c for c in side), [(begin, -1, -1), (end, -1, -1), (end, -1, 1), (begin, -1, 1)]),
-        (tuple(side), [(begin, 1, -1), (begin, 1, 1), (end, 1, 1), (end, 1, -1)]),
-        (tuple(-c for c in up), [(begin, -1, -1), (begin, 1, -1), (end, 1, -1), (end, -1, -1)]),
-        (tuple(up), [(begin, -1, 1), (end, -1, 1), (end, 1, 1), (begin, 1, 1)]),
-    )
-    for normal, corners in faces:
-        base = len(positions)
-        for corner in corners:
-            positions.append(point(*corner))
-            normals.append(normal)  # type: ignore[arg-type]
+    corners = {}  # the box's 8 corners, each worked out once
+    for at, a in ((0, begin), (1, end)):
+        for s in (-1, 1):
+            for u in (-1, 1):
+                sw, uw = s * half_width, u * half_width
+                corners[at, s, u] = (ox + ax * a + sx * sw + ux * uw, oy + ay * a + sy * sw + uy * uw,
+                                     oz + az * a + sz * sw + uz * uw)
+    directions = (axis, side, up)
+    for (which, sign), face in _BOX_FACES:
+        normal = tuple(directions[which]) if sign > 0 else tuple(-c for c in directions[which])
+        base = len(positions) // 3
+        for corner in face:
+            positions.extend(corners[corner])
+            normals.extend(normal)
         indices.extend((base, base + 1, base + 2, base, base + 2, base + 3))
 
 

@@ -92,8 +92,13 @@ def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Option
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default. The
     plain forms of its arguments are read without argparse (glb.quick_glb_arguments: argparse, its
     gettext and locale are a tenth of a one-clip job); anything else goes to argparse as before."""
+    import gc
+
     from . import glb
 
+    # This process ends with its job, and what it has loaded so far (the modules) is never garbage:
+    # frozen, the collector does not walk it again on each full pass (2% of a one-clip job).
+    gc.freeze()
     prog = "kimodo_to_glb.py"
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = glb.quick_glb_arguments(arguments, prog)

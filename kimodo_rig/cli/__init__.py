@@ -91,7 +91,7 @@ def _silence_stdout() -> None:
 def glb_script_main(argv: Optional[Sequence[str]] = None, default_outdir: Optional[str] = None) -> int:
     """`python kimodo_to_glb.py CLIP...`: the glb command, writing beside the script by default. The
     plain forms of its arguments are read without argparse (glb.quick_glb_arguments: argparse, its
-    gettext and locale are a tenth of a one-clip job); anything else goes to argparse as before."""
+    gettext and locale are a twentieth of a one-clip job); anything else goes to argparse as before."""
     import gc
 
     from . import glb

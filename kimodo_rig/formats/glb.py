@@ -74,7 +74,7 @@ def _rig_part(skeleton: Skeleton, names: str) -> Tuple[Dict, bytes]:
     gltf["scenes"] = [{"nodes": [0, mesh_node]}]
     gltf["scene"] = 0
 
-    positions, normals, joints, indices = _bone_boxes(skeleton)
+    positions, normals, joints, indices = _bone_box_lists(skeleton)
     vertices = len(joints)
     attributes = {
         "POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
@@ -151,6 +151,14 @@ def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
 
 
 def _bone_boxes(skeleton: Skeleton):
+    """`_bone_box_lists` with a tuple a vertex and a tuple a normal (what the Blender add-on builds its
+    box rig from, so that the rig looks like its .glb)."""
+    positions, normals, joints, indices = _bone_box_lists(skeleton)
+    return (list(zip(positions[0::3], positions[1::3], positions[2::3])),
+            list(zip(normals[0::3], normals[1::3], normals[2::3])), joints, indices)
+
+
+def _bone_box_lists(skeleton: Skeleton):
     """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
     where the joint has no child at a distance. Each box is skinned fully to its joint. Flat lists, as
     the accessors take them: x, y, z of each vertex; the same of each normal; each vertex's joint; the

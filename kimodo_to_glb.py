@@ -4,11 +4,11 @@
 Works from a plain download: the kimodo_rig package sits beside this file. Output goes beside this
 file unless --outdir or -o says otherwise (that is where unreal_retarget.py looks by default).
 """
+import os
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+HERE = os.path.dirname(os.path.realpath(__file__))  # os.path, not pathlib: a one-clip job never loads it
+sys.path.insert(0, HERE)
 
 from kimodo_rig.cli import glb_script_main  # noqa: E402
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import os
 import stat
-from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import BinaryIO, Callable, Union
 
 from .errors import KimodoError
@@ -15,6 +15,16 @@ from .errors import KimodoError
 PathLike = Union[str, "os.PathLike[str]"] if TYPE_CHECKING else str
 MAX_INPUT_BYTES = 1 << 30  # no motion or character file is a gigabyte; a device or a runaway file is refused
 _CHUNK = 1 << 20
+
+
+def file_name(path: PathLike) -> str:
+    """`pathlib.Path(path).name` (the last part, "" for a root), by os.path: a .glb job never imports
+    pathlib, whose own imports (re's fnmatch, urllib.parse, ipaddress) weigh on a one-clip job's start-up."""
+    rest = os.path.splitdrive(os.fspath(path))[1]
+    if os.altsep:
+        rest = rest.replace(os.altsep, os.sep)
+    parts = [part for part in rest.split(os.sep) if part not in ("", ".")]
+    return parts[-1] if parts else ""
 
 
 def open_input(path: PathLike, source: str = "") -> BinaryIO:
@@ -111,6 +121,7 @@ def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
     An existing folder at `path` is replaced only after the new one is complete."""
     import shutil  # raw clips only: a .glb job does not load these
     import tempfile
+    from pathlib import Path
 
     target = Path(path)
     parent = target.parent if str(target.parent) else Path(".")

@@ -191,6 +191,20 @@ def test_a_glb_job_imports_only_what_it_needs(tmp_path, front_end):
         assert "logging" not in loaded
 
 
+def test_the_script_alone_loads_neither_pathlib_nor_argparse(tmp_path):
+    """Run as a user runs it (no runpy probe, which loads importlib and pathlib itself): -X importtime
+    names every module the process imports."""
+    clip = _clip(tmp_path / "clip", prompt="A person waves")
+    result = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "kimodo_to_glb.py"), str(clip),
+                             "--outdir", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("waves_2.glb: SOMA, 30 joints, 2 frames"), result
+    loaded = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    assert {"kimodo_rig.formats.glb", "kimodo_rig.formats.raw", "json"} <= loaded
+    # pathlib brings fnmatch, urllib.parse and ipaddress; argparse brings gettext and locale
+    assert not loaded & {"pathlib", "fnmatch", "urllib.parse", "ipaddress", "importlib", "warnings",
+                         "argparse", "gettext", "locale", "logging"}, sorted(loaded)
+
+
 def test_the_self_checks_flat_quaternion_fk_agrees_with_4x4_matrices_on_any_hierarchy(tmp_path):
     """gltf_document's fast evaluation against its 4x4 one: on our file, with a translated and rotated
     node added above the skeleton, and (through its fallback) with a scaled node."""

@@ -88,6 +88,61 @@ def test_o_writes_exactly_that_file(capsys, tmp_path):
     assert _names(tmp_path) == ["Hello World.glb", "clip"]
 
 
+# --- kimodo_to_glb.py's arguments without argparse -------------------------------------------------------
+
+
+def _argparse_glb(arguments):
+    """What argparse makes of `arguments` with kimodo_to_glb.py's parser, or the exit status it stops with."""
+    import argparse
+
+    from kimodo_rig.cli import glb as glb_verb
+
+    parser = argparse.ArgumentParser(prog="kimodo_to_glb.py")
+    glb_verb.add_glb_arguments(parser)
+    try:
+        return vars(parser.parse_args(arguments))
+    except SystemExit as stop:
+        return stop.code
+
+
+@pytest.mark.parametrize("arguments", [
+    ["a"], ["a", "b", "c"], ["a", "-o", "x.glb"], ["-o", "x.glb", "a"], ["a", "b", "--outdir", "glb"],
+    ["--fps", "24", "a", "b", "--names", "native", "--jobs", "3", "--outdir", "out dir"],
+    ["a", "--fps", "1000"], ["a", "--fps", "24", "--fps", "25"], ["a", "--jobs", "1"],
+])
+def test_plain_arguments_are_read_as_argparse_reads_them(arguments):
+    from kimodo_rig.cli import glb as glb_verb
+
+    quick = glb_verb.quick_glb_arguments(arguments, "kimodo_to_glb.py")
+    assert quick is not None
+    assert vars(quick) == _argparse_glb(arguments)
+
+
+@pytest.mark.parametrize("arguments", [
+    [], ["-h"], ["a", "--help"], ["a", "--out", "x"], ["a", "--fps=24"], ["a", "-ox.glb"], ["a", "--fps"],
+    ["a", "--fps", "0"], ["a", "--fps", "fast"], ["a", "--names", "unreal"], ["a", "--jobs", "0"],
+    ["a", "-o", "-x.glb"], ["-5"], ["a", "--fps", "24", "b"], ["a", ""], ["a", "--", "b"], ["a", "-o", ""],
+    ["--outdir", "x"], ["a", "--outdir", "glb", "b"],
+])
+def test_other_arguments_are_left_to_argparse(arguments):
+    """Help, mistakes and the forms argparse reads its own way go to argparse: its message and status,
+    or its reading, exactly as before."""
+    from kimodo_rig.cli import glb as glb_verb
+
+    assert glb_verb.quick_glb_arguments(arguments, "kimodo_to_glb.py") is None
+
+
+def test_the_script_still_shows_argparses_help_and_errors():
+    for arguments, status, text in ((["--help"], 0, "usage: kimodo_to_glb.py [-h]"),
+                                    (["x", "--fps", "0"], 2, "kimodo_to_glb.py: error: argument --fps: must be 1 to "
+                                                              "1000 frames per second"),
+                                    (["x", "--fsp", "3"], 2, "unrecognized arguments: --fsp 3")):
+        result = subprocess.run([sys.executable, str(ROOT / "kimodo_to_glb.py")] + arguments, capture_output=True,
+                                text=True)
+        assert result.returncode == status, result
+        assert text in (result.stdout + result.stderr), result
+
+
 # --- default output folders and the installed command -----------------------------------------------------
 
 

@@ -125,6 +125,18 @@ def test_gltf_json_nested_2000_deep_is_refused_in_text_and_in_a_glb(seeds, tmp_p
     _refused(glb_path, "the GLB's JSON chunk nests more than 64 levels deep", lambda p: targets.load_target(str(p)))
 
 
+@pytest.mark.parametrize("text", [
+    '{"a": [1, {"b": "[[["}], "c": "}"}', '{"a": "unclosed [[[', '[[{"k": "]"}, "x"]]', '"{"', '', '{}',
+    '{"q": "a \\" [ quote"}', '{"name": "caf\u00e9 [", "v": [[]]}', '{"é": [[[1]]]}', '[1, 2, {"a": [[[]]]}]',
+])
+def test_the_depth_guards_quick_scan_finds_what_the_regular_expressions_find(text):
+    """limits.json_brackets takes the quick way only for ASCII text without a backslash; both ways must
+    give the brackets outside strings, in order."""
+    from kimodo_rig.formats import limits
+
+    assert limits.json_brackets(text) == limits._NOT_BRACKET.sub("", limits._JSON_STRING.sub("", text))
+
+
 def test_meta_json_nested_2000_deep_beside_an_npz_leaves_the_prompt_empty(tmp_path):
     """The demo clips' meta.json gives the prompt; a hostile one raised RecursionError from json.loads."""
     from conftest import NPZ

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import CLIPS, REFERENCE, run_cli
 from gltf_judge import read_raw_clip, write_raw_clip
-from kimodo_rig import KimodoError, cli
+from kimodo_rig import KimodoError, cli, files, skeletons
 from kimodo_rig.formats import raw
 
 INVALID = Path(__file__).resolve().parent / "invalid"
@@ -98,6 +98,27 @@ def test_unit_quaternion_tolerance_is_1e_3(tmp_path, scale, accepted):
     else:
         with pytest.raises(KimodoError, match="rotations are not unit quaternions$"):
             raw.read(clip)
+
+
+@pytest.mark.parametrize("where", [0, 40, -1])
+def test_a_nan_rotation_anywhere_is_refused(tmp_path, where):
+    # The check looks at the smallest and largest norm, which a NaN in the middle would slip past.
+    quats, roots = read_raw_clip(SOMA_01, 30)
+    quats = quats[:3].copy()
+    quats.reshape(-1, 4)[where, 1] = np.nan
+    clip = write_raw_clip(tmp_path / "clip", quats, roots[:3])
+    with pytest.raises(KimodoError, match="rotations are not unit quaternions$"):
+        raw.read(clip)
+
+
+def test_the_joint_count_table_is_the_skeletons_own():
+    assert {name: len(skeletons.data(name)["joint_names"]) for name in skeletons.BUILTIN} == skeletons.JOINT_COUNTS
+
+
+@pytest.mark.parametrize("path", ["walk.glb", "out/walk.glb", "out/walk.glb/", "out//walk.glb/.", "/", "", ".",
+                                  "a/..", "./x", "/abs/x.y.glb", "name with spaces.glb"])
+def test_file_name_is_pathlibs_name(path):
+    assert files.file_name(path) == Path(path).name
 
 
 def test_reader_takes_frames_from_the_root_file_and_joints_from_the_rotation_size():

@@ -1,37 +1,21 @@
-"""Argument types shared by the verbs."""
+"""Argument types shared by the verbs. argparse is loaded only when one of them refuses a value (and by
+the parsers themselves): `kimodo_to_glb.py` reads its plain arguments with these types and no argparse."""
 from __future__ import annotations
 
-import argparse
-import os
-import sys
+TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
+if TYPE_CHECKING:
+    import argparse
 
 from .. import formats
 from ..formats import glb, limits
 from ..formats.options import WriteOptions
 
 
-class SizedHelpFormatter(argparse.HelpFormatter):
-    """argparse's help formatter, given the terminal's width as shutil.get_terminal_size would find it
-    ($COLUMNS, else the terminal's, else 80). argparse builds a formatter for every argument it is given
-    and each asks shutil, whose import (bz2, lzma, fnmatch) `kimodo_to_glb.py` would otherwise pay for."""
+def refused(message: str) -> Exception:
+    """argparse.ArgumentTypeError(message): what an argument type raises for argparse to show."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width=None) -> None:
-        if width is None:
-            width = terminal_columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-
-def terminal_columns() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
+    return argparse.ArgumentTypeError(message)
 
 
 def parsed_number(text: str, kind=float):
@@ -39,28 +23,27 @@ def parsed_number(text: str, kind=float):
     try:
         return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError("expected {}, got {!r}".format(
-            "a whole number" if kind is int else "a number", text))
+        raise refused("expected {}, got {!r}".format("a whole number" if kind is int else "a number", text))
 
 
 def positive_float(text: str) -> float:
     value = parsed_number(text)
     if not value > 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
+        raise refused("must be greater than 0")
     return value
 
 
 def frames_per_second(text: str) -> float:
     value = parsed_number(text)
     if not limits.MIN_FPS <= value <= limits.MAX_FPS:  # what every reader accepts from a file
-        raise argparse.ArgumentTypeError("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
+        raise refused("must be {:g} to {:g} frames per second".format(limits.MIN_FPS, limits.MAX_FPS))
     return value
 
 
 def non_negative_int(text: str) -> int:
     value = parsed_number(text, int)
     if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
+        raise refused("must be 0 or more")
     return value
 
 

@@ -10,17 +10,17 @@ item. With several items a closing line says how many were converted, how many f
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from itertools import repeat
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Any, Callable, List, Optional, Sequence, Tuple
+    import argparse
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
-from .arguments import parsed_number
+from .arguments import parsed_number, refused
 
 LOGGER = "kimodo_rig"
 
@@ -36,13 +36,18 @@ def default_jobs() -> int:
 def jobs_argument(text: str) -> int:
     value = parsed_number(text, int)
     if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise refused("must be at least 1")
     return value
 
 
+def jobs_option() -> Dict[str, Any]:
+    """--jobs as argparse's add_argument takes it (a glb job also reads it without argparse)."""
+    return dict(type=jobs_argument, default=None, metavar="N",
+                help="processes to use for several inputs (default: every core, {})".format(default_jobs()))
+
+
 def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--jobs", type=jobs_argument, default=None, metavar="N",
-                        help="processes to use for several inputs (default: every core, {})".format(default_jobs()))
+    parser.add_argument("--jobs", **jobs_option())
 
 
 def attempt(work: Callable[..., Any], item: Any) -> Tuple[Any, Optional[str], List[str]]:

@@ -3,8 +3,6 @@ write(motion, path, options), and `recognises(path)` where it shares an extensio
 this file merges them explicitly and picks one by name, by extension, or by `recognises`."""
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
@@ -22,6 +20,8 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 
 def _modules() -> Tuple[Any, ...]:
+    import importlib  # here, not at the top: importlib loads warnings, which a .glb job never needs
+
     return tuple(importlib.import_module("." + name, __name__) for name in _MODULE_NAMES)
 
 
@@ -39,6 +39,8 @@ def available_formats() -> Dict[str, str]:
 def format_for(path, forced: Optional[str] = None, *, reading: bool = True):
     """The format module for `path`: `forced` by name, else a folder (or a path ending in a separator,
     or with no extension when writing) is `raw`, else by extension."""
+    from pathlib import Path  # here, not at the top: a .glb job never picks a format by path
+
     modules = _modules()
     if forced:
         known = {module.NAME: module for module in modules}

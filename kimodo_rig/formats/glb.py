@@ -6,17 +6,17 @@ rotations (identity on Kimodo skeletons) as node rotations, no extra root node.
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from functools import lru_cache
-from operator import sub, truediv
-from pathlib import Path
+from operator import truediv
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..files import write_bytes_atomic
+from ..files import file_name, write_bytes_atomic
 from ..model import Motion, Skeleton
 from ..ops.fk import position_columns_by_frame, rest_pose, rest_positions
 from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
@@ -74,17 +74,18 @@ def _rig_part(skeleton: Skeleton, names: str) -> Tuple[Dict, bytes]:
     gltf["scenes"] = [{"nodes": [0, mesh_node]}]
     gltf["scene"] = 0
 
-    positions, normals, joints, indices = _bone_boxes(skeleton)
+    positions, normals, joints, indices = _bone_box_lists(skeleton)
+    vertices = len(joints)
     attributes = {
-        "POSITION": builder.add_accessor(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
-        "NORMAL": builder.add_accessor(normals, "VEC3", target=gd.ARRAY_BUFFER),
-        "JOINTS_0": builder.add_accessor(
-            [(j, 0, 0, 0) for j in joints], "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER
+        "POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
+        "NORMAL": builder.add_components(normals, "VEC3", target=gd.ARRAY_BUFFER),
+        "JOINTS_0": builder.add_components(
+            [c for j in joints for c in (j, 0, 0, 0)], "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER
         ),
-        "WEIGHTS_0": builder.add_accessor([(1.0, 0.0, 0.0, 0.0)] * len(joints), "VEC4", target=gd.ARRAY_BUFFER),
+        "WEIGHTS_0": builder.add_components([1.0, 0.0, 0.0, 0.0] * vertices, "VEC4", target=gd.ARRAY_BUFFER),
     }
-    index_accessor = builder.add_accessor(
-        [(i,) for i in indices], "SCALAR", gd.UNSIGNED_SHORT if len(positions) < 65535 else gd.UNSIGNED_INT,
+    index_accessor = builder.add_components(
+        indices, "SCALAR", gd.UNSIGNED_SHORT if vertices < 65535 else gd.UNSIGNED_INT,
         target=gd.ELEMENT_ARRAY_BUFFER,
     )
     gltf["materials"] = [
@@ -115,13 +116,16 @@ def _animation(builder: gd.DocumentBuilder, motion: Motion) -> Dict:
     count = motion.joint_count
     rotations = motion.local_rotations
     stride = 4 * count
+    # One component of a channel as float32 bytes: struct packs floats in fewer steps than array('f')
+    # takes them from a list (which parses each item), and rounds them the same way.
+    pack_column = struct.Struct("={}f".format(frames)).pack  # native order, as array("f") reads it
     for joint in range(count):
         columns = [rotations[4 * joint + c::stride] for c in range(4)]
         norms = list(map(math.hypot, *columns))
         values = array("f", bytes(16 * frames))
         if all(norms):
             for component, column in enumerate(columns):
-                values[component::4] = array("f", list(map(truediv, column, norms)))
+                values[component::4] = array("f", pack_column(*map(truediv, column, norms)))
         else:  # a zero quaternion (never in a checked input) is written as the identity, as quat_normalize does
             values = array("f", [c for q in zip(*columns) for c in quat_normalize(q)])
         samplers.append({"input": time_accessor, "output": builder.add_floats(values, "VEC4"), "interpolation": "LINEAR"})
@@ -147,11 +151,21 @@ def _inverse_bind_matrices(skeleton: Skeleton) -> List[Tuple[float, ...]]:
 
 
 def _bone_boxes(skeleton: Skeleton):
+    """`_bone_box_lists` with a tuple a vertex and a tuple a normal (what the Blender add-on builds its
+    box rig from, so that the rig looks like its .glb)."""
+    positions, normals, joints, indices = _bone_box_lists(skeleton)
+    return (list(zip(positions[0::3], positions[1::3], positions[2::3])),
+            list(zip(normals[0::3], normals[1::3], normals[2::3])), joints, indices)
+
+
+def _bone_box_lists(skeleton: Skeleton):
     """One box per joint, in the rest pose: from the joint towards its children's mean, or a small cube
-    where the joint has no child at a distance. Each box is skinned fully to its joint."""
+    where the joint has no child at a distance. Each box is skinned fully to its joint. Flat lists, as
+    the accessors take them: x, y, z of each vertex; the same of each normal; each vertex's joint; the
+    triangles' vertex indices."""
     world = rest_positions(skeleton)
-    positions: List[Tuple[float, float, float]] = []
-    normals: List[Tuple[float, float, float]] = []
+    positions: List[float] = []
+    normals: List[float] = []
     joints: List[int] = []
     indices: List[int] = []
     for joint in range(skeleton.joint_count):
@@ -176,27 +190,36 @@ def _bone_boxes(skeleton: Skeleton):
     return positions, normals, joints, indices
 
 
+# A box's six faces: the face's normal (which of axis, side, up and its sign) and its four corners
+# counter-clockwise seen from outside, each as (0 at `begin` or 1 at `end` along the axis, side sign, up sign).
+_BOX_FACES = (
+    ((0, -1), ((0, -1, -1), (0, -1, 1), (0, 1, 1), (0, 1, -1))),
+    ((0, 1), ((1, -1, -1), (1, 1, -1), (1, 1, 1), (1, -1, 1))),
+    ((1, -1), ((0, -1, -1), (1, -1, -1), (1, -1, 1), (0, -1, 1))),
+    ((1, 1), ((0, 1, -1), (0, 1, 1), (1, 1, 1), (1, 1, -1))),
+    ((2, -1), ((0, -1, -1), (0, 1, -1), (1, 1, -1), (1, -1, -1))),
+    ((2, 1), ((0, -1, 1), (1, -1, 1), (1, 1, 1), (0, 1, 1))),
+)
+
+
 def _add_box(positions, normals, indices, origin, axis, side, up, begin, end, half_width) -> None:
+    """Append one box (24 vertices, four a face, so each face has its own normal) to the flat lists."""
     ox, oy, oz = origin
     (ax, ay, az), (sx, sy, sz), (ux, uy, uz) = axis, side, up
-
-    def point(a: float, s: float, u: float) -> Tuple[float, float, float]:
-        s, u = s * half_width, u * half_width
-        return (ox + ax * a + sx * s + ux * u, oy + ay * a + sy * s + uy * u, oz + az * a + sz * s + uz * u)
-
-    faces = (  # (normal, four corners counter-clockwise seen from outside)
-        (tuple(-c for c in axis), [(begin, -1, -1), (begin, -1, 1), (begin, 1, 1), (begin, 1, -1)]),
-        (tuple(axis), [(end, -1, -1), (end, 1, -1), (end, 1, 1), (end, -1, 1)]),
-        (tuple(-c for c in side), [(begin, -1, -1), (end, -1, -1), (end, -1, 1), (begin, -1, 1)]),
-        (tuple(side), [(begin, 1, -1), (begin, 1, 1), (end, 1, 1), (end, 1, -1)]),
-        (tuple(-c for c in up), [(begin, -1, -1), (begin, 1, -1), (end, 1, -1), (end, -1, -1)]),
-        (tuple(up), [(begin, -1, 1), (end, -1, 1), (end, 1, 1), (begin, 1, 1)]),
-    )
-    for normal, corners in faces:
-        base = len(positions)
-        for corner in corners:
-            positions.append(point(*corner))
-            normals.append(normal)  # type: ignore[arg-type]
+    corners = {}  # the box's 8 corners, each worked out once
+    for at, a in ((0, begin), (1, end)):
+        for s in (-1, 1):
+            for u in (-1, 1):
+                sw, uw = s * half_width, u * half_width
+                corners[at, s, u] = (ox + ax * a + sx * sw + ux * uw, oy + ay * a + sy * sw + uy * uw,
+                                     oz + az * a + sz * sw + uz * uw)
+    directions = (axis, side, up)
+    for (which, sign), face in _BOX_FACES:
+        normal = tuple(directions[which]) if sign > 0 else tuple(-c for c in directions[which])
+        base = len(positions) // 3
+        for corner in face:
+            positions.extend(corners[corner])
+            normals.extend(normal)
         indices.extend((base, base + 1, base + 2, base, base + 2, base + 3))
 
 
@@ -205,7 +228,7 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
     and animation, read back as float32 arrays and evaluated by glTF's rules: gltf_document's own
     quaternion FK) and return the worst distance, metres, from FK of `motion` (ops.fk, float64). An
     animation that does not key each frame at frame/fps in every channel fails outright."""
-    name = Path(source).name
+    name = file_name(source)
     document = gd.parse_glb(data, source)
     joint_nodes = document.gltf["skins"][0]["joints"]
     if len(joint_nodes) != motion.joint_count:
@@ -217,8 +240,9 @@ def self_check(data: bytes, motion: Motion, source: str = "output") -> float:
                           "frame/fps".format(name, motion.frame_count))
     worst = 0.0
     written = gd.world_position_columns_by_frame(document.gltf, channels, motion.frame_count, joint_nodes)
+    dist = math.dist  # |p - q| of each joint, the differences and their norm in one call (hypot's arithmetic)
     for (xs, ys, zs), (ex, ey, ez) in zip(written, position_columns_by_frame(motion)):
-        distances = list(map(math.hypot, map(sub, xs, ex), map(sub, ys, ey), map(sub, zs, ez)))
+        distances = list(map(dist, zip(xs, ys, zs), zip(ex, ey, ez)))
         if not math.isfinite(math.fsum(distances)):  # NaN or inf anywhere counts as worst
             return math.inf
         worst = max(worst, max(distances))
@@ -268,7 +292,7 @@ def checked_bytes(motion: Motion, path, options: WriteOptions = DEFAULT) -> Tupl
     if not worst <= SELF_CHECK_TOLERANCE_M:
         raise KimodoError(
             "{}: self-check failed: the written file puts a joint {:.3g} m from where the motion has it".format(
-                Path(path).name, worst
+                file_name(path), worst
             )
         )
     return data, worst
@@ -277,6 +301,8 @@ def checked_bytes(motion: Motion, path, options: WriteOptions = DEFAULT) -> Tupl
 def read(path, *, fps: Optional[float] = None) -> Motion:
     """A GLB written by this tool (or any skinned GLB whose animation keys every joint on one time grid)
     back into a Motion; built-in skeletons are recognised by joint names or mannequin names."""
+    from pathlib import Path  # not at the top: writing a .glb never needs it (see files.file_name)
+
     source = str(path)
     document = gd.read_file(path)
     gltf = document.gltf

@@ -53,13 +53,21 @@ class DocumentBuilder:
         with_bounds: bool = False,
     ) -> int:
         width = _TYPE_SIZES[accessor_type]
-        fmt = _COMPONENT_FORMATS[component_type]
         flat = [c for item in values for c in item]
         if len(flat) != width * len(values):
             raise ValueError("accessor items must all have {} components".format(width))
+        return self.add_components(flat, accessor_type, component_type, target, with_bounds)
+
+    def add_components(self, flat: Sequence[float], accessor_type: str, component_type: int = FLOAT,
+                       target: Optional[int] = None, with_bounds: bool = False) -> int:
+        """`add_accessor` of items laid end to end in one flat list (no per-item tuples to build)."""
+        width = _TYPE_SIZES[accessor_type]
+        fmt = _COMPONENT_FORMATS[component_type]
+        if len(flat) % width:
+            raise ValueError("accessor items must all have {} components".format(width))
         packed = struct.pack("<{}{}".format(len(flat), fmt), *flat)
         stored = struct.unpack("<{}{}".format(len(flat), fmt), packed) if with_bounds else ()
-        return self._add_packed(packed, len(values), accessor_type, component_type, target, stored)
+        return self._add_packed(packed, len(flat) // width, accessor_type, component_type, target, stored)
 
     def add_floats(self, flat: array, accessor_type: str, target: Optional[int] = None,
                    with_bounds: bool = False) -> int:

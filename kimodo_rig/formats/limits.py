@@ -19,6 +19,7 @@ MAX_JSON_DEPTH = 64  # glTF nests about 6 deep; its extras rarely more than a fe
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_ALL_BUT_BRACKETS = {code: None for code in range(128) if chr(code) not in _DEPTH_STEP}  # translate() deletes these
 
 
 def frame_rate(value: float, source: str, what: str = "frame rate") -> float:
@@ -47,12 +48,20 @@ def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     the caller, which knows what the file was meant to be."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    # The brackets outside strings, in order (the scan in C: strings dropped, then all but brackets),
-    # and the deepest running count of them.
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-    if max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > MAX_JSON_DEPTH:
+    if max(accumulate(map(_DEPTH_STEP.__getitem__, json_brackets(text))), default=0) > MAX_JSON_DEPTH:
         raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
     try:
         return json.loads(text)
     except RecursionError:  # not reached after the scan; kept so no RecursionError can escape
         raise KimodoError("{}: {} nests too deeply to read".format(source, what)) from None
+
+
+def json_brackets(text: str) -> str:
+    """The brackets of JSON `text` outside its strings, in order (an unclosed string runs to the end),
+    found in C. Without a backslash (so without escaped quotes) the strings are every other part between
+    quotes, and in ASCII text all that is not a bracket goes in one translate: the files this package
+    writes, read back by its self-check three times faster than by the two regular expressions (which
+    spent three times what json.loads does on a .glb's JSON). Any other text takes the expressions."""
+    if "\\" not in text and text.isascii():
+        return "".join(text.split('"')[::2]).translate(_ALL_BUT_BRACKETS)
+    return _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))

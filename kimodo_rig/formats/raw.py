@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from array import array
-from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Optional, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..files import write_folder_atomic
+from ..files import file_name, write_folder_atomic
 from ..model import Motion
 from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
@@ -26,22 +27,35 @@ PROMPT_FILE = "prompt.txt"
 UNIT_TOLERANCE = 1e-3
 
 
-def clip_files(path: Path) -> Optional[Tuple[Path, Path]]:
-    """The rotation and root files of a clip folder, or None. The plain names are preferred; otherwise one
-    file ending in each name (e.g. `soma30_first90frames_root_positions.f32`) is accepted."""
-    if not path.is_dir():
+def clip_files(path) -> Optional[Tuple[str, str]]:
+    """The rotation and root files of a clip folder (paths as text), or None. The plain names are
+    preferred; otherwise one file ending in each name (e.g. `soma30_first90frames_root_positions.f32`)
+    is accepted. By os.path, not pathlib: a .glb job never loads pathlib (see files.file_name)."""
+    folder = os.fspath(path)
+    if not os.path.isdir(folder):
         return None
     found = []
+    names = None
     for wanted in (ROTATIONS_FILE, ROOT_FILE):
-        exact = path / wanted
-        candidates = [exact] if exact.is_file() else sorted(p for p in path.glob("*" + wanted) if p.is_file())
+        exact = os.path.join(folder, wanted)
+        if os.path.isfile(exact):
+            candidates = [exact]
+        else:
+            if names is None:
+                try:
+                    names = os.listdir(folder)
+                except OSError:
+                    return None
+            ending = os.path.normcase(wanted)  # as pathlib's glob matched: without case on Windows
+            candidates = [os.path.join(folder, name) for name in names
+                          if os.path.normcase(name).endswith(ending) and os.path.isfile(os.path.join(folder, name))]
         if len(candidates) != 1:
             return None
         found.append(candidates[0])
     return found[0], found[1]
 
 
-def _read_float32(path: Path) -> array:
+def _read_float32(path: str) -> array:
     values = array("f")
     with open(path, "rb") as stream:
         data = stream.read()
@@ -53,22 +67,38 @@ def _read_float32(path: Path) -> array:
     return values
 
 
+_UNIT_CHUNK = 1 << 16  # quaternions checked at a time: a long clip's norms are never all held at once
+
+
+def _all_unit(rotations: array) -> bool:
+    """|1 - |q|| <= UNIT_TOLERANCE for every quaternion of the flat xyzw buffer, in C. |1 - n| only
+    grows as n moves away from 1 on either side, so it holds for all of a chunk's norms exactly when it
+    holds for the smallest and the largest; a NaN norm (which min and max may pass over) makes the sum NaN."""
+    for start in range(0, len(rotations), 4 * _UNIT_CHUNK):
+        chunk = rotations[start:start + 4 * _UNIT_CHUNK]
+        norms = list(map(math.hypot, chunk[0::4], chunk[1::4], chunk[2::4], chunk[3::4]))
+        if math.isnan(sum(norms)) or not (abs(1.0 - min(norms)) <= UNIT_TOLERANCE
+                                          and abs(1.0 - max(norms)) <= UNIT_TOLERANCE):
+            return False
+    return True
+
+
 def read(path, *, fps: Optional[float] = None) -> Motion:
-    folder = Path(path)
+    folder = os.fspath(path)
     files = clip_files(folder)
     if files is None:
         raise KimodoError("{}: not a kimodo clip directory".format(path))
     try:
         return _read_clip(path, folder, files, fps)
     except OSError as error:  # unreadable file (permissions, a vanished file, an I/O error)
-        raise KimodoError("{}: cannot read {} ({})".format(path, Path(error.filename or "").name or "the clip",
+        raise KimodoError("{}: cannot read {} ({})".format(path, file_name(error.filename or "") or "the clip",
                                                          error.strerror or error)) from error
 
 
-def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float]) -> Motion:
+def _read_clip(path, folder: str, files: Tuple[str, str], fps: Optional[float]) -> Motion:
     rotation_file, root_file = files
-    rotation_bytes = rotation_file.stat().st_size
-    root_bytes = root_file.stat().st_size
+    rotation_bytes = os.stat(rotation_file).st_size
+    root_bytes = os.stat(root_file).st_size
     frames = root_bytes // 12
     if root_bytes % 12 or frames == 0 or rotation_bytes % (frames * 16) or rotation_bytes == 0:
         raise KimodoError("{}: rotation and root files disagree".format(path))
@@ -79,19 +109,19 @@ def _read_clip(path, folder: Path, files: Tuple[Path, Path], fps: Optional[float
     # Kept float32 as read (the format's own precision; half the memory of float64 for long clips).
     rotations = _read_float32(rotation_file)
     roots = _read_float32(root_file)
-    norms = map(math.hypot, rotations[0::4], rotations[1::4], rotations[2::4], rotations[3::4])
-    # |1 - norm| <= UNIT_TOLERANCE for every quaternion, in C (map over map); NaN fails the comparison
-    if not all(map(UNIT_TOLERANCE.__ge__, map(abs, map((1.0).__sub__, norms)))):
+    if not _all_unit(rotations):
         raise KimodoError("{}: rotations are not unit quaternions".format(path))
     if not all(map(math.isfinite, roots)):
         raise KimodoError("{}: root positions are not finite numbers".format(path))
     prompt = ""
-    prompt_path = folder / PROMPT_FILE
-    if prompt_path.is_file():
-        text = prompt_path.read_text(encoding="utf-8", errors="replace").strip()
+    prompt_path = os.path.join(folder, PROMPT_FILE)
+    if os.path.isfile(prompt_path):
+        with open(prompt_path, encoding="utf-8", errors="replace") as stream:
+            text = stream.read().strip()
         prompt = text.splitlines()[0].strip() if text else ""
     return Motion(
-        skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0, name=folder.resolve().name, prompt=prompt
+        skeleton, rotations, roots, frame_rate(fps, str(path)) if fps else 30.0,
+        name=file_name(os.path.realpath(folder)), prompt=prompt
     )
 
 

@@ -59,33 +59,38 @@ def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], Lis
     """`positions_by_frame` as three lists a frame: x, y and z of every joint. The same lists come back
     every frame, refilled: read them before asking for the next. The same FK as pose_globals, with
     quat_multiply and quat_rotate written out in place, and no world rotation kept for joints without
-    children."""
+    children; the offset's 2 v is worked out once (2 (a x v) = a x 2v: doubling is exact short of
+    overflow and subnormals), and each frame's x, y, z and w come as four lists."""
     skeleton = motion.skeleton
     count = skeleton.joint_count
     has_children = [False] * count
     for parent in skeleton.parents:
         if parent >= 0:
             has_children[parent] = True
-    plan = [(joint, parent, has_children[joint], 4 * joint) + tuple(skeleton.rest_offsets[joint])
-            for joint, parent in enumerate(skeleton.parents) if parent >= 0]
+    plan = []
+    for joint, parent in enumerate(skeleton.parents):
+        if parent >= 0:
+            vx, vy, vz = skeleton.rest_offsets[joint]
+            plan.append((joint, parent, has_children[joint], vx, vy, vz, 2.0 * vx, 2.0 * vy, 2.0 * vz))
     rotations, roots = motion.local_rotations, motion.root_positions
     width = 4 * count
     gx, gy, gz, gw = [0.0] * count, [0.0] * count, [0.0] * count, [1.0] * count
     px, py, pz = [0.0] * count, [0.0] * count, [0.0] * count
     for frame in range(motion.frame_count):
         q = rotations[frame * width:(frame + 1) * width].tolist()  # one frame, as floats, in one call
-        gx[0], gy[0], gz[0], gw[0] = q[0], q[1], q[2], q[3]
+        qx, qy, qz, qw = q[0::4], q[1::4], q[2::4], q[3::4]
+        gx[0], gy[0], gz[0], gw[0] = qx[0], qy[0], qz[0], qw[0]
         px[0], py[0], pz[0] = roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2]
-        for joint, parent, has_child, at, vx, vy, vz in plan:
+        for joint, parent, has_child, vx, vy, vz, wx, wy, wz in plan:
             ax, ay, az, aw = gx[parent], gy[parent], gz[parent], gw[parent]
-            tx = 2.0 * (ay * vz - az * vy)
-            ty = 2.0 * (az * vx - ax * vz)
-            tz = 2.0 * (ax * vy - ay * vx)
+            tx = ay * wz - az * wy
+            ty = az * wx - ax * wz
+            tz = ax * wy - ay * wx
             px[joint] = px[parent] + vx + aw * tx + (ay * tz - az * ty)
             py[joint] = py[parent] + vy + aw * ty + (az * tx - ax * tz)
             pz[joint] = pz[parent] + vz + aw * tz + (ax * ty - ay * tx)
             if has_child:
-                bx, by, bz, bw = q[at], q[at + 1], q[at + 2], q[at + 3]
+                bx, by, bz, bw = qx[joint], qy[joint], qz[joint], qw[joint]
                 gx[joint] = aw * bx + ax * bw + ay * bz - az * by
                 gy[joint] = aw * by - ax * bz + ay * bw + az * bx
                 gz[joint] = aw * bz + ax * by - ay * bx + az * bw

@@ -3,18 +3,21 @@ count or joint names."""
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
-from pathlib import Path
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Dict, Optional, Sequence
 
 from ..model import Skeleton
 
-_FOLDER = Path(__file__).resolve().parent
+_FOLDER = os.path.dirname(os.path.realpath(__file__))
 
 BUILTIN = ("smplx22", "somaskel30", "g1skel34", "somaskel77")
 LABELS = {"smplx22": "SMPL-X", "somaskel30": "SOMA", "somaskel77": "SOMA", "g1skel34": "G1"}
+# Each one's joint count (its data says so too; a test holds them equal), so that finding a skeleton by
+# its count reads only that one's JSON, not all four (a one-clip job's largest input after the clip).
+JOINT_COUNTS = {"smplx22": 22, "somaskel30": 30, "g1skel34": 34, "somaskel77": 77}
 
 # SMPL-X joints under Unreal mannequin names (--names mannequin). SOMA keeps its Mixamo-style names and
 # G1 its own: they already read as what they are in an engine.
@@ -35,7 +38,7 @@ MANNEQUIN_NAMES = {
 @lru_cache(maxsize=None)
 def data(name: str) -> Dict:
     """The whole JSON record of a built-in skeleton (offsets, semantic groups, export extras)."""
-    with open(_FOLDER / (name + ".json"), encoding="utf-8") as handle:
+    with open(os.path.join(_FOLDER, name + ".json"), encoding="utf-8") as handle:
         return json.load(handle)
 
 
@@ -54,7 +57,7 @@ def load(name: str) -> Skeleton:
 
 def by_joint_count(count: int) -> Optional[Skeleton]:
     for name in BUILTIN:
-        if len(data(name)["joint_names"]) == count:
+        if JOINT_COUNTS[name] == count and len(data(name)["joint_names"]) == count:
             return load(name)
     return None
 

@@ -522,10 +522,7 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
             reach = math.hypot(arm[0], arm[2])
             if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6:
                 break
-            turn = quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach)))
-            for j in chain:
-                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-                positions[j] = add(ankle, quat_rotate(turn, subtract(positions[j], ankle)))
+            _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach))))
 
 
 def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
@@ -558,10 +555,7 @@ def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Seq
         if delta is None:
             continue
         rotations, positions = poses[frame]
-        ankle = positions[foot]
-        for j in chain:
-            rotations[j] = quat_normalize(quat_multiply(delta, rotations[j]))
-            positions[j] = add(ankle, quat_rotate(delta, subtract(positions[j], ankle)))
+        _turn_about(chain, rotations, positions, positions[foot], delta)
 
 
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
@@ -998,8 +992,11 @@ def _swing_needed(arm: List[int], hand: Sequence[Point], rotations, positions, a
 
 def _turn_rigidly(joints: List[int], rotations: List[Quat], positions: List[Vec3], axis: Vec3, angle: float) -> None:
     """Turn `joints` (a joint and everything below it, the first the pivot) as one piece about `axis`."""
-    pivot = positions[joints[0]]
-    turn = quat_from_axis_angle(axis, angle)
+    _turn_about(joints, rotations, positions, positions[joints[0]], quat_from_axis_angle(axis, angle))
+
+
+def _turn_about(joints: Sequence[int], rotations: List[Quat], positions: List[Vec3], pivot: Vec3, turn: Quat) -> None:
+    """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
     for j in joints:
         rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
         positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))

@@ -5,6 +5,7 @@ from array import array
 from typing import Dict, List, Sequence
 
 import bpy
+from mathutils import Vector
 
 from .kimodo_rig.formats.glb import _bone_boxes as bone_boxes  # step 1's boxes, so the rig looks like its .glb
 from .kimodo_rig.model import Skeleton
@@ -16,11 +17,33 @@ BOX_BONE_LENGTH = 0.05  # metres, bones without a child at a distance
 
 
 def armature_of(obj) -> Armature:
+    """The armature's rest as the core reads it: its bones (rest, length), its object's world matrix, and
+    the vertices skinned to each bone without a child bone (where the core ends such a bone)."""
     bones = tuple(
-        ArmatureBone(bone.name, bone.parent.name if bone.parent else "", tuple(tuple(row) for row in bone.matrix_local))
+        ArmatureBone(bone.name, bone.parent.name if bone.parent else "", tuple(tuple(row) for row in bone.matrix_local),
+                     bone.length)
         for bone in obj.data.bones
     )
-    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world))
+    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), _leaf_vertices(obj))
+
+
+def _leaf_vertices(obj):
+    """Per bone without a child bone, the (weight, rest position in the glTF frame) of every vertex an
+    Armature modifier of `obj` deforms with it, by the mesh's own vertex group weights."""
+    leaves = {bone.name for bone in obj.data.bones if not bone.children}
+    found = {}
+    for mesh_object, groups, _ in _moved_meshes(obj):
+        if groups is None:
+            continue  # a mesh hanging rigidly from a bone: no skin, as in the file it is exported to
+        leaf_groups = {index: name for index, name in groups.items() if name in leaves}
+        if not leaf_groups:
+            continue
+        points = _world_points(mesh_object.matrix_world, _coordinates(mesh_object.data))
+        for vertex, point in zip(mesh_object.data.vertices, points):
+            for g in vertex.groups:
+                if g.group in leaf_groups and g.weight > 0.0:
+                    found.setdefault(leaf_groups[g.group], []).append((g.weight, point))
+    return tuple((name, tuple(samples)) for name, samples in found.items())
 
 
 def _blender(point) -> tuple:
@@ -128,16 +151,22 @@ def key_action(obj, name: str, channels, first_frame: int):
     return action
 
 
-def sample_heads(context, obj, frames: Sequence[int], names: Sequence[str]) -> List[Dict[str, tuple]]:
-    """Per scene frame, world bone heads of `names` as Blender evaluates them, in the glTF frame."""
+def sample_heads(context, obj, frames: Sequence[int], names: Sequence[str], tips=()) -> List[Dict[str, tuple]]:
+    """Per scene frame, world bone heads of `names` as Blender evaluates them, in the glTF frame, and
+    each of `tips` ((tip name, bone, rest point in armature space): `armature.tip_points`) carried
+    rigidly by its bone's evaluated pose."""
     scene = context.scene
     current = scene.frame_current
+    bones = obj.pose.bones
+    carried = [(name, bone, obj.data.bones[bone].matrix_local.inverted() @ Vector(point)) for name, bone, point in tips]
     samples = []
     for frame in frames:
         scene.frame_set(frame)
         world = obj.matrix_world
-        bones = obj.pose.bones
-        samples.append({name: tuple(matrix_apply(TO_Y_UP, tuple(world @ bones[name].head))) for name in names if name in bones})
+        sample = {name: tuple(matrix_apply(TO_Y_UP, tuple(world @ bones[name].head))) for name in names if name in bones}
+        for name, bone, local in carried:
+            sample[name] = tuple(matrix_apply(TO_Y_UP, tuple(world @ bones[bone].matrix @ local)))
+        samples.append(sample)
     scene.frame_set(current)
     return samples
 

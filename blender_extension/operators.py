@@ -22,7 +22,7 @@ from .kimodo_rig import formats, naming
 from .kimodo_rig.errors import KimodoError
 from .kimodo_rig.formats import raw
 from .kimodo_rig.retarget import api
-from .kimodo_rig.retarget.armature import pose_channels, skeleton_of, world_poses
+from .kimodo_rig.retarget.armature import pose_channels, skeleton_of, tip_points, world_poses
 from .kimodo_rig.retarget.report import format_report
 from .kimodo_rig.retarget.solve import NEW_ROOT_NAME
 from .kimodo_rig.rotations import length, subtract
@@ -134,7 +134,8 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         first = scene.frame_start
         action = blender_data.key_action(obj, name, channels, first)
         names = retargeted.skeleton.joint_names
-        samples = blender_data.sample_heads(context, obj, [first + f for f in range(motion.frame_count)], full.joint_names)
+        samples = blender_data.sample_heads(context, obj, [first + f for f in range(motion.frame_count)], full.joint_names,
+                                            tip_points(armature))
         worst = 0.0
         for frame, sample in enumerate(samples):
             for joint, joint_name in enumerate(full.joint_names):
@@ -148,8 +149,7 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         else:
             picks = {side: [where[i] for i in chosen] for side, chosen in api.report_vertices(info, mesh).items()}
             foot_vertices = blender_data.sample_vertices(context, [first + f for f in range(motion.frame_count)], picks) if picks else None
-            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices,
-                                               armature=armature)
+            report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices)
             text = format_report(name, report)
         obj.data[REPORT_PROPERTY] = text
         if new_map is not None:

@@ -13,7 +13,8 @@ from kimodo_rig import formats
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.ops.fk import rest_positions, world_positions
 from kimodo_rig.retarget import api, character
-from kimodo_rig.retarget.armature import Armature, ArmatureBone, pose_channels, skeleton_of, world_poses
+from kimodo_rig.retarget.armature import Armature, ArmatureBone, pose_channels, skeleton_of, tip_points, world_poses
+from kimodo_rig.retarget.mapping import map_humanoid
 
 GLTF_TO_BLENDER = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # glTF (x, y, z) -> Blender (x, -z, y)
 
@@ -26,10 +27,10 @@ def quat_matrix(w, x, y, z):
     ])
 
 
-def blender_armature(target, matrix_world):
+def blender_armature(target, matrix_world, skip=()):
     """An armature as Blender would hold the target rig: bones whose Y axis points at their first child
     (any rest orientation will do), placed in armature space so that matrix_world puts them at the rig's
-    bind pose in the Blender scene."""
+    bind pose in the Blender scene; the joints named in `skip` left out."""
     skeleton = target.skeleton
     rest = np.array(rest_positions(skeleton))
     world = np.array(matrix_world)
@@ -37,6 +38,8 @@ def blender_armature(target, matrix_world):
     bones = []
     rng = np.random.default_rng(5)
     for joint, name in enumerate(skeleton.joint_names):
+        if name in skip:
+            continue
         head = inverse[:3, :3] @ (GLTF_TO_BLENDER @ rest[joint]) + inverse[:3, 3]
         q = rng.normal(size=4)
         rotation = quat_matrix(*(q / np.linalg.norm(q)))
@@ -152,3 +155,80 @@ def test_the_box_rig_motion_is_kimodos_own_but_for_the_travel():
     assert travel > 1.0 and np.linalg.norm(roots[-1, [0, 2]] - roots[0, [0, 2]]) < 0.05 * travel
     _, info = api.own_skeleton_motion(motion, api.RetargetOptions(root_motion="root"))
     assert info.root_is_new and len(info.root_track) == motion.frame_count
+
+
+def test_childless_bones_end_where_the_gltf_reader_ends_them():
+    # The mannequin's childless bones (fingers, head, balls) get their tips from their skinned vertices
+    # in the reader; an armature of the same rig, handed the same vertices, gets the same tips.
+    target = character.load_target(str(RIGS / "mpfb2" / "mpfb2_game_engine.glb"))
+    tips = {name: bone for name, bone, _ in target.tips}
+    assert len(tips) >= 10
+    armature = blender_armature(target, np.eye(4), skip=tips)
+    leaves = set(tips.values())
+    samples = {}
+    for point, weights in character.bind_mesh(target):
+        for bone, weight in weights.items():
+            if bone in leaves:
+                samples.setdefault(bone, []).append((weight, tuple(point)))
+    armature = Armature(armature.name, armature.bones, armature.matrix_world, tuple((b, tuple(v)) for b, v in samples.items()))
+    ours = dict(zip(skeleton_of(armature).joint_names, rest_positions(skeleton_of(armature))))
+    theirs = dict(zip(target.skeleton.joint_names, rest_positions(target.skeleton)))
+    assert {name for name in ours if name.endswith("_tip")} == set(tips)
+    for name in tips:
+        assert np.allclose(ours[name], theirs[name], atol=1e-9), name
+
+
+def facing_armature(yaw_deg, length=0.15, foot_names=("foot_l", "foot_r")):
+    """The mannequin without toe bones (its feet childless), each foot bone's Y axis (heel to toe) turned
+    `yaw_deg` about up from +Z, in an armature turned, scaled and moved in the scene."""
+    target = character.load_target(str(RIGS / "mpfb2" / "mpfb2_game_engine.glb"))
+    skip = {name for name in target.skeleton.joint_names if name.startswith("ball_") or name.endswith("_tip")}
+    world = np.eye(4)
+    world[:3, :3] = 2.0 * np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # a quarter turn, 2x
+    world[:3, 3] = (0.5, 1.0, 0.0)
+    armature = blender_armature(target, world, skip=skip)
+    a = np.radians(yaw_deg)
+    toe = np.linalg.inv(world[:3, :3]) @ GLTF_TO_BLENDER @ np.array([np.sin(a), 0.0, np.cos(a)])
+    y = toe / np.linalg.norm(toe)
+    z = np.array([0.0, 0.0, 1.0])
+    bones = []
+    for bone in armature.bones:
+        if bone.name in foot_names:
+            matrix = np.array(bone.matrix_local)
+            matrix[:3, :3] = np.column_stack([np.cross(y, z), y, z])
+            bone = ArmatureBone(bone.name, bone.parent, tuple(map(tuple, matrix)), length)
+        bones.append(bone)
+    return Armature(armature.name, tuple(bones), armature.matrix_world)
+
+
+def test_an_armature_faces_where_its_childless_feet_point():
+    # Without a tip past the feet, the facing would come from the hip line (+Z); the feet's own axis
+    # says 20 degrees off it, as the reader reads the same bones from Blender's export.
+    armature = facing_armature(20.0)
+    skeleton = skeleton_of(armature)
+    positions = dict(zip(skeleton.joint_names, rest_positions(skeleton)))
+    for side in ("l", "r"):
+        step = np.array(positions["foot_{}_tip".format(side)]) - np.array(positions["foot_" + side])
+        # Twice the bone's length: the armature object is scaled 2x in the scene.
+        assert np.allclose(step, 2.0 * 0.15 * np.array([np.sin(np.radians(20.0)), 0.0, np.cos(np.radians(20.0))]), atol=1e-9)
+    forward = map_humanoid(skeleton).forward
+    assert abs(np.degrees(np.arctan2(forward[0], forward[2])) - 20.0) < 1e-6
+    # Tip joints are no bones: no channels, and the bones' channels still put them where the retarget has them.
+    motion = formats.read_file(CLIPS / "soma_01_single_text_prompt")
+    retargeted, info = api.retarget_motion(motion, skeleton)
+    poses = world_poses(skeleton, retargeted, info.root_track, info.root_bone)
+    channels = pose_channels(armature, skeleton, poses)
+    assert set(channels) == {bone.name for bone in armature.bones}
+    expected = {name: pose[1] for name, pose in zip(skeleton.joint_names, poses[40])}
+    heads = blender_pose(armature, channels, 40)
+    for name, head in heads.items():
+        assert np.allclose(GLTF_TO_BLENDER.T @ head, expected[name], atol=1e-9), name
+
+
+def test_an_end_marker_bone_gets_no_tip():
+    # A childless bone named as an exporter's end (`Foot.L_end`) is a tip already, as the reader has it.
+    armature = facing_armature(0.0)
+    bones = tuple(ArmatureBone("foot_l_end" if b.name == "foot_l" else b.name, b.parent, b.matrix_local, b.length)
+                  for b in armature.bones)
+    tips = tip_points(Armature(armature.name, bones, armature.matrix_world))
+    assert [(name, bone) for name, bone, _ in tips] == [("foot_r_tip", "foot_r")]

@@ -432,3 +432,42 @@ def test_facing_is_measured_from_the_hip_line_and_the_feet(forward, label):
     left = np.cross([0.0, 1.0, 0.0], f) * 0.1  # up x forward = the character's left
     assert measure_facing(tuple(left), tuple(-left), [tuple(f * 0.15), tuple(f * 0.15)])[1] == label
     assert measure_facing(tuple(-left), tuple(left), [tuple(f * 0.15)])[1] == label  # names swapped: feet win
+
+
+def _heights(points, t):
+    """Each (up, ahead) point's height after a pitch by t (numpy, per point), written out from the geometry."""
+    up, ahead = np.asarray(points, float).T
+    return up * np.cos(t) + ahead * np.sin(t)  # broadcasts: t of shape (n, 1) gives (n, points)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_foot_pitch_is_the_least_that_puts_the_sole_on_the_floor(seed):
+    """The pitch of a swinging foot onto the floor, judged by a fine numpy search over the turns: the
+    least turn after which no sole point is under the floor, or where none is, the turn that brings the
+    lowest highest."""
+    rng = np.random.default_rng(seed)
+    points = [tuple(p) for p in np.column_stack([rng.uniform(-0.12, 0.0, 24), rng.uniform(-0.08, 0.25, 24)])]
+    floor = float(rng.uniform(-0.12, -0.02))
+    limit = np.radians(feet.FOOT_PITCH_MAX_DEG)
+    t = feet._least_pitch(points, floor, limit)
+    grid = np.linspace(0.0, limit, 200001)
+    lowest = np.min(_heights(points, grid[:, None]), axis=1)
+    assert 0.0 <= t <= limit
+    clear = np.nonzero(lowest >= floor)[0]
+    if len(clear):
+        assert _heights(points, t).min() >= floor - 1e-12
+        assert t <= grid[clear[0]] + 1e-12 and (t >= grid[clear[0] - 1] if clear[0] else t == 0.0)
+    else:
+        assert _heights(points, t).min() >= lowest.max() - 1e-9
+
+
+def test_the_foot_pitch_goes_to_nothing_with_the_depth():
+    """No cut-off: a toe a hair under the floor is turned by a hair, in proportion (the Blender add-on's
+    float32 rest moves the sole by 1e-7 m, and the foot must move by as little)."""
+    ahead = 0.2
+    angles = []
+    for depth in (4e-5, 2e-5, 1.1e-5, 1e-5, 0.9e-5, 5e-6, 1e-7, 0.0, -1e-7):
+        points = [(-0.08 - depth, ahead), (-0.07, 0.1), (-0.06, -0.05)]
+        angles.append(feet._least_pitch(points, -0.08, np.radians(feet.FOOT_PITCH_MAX_DEG)))
+    expected = [max(0.0, d) / ahead for d in (4e-5, 2e-5, 1.1e-5, 1e-5, 0.9e-5, 5e-6, 1e-7, 0.0, -1e-7)]
+    assert np.allclose(angles, expected, rtol=1e-3, atol=1e-15), angles

@@ -21,10 +21,9 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import Motion, Skeleton
 from ..rotations import Vec3
 from . import feet, output
-from .armature import Armature, bone_axes
 from .character import user_map_from_json, user_map_json
 from .feet import BindMesh
-from .mapping import SIDES, HumanoidMap, in_printed_order, known_parts, map_from_parts, map_humanoid, parts_by_name
+from .mapping import HumanoidMap, in_printed_order, known_parts, map_from_parts, map_humanoid, parts_by_name
 from .report import Report
 from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
 
@@ -105,20 +104,11 @@ def report_vertices(info: RetargetInfo, bind_mesh: BindMesh) -> Dict[str, List[i
 
 def report_from_positions(source: Motion, info: RetargetInfo, positions: Sequence[Mapping[str, Vec3]],
                           bind_mesh: BindMesh = (),
-                          foot_vertices: Optional[Mapping[str, Sequence[Sequence[Vec3]]]] = None,
-                          armature: Optional[Armature] = None) -> Report:
+                          foot_vertices: Optional[Mapping[str, Sequence[Sequence[Vec3]]]] = None) -> Report:
     """The report measured from per-frame world positions (glTF frame, metres) by joint name of the
-    retargeted skeleton, as the front end sampled them; with `foot_vertices` (per side, per frame, the
-    deformed positions of `report_vertices`' vertices, glTF frame) the floor figures are the mesh's.
-    With the `armature`, a foot bone without a child bone points along its own axis (head to tail), which
-    the facing check holds the mesh's heel-to-toe against."""
-    tmap = info.target_map
-    names = tmap.skeleton.joint_names
-    foot_axes = None
-    if armature is not None:
-        feet_by_side = {side: names[feet.standing_joint(tmap, side)] for side in SIDES}
-        axes = bone_axes(armature, list(feet_by_side.values()))
-        foot_axes = {side: axes[name] for side, name in feet_by_side.items() if name in axes}
+    retargeted skeleton (tip joints included: an armature's are `armature.tip_points`), as the front end
+    sampled them; with `foot_vertices` (per side, per frame, the deformed positions of
+    `report_vertices`' vertices, glTF frame) the floor figures are the mesh's."""
+    names = info.target_map.skeleton.joint_names
     return output.report_from_positions(source, info, [[frame.get(name) for name in names] for frame in positions],
-                                        bind_mesh, dict(foot_vertices) if foot_vertices is not None else None,
-                                        foot_axes)
+                                        bind_mesh, dict(foot_vertices) if foot_vertices is not None else None)

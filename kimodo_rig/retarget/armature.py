@@ -12,7 +12,10 @@ Blender's conventions, stated once:
 
 The Skeleton given to the core is the armature's rest in scene metres and the glTF frame, joints parent
 before child; each joint's rest rotation is its bone's rest, so the core's global rotations are the bones'
-(in the glTF frame) and `pose_channels` turns them back into bases with no per-bone correction.
+(in the glTF frame) and `pose_channels` turns them back into bases with no per-bone correction. A bone
+without a child bone gets a tip joint past it (`tip_points`), as the glTF reader gives a rigged file's
+childless bones, so the core reads the same rig from Blender as from its exported file (a foot's tip is
+where the rig faces); tips are no bones and get no channels.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from ..errors import KimodoError
 from ..model import Motion, Skeleton
 from ..ops.fk import global_rotations_and_positions, locals_from_globals, rest_global_rotations
 from ..rotations import (
+    IDENTITY,
     Mat3,
     Quat,
     Vec3,
@@ -38,6 +42,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
+from .character import is_end_name, tip_from_vertices
 
 Matrix4 = Sequence[Sequence[float]]
 # Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
@@ -51,15 +56,19 @@ class ArmatureBone:
     name: str
     parent: str  # "" for a bone without a parent
     matrix_local: Matrix4
+    length: float = 0.0  # `bone.length`: head to tail along the rest's Y axis (armature units); 0: not known
 
 
 @dataclass(frozen=True)
 class Armature:
-    """An armature object's rest: its bones and its object's world matrix."""
+    """An armature object's rest: its bones and its object's world matrix; `leaf_vertices`, per bone
+    without a child bone, the vertices skinned to it at rest ((weight, position), the glTF frame, scene
+    metres), from which its tip is found as the glTF reader finds it."""
 
     name: str
     bones: Tuple[ArmatureBone, ...]
     matrix_world: Matrix4 = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    leaf_vertices: Tuple[Tuple[str, Tuple[Tuple[float, Vec3], ...]], ...] = ()
 
     def ordered(self) -> List[ArmatureBone]:
         """Bones parent before child, siblings in the order given."""
@@ -138,22 +147,49 @@ def skeleton_of(armature: Armature) -> Skeleton:
         # hang from it at their own rest so the Skeleton keeps a single root.
         roots = [i for i, p in enumerate(parents) if p < 0]
         parents = tuple(roots[0] if (p < 0 and i != roots[0]) else p for i, p in enumerate(parents))
+    names = [bone.name for bone in order]
+    for tip_name, bone_name, point in tip_points(armature):
+        parent = index[bone_name]
+        names.append(tip_name)
+        parents = parents + (parent,)
+        world_rotations.append(world_rotations[parent])
+        world_positions.append(matrix_apply(TO_Y_UP, placement.to_world(point)))
     offsets, locals_ = locals_from_globals(parents, world_rotations, world_positions)
-    return _ordered_skeleton(armature.name, [bone.name for bone in order], parents, offsets, locals_)
+    return _ordered_skeleton(armature.name, names, parents, offsets, locals_)
 
 
-def bone_axes(armature: Armature, names: Sequence[str]) -> Dict[str, Vec3]:
-    """Each named bone's Y axis at rest (head to tail) in the glTF frame: where a bone with no child
-    bone points (a foot's toes), which the joints alone cannot say."""
+def tip_points(armature: Armature) -> List[Tuple[str, str, Vec3]]:
+    """The tip joints the Skeleton gets where a bone has no child bone, as the glTF reader gives them to
+    a rigged file's childless bones (a foot's tip is where the rig faces, heel to toe): (tip name
+    `<bone>_tip`, the bone, the tip's rest in armature space). A bone with skinned vertices ends where
+    they reach (`character.tip_from_vertices`); else at its tail, along its rest's Y axis (the axis
+    Blender's glTF exporter keeps and the reader reads back); an end marker (`Foot.L_end`) gets none."""
     placement = Placement.of(armature)
-    by_name = {bone.name: bone for bone in armature.bones}
-    axes = {}
-    for name in names:
-        bone = by_name.get(name)
-        if bone is not None:
+    taken = {bone.name for bone in armature.bones}
+    with_children = {bone.parent for bone in armature.bones}
+    vertices = dict(armature.leaf_vertices)
+    tips: List[Tuple[str, str, Vec3]] = []
+    for bone in armature.ordered():
+        if bone.name in with_children:
+            continue
+        head = matrix_apply(TO_Y_UP, placement.to_world(_head(bone.matrix_local)))
+        found = tip_from_vertices(head, vertices.get(bone.name, ()))
+        if found is not None:
+            point = placement.to_armature(matrix_apply(FROM_Y_UP, found))
+        elif bone.length > 0.0 and not is_end_name(bone.name):
+            # Along the rest's Y axis rather than at `tail_local`: a short bone's tail, in float32 as
+            # Blender keeps it, can be a few microradians off the axis its matrix (and an export) has.
             rotation = _rotation(bone.matrix_local)
-            axes[name] = matrix_apply(TO_Y_UP, matrix_apply(placement.rotation, (rotation[0][1], rotation[1][1], rotation[2][1])))
-    return axes
+            point = add(_head(bone.matrix_local), (rotation[0][1] * bone.length, rotation[1][1] * bone.length,
+                                                   rotation[2][1] * bone.length))
+        else:
+            continue
+        tip_name = bone.name + "_tip"
+        while tip_name in taken:
+            tip_name += "_"
+        taken.add(tip_name)
+        tips.append((tip_name, bone.name, point))
+    return tips
 
 
 def _ordered_skeleton(name: str, names: Sequence[str], parents: Sequence[int], offsets, rotations) -> Skeleton:
@@ -227,10 +263,15 @@ def pose_channels(armature: Armature, skeleton: Skeleton, poses: Sequence[Sequen
     inverse_scale = 1.0 / placement.scale
     # Per bone, its rest in armature space and relative to its Blender parent (the unposed bone's frame
     # is parent pose @ parent rest^-1 @ rest). Only loose top bones were hung from joint 0 in `skeleton`,
-    # and those have no Blender parent.
+    # and those have no Blender parent. Tip joints are no bones: they get no channel.
     rest_rotations, rest_heads, parent_rests = [], [], []
     for name in skeleton.joint_names:
-        rest = rests[name]
+        rest = rests.get(name)
+        if rest is None:
+            rest_rotations.append(IDENTITY)
+            rest_heads.append((0.0, 0.0, 0.0))
+            parent_rests.append(None)
+            continue
         rotation, head = matrix_to_quat(_rotation(rest.matrix_local)), _head(rest.matrix_local)
         rest_rotations.append(rotation)
         rest_heads.append(head)
@@ -241,7 +282,7 @@ def pose_channels(armature: Armature, skeleton: Skeleton, poses: Sequence[Sequen
         inverse_parent = quat_conjugate(matrix_to_quat(_rotation(parent.matrix_local)))
         parent_rests.append((quat_multiply(inverse_parent, rotation),
                              quat_rotate(inverse_parent, subtract(head, _head(parent.matrix_local)))))
-    channels: Dict[str, List[Channel]] = {name: [] for name in skeleton.joint_names}
+    channels: Dict[str, List[Channel]] = {name: [] for name in skeleton.joint_names if name in rests}
     previous: List[Optional[Quat]] = [None] * skeleton.joint_count
     for frame_poses in poses:
         pose_rotations: List[Quat] = []
@@ -253,6 +294,8 @@ def pose_channels(armature: Armature, skeleton: Skeleton, poses: Sequence[Sequen
                     (moved[2] - origin[2]) * inverse_scale)
             pose_rotations.append(pose_rotation)
             pose_heads.append(head)
+            if skeleton.joint_names[joint] not in channels:
+                continue
             relative = parent_rests[joint]
             if relative is None:
                 frame_rotation, frame_head = rest_rotations[joint], rest_heads[joint]

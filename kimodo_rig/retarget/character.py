@@ -332,6 +332,31 @@ def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:
             m[2] * p[0] + m[6] * p[1] + m[10] * p[2] + m[14])
 
 
+def tip_from_vertices(start: Vec3, weighted: Sequence[Tuple[float, Vec3]]) -> Optional[Vec3]:
+    """Where a childless bone starting at `start` ends, from the vertices skinned to it ((weight, bind
+    position) each, world): it runs towards their weighted centroid and ends at the farthest reach along
+    that line of those it carries at least half. None with (almost) no vertices. The glTF reader and the
+    Blender add-on (kimodo_rig.retarget.armature) both give leaf bones their tips so."""
+    total = sum(w for w, _ in weighted)
+    if total < 3.0:
+        return None
+    centroid = tuple(sum(w * p[i] for w, p in weighted) / total for i in range(3))
+    direction = subtract(centroid, start)
+    size = sum(c * c for c in direction) ** 0.5
+    if not size > 1e-6:
+        return None
+    unit = tuple(c / size for c in direction)
+    firm = [p for w, p in weighted if w >= 0.5] or [p for _, p in weighted]
+    reach = max(sum((p[i] - start[i]) * unit[i] for i in range(3)) for p in firm)
+    return (start[0] + unit[0] * max(reach, size), start[1] + unit[1] * max(reach, size), start[2] + unit[2] * max(reach, size))
+
+
+def is_end_name(name: str) -> bool:
+    """A bone named as an exporter's end marker (`Foot.L_end`, `Head_nub`, `thumb_tip`): it is a tip
+    already, and gets none of its own from its bone axis."""
+    return re.search(r"(end|nub|tip)$", name.lower()) is not None
+
+
 def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int], positions: List[Vec3],
                binds: List[gd.Matrix4], skin_to_world: Sequence[float]) -> Dict[int, Tuple[Vec3, Vec3]]:
     """Where each childless bone ends, from the vertices skinned to it: at bind, linear blend skinning
@@ -367,30 +392,20 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
                         samples.setdefault(leaf, []).append((weight, _apply(skin_to_world, vertex)))
     tips: Dict[int, Tuple[Vec3, Vec3]] = {}
     for leaf, weighted in samples.items():
-        total = sum(w for w, _ in weighted)
-        if total < 3.0:
+        tip = tip_from_vertices(positions[leaf], weighted)
+        if tip is None:
             continue
-        start = positions[leaf]
-        centroid = tuple(sum(w * p[i] for w, p in weighted) / total for i in range(3))
-        direction = subtract(centroid, start)
-        size = sum(c * c for c in direction) ** 0.5
-        if not size > 1e-6:
-            continue
-        unit = tuple(c / size for c in direction)
-        firm = [p for w, p in weighted if w >= 0.5] or [p for _, p in weighted]
-        reach = max(sum((p[i] - start[i]) * unit[i] for i in range(3)) for p in firm)
-        tip = tuple(start[i] + unit[i] * max(reach, size) for i in range(3))
         try:
             local = _apply(gd.invert4(binds[leaf]), tip)
         except ValueError:
             continue
-        tips[leaf] = (tip, local)  # type: ignore[assignment]
+        tips[leaf] = (tip, local)
     if str((gltf.get("asset") or {}).get("generator", "")).startswith("Khronos glTF Blender I/O"):
         # No vertices to go by, but the file says how its bones lie: Blender's exporter keeps each bone
         # along its node's +Y. Its length is not stated; the bone's own offset from its parent stands in.
         for slot, leaf in leaves.items():
             node = gltf["nodes"][joints[slot]]
-            if leaf in tips or re.search(r"(end|nub|tip)$", str(node.get("name", "")).lower()):
+            if leaf in tips or is_end_name(str(node.get("name", ""))):
                 continue
             offset = gd.node_local_matrix(node)[12:15]
             length = sum(c * c for c in offset) ** 0.5

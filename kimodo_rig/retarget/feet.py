@@ -501,28 +501,72 @@ def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.
 
 
 PITCH_STEPS = 6
+FOOT_PITCH_MAX_DEG = 90.0
 
 
 def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
                       flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> None:
     """A foot whose heel is up (on its toes, or in the air) and that reaches under the floor is turned
     about its ankle until its lowest sole point is on the floor: a long foot pitched as
-    Kimodo's short one is would push its toes through the ground (or lift the body off it)."""
+    Kimodo's short one is would push its toes through the ground (or lift the body off it).
+
+    One turn, solved in closed form (`_least_pitch`) about one level axis: across the foot, as the
+    points under the floor reach out from the ankle, each by how deep it is. Both go to nothing as
+    the depth does, with no cut-off and no choice of one point among near-equals, so a pose a hair
+    different (Blender's float32 rest) gives a foot a hair different."""
     foot = tmap.bones["foot_" + side]
     chain = subtree(skeleton, foot)
     for frame, (rotations, positions) in enumerate(poses):
         if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
             continue
         ankle = positions[foot]
-        for _ in range(PITCH_STEPS):
-            lowest = min((posed_point(p, rotations, positions) for p in soles.feet[side]), key=lambda q: q[1])
-            depth = floor - lowest[1]
-            arm = subtract(lowest, ankle)
-            axis = cross((0.0, -1.0, 0.0), arm)  # turning about it lifts the lowest point
-            reach = math.hypot(arm[0], arm[2])
-            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6:
-                break
-            _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach))))
+        arms = [subtract(posed_point(p, rotations, positions), ankle) for p in soles.feet[side]]
+        height = floor - ankle[1]  # of the floor above the ankle
+        depths = [height - arm[1] for arm in arms]
+        total = sum(d for d in depths if d > 0.0)
+        if not total > 0.0:
+            continue
+        out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
+               sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
+        size = math.hypot(out[0], out[2])
+        if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
+            continue
+        forward = (out[0] / size, 0.0, out[2] / size)
+        angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, math.radians(FOOT_PITCH_MAX_DEG))
+        if angle > 0.0:
+            axis = (-forward[2], 0.0, forward[0])  # (0, -1, 0) x forward: turning about it lifts what is ahead
+            _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(axis, angle))
+
+
+def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> float:
+    """The least turn t in [0, limit] after which every point is at or above `floor`, each point given
+    as (up, ahead) from the pivot, its height turned being up cos t + ahead sin t; where none gets them
+    all there, the t in that range that brings the lowest of them highest."""
+    def lowest(t: float) -> float:
+        c, s = math.cos(t), math.sin(t)
+        return min(up * c + ahead * s for up, ahead in points)
+
+    slack = 1e-12 * (1.0 + abs(floor))  # rounding: a point put exactly on the floor is on it
+    starts = [0.0]
+    for up, ahead in points:
+        radius = math.hypot(up, ahead)
+        if radius > 0.0 and -1.0 < floor / radius <= 1.0:
+            # Heights above the floor form one arc of turns, centred where the point is highest.
+            start = (math.atan2(ahead, up) - math.acos(floor / radius)) % (2.0 * math.pi)
+            if start <= limit:
+                starts.append(start)
+    for t in sorted(starts):
+        if lowest(t) >= floor - slack:
+            return t
+    # No turn clears them all: the best is at an end, where two points cross, or at a point's highest.
+    candidates = [0.0, limit]
+    for i, (up, ahead) in enumerate(points):
+        candidates.append(math.atan2(ahead, up))
+        for up2, ahead2 in points[i + 1:]:
+            crossing = math.atan2(up - up2, ahead2 - ahead)
+            candidates += [crossing, crossing + math.pi]
+    inside = sorted(t % (2.0 * math.pi) for t in candidates)
+    return max((t for t in inside if t <= limit), key=lowest)
 
 
 def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],

@@ -16,7 +16,7 @@ from ..formats import glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
-from ..rotations import Vec3, add, dot, sphere_directions, subtract
+from ..rotations import Vec3, dot, sphere_directions, subtract
 from . import character_glb, feet
 from .character import Target
 from .mapping import SIDES
@@ -132,15 +132,12 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
 
 
 def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),
-                          foot_vertices: Optional[Dict[str, Sequence[Sequence[Vec3]]]] = None,
-                          foot_axes: Optional[Dict[str, Vec3]] = None) -> Report:
+                          foot_vertices: Optional[Dict[str, Sequence[Sequence[Vec3]]]] = None) -> Report:
     """The report from per-frame world positions of the retargeted skeleton's joints, however they were
     read back (a host's own evaluation, such as Blender's). With the character's `bind_mesh` and, per
     side and frame, the host's deformed positions of the vertices `report_vertices` chose
     (`foot_vertices[side][frame]`, in that order), the floor figures are the mesh's; else the joints'."""
     geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
-    for side, axis in (foot_axes or {}).items():  # a foot with no child joint: the host's bone axis
-        geometry.bone_toe.setdefault(side, add(geometry.bind["foot_" + side], axis))
     if bind_mesh and foot_vertices is not None:
         geometry = _sampled_feet(geometry, info, bind_mesh, foot_vertices)
     return _measured(source, info, target_positions, geometry)

@@ -20,7 +20,7 @@ contacts, the feet placed on the floor and locked where they land.
   over BLEND_FRAMES. Nothing ends under the rest floor.
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
   much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
-  the hand turned up at the wrist, then the torso turned up about the spine's base; then by the whole
+  the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole
   arm swinging up about its shoulder, and only what is left by folding the elbow (each eased over
   ARM_EASE_FRAMES).
 """
@@ -440,9 +440,9 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash, tracks[side]) if lock and side in lockable
              else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
+    _lift_torso(skeleton, tmap, soles, poses, floor)
     for side in SIDES:
         _pitch_hand(tmap, soles, side, poses, floor)
-    _lift_torso(skeleton, tmap, soles, poses, floor)
     for side in SIDES:
         _keep_above(skeleton, tmap, soles, side, poses, floor)
 
@@ -882,17 +882,19 @@ TORSO_AXES = 36
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floor: float) -> None:
-    """A hand that would go under the rest floor (a long-armed character picking something up), after its
-    wrist has turned (`_pitch_hand`), is lifted by the torso: the body above the hips turns about the
-    spine's base, about the horizontal axis (of TORSO_AXES) and by the least angle (at most
-    TORSO_LIFT_MAX_DEG) that brings both hands onto the floor, or where none does, that brings the lower
-    of them highest (a hand reaching down alone: the torso leans over to the other side), never bending
-    the back further from upright than the clip has it; eased and averaged over ARM_EASE_FRAMES. The
-    arms are carried along keeping their world directions, so the limbs stay as the clip has them and
-    the back bends less deep; what is left the arm's swing lifts (`_keep_above`)."""
+    """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
+    first by the torso: the body above the hips turns about the spine's base, about the horizontal axis
+    (of TORSO_AXES) and by the least angle (at most TORSO_LIFT_MAX_DEG) that brings both hands onto the
+    floor, or where none does, that brings the lower of them highest (a hand reaching down alone: the
+    torso leans over to the other side), never bending the back further from upright than the clip has
+    it; eased and averaged over ARM_EASE_FRAMES. The arms are carried along keeping their world
+    directions, so the limbs stay as the clip has them and the back bends less deep; what is left the
+    wrist (`_pitch_hand`) and the arm's swing (`_keep_above`) lift. A spine that carries the legs is
+    not turned (the legs are the lock's)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
-    if pivot is None or not sides:
+    upper_body = subtree(skeleton, pivot) if pivot is not None else []
+    if pivot is None or not sides or any(tmap.bones.get("thigh_" + side) in upper_body for side in SIDES):
         return
     shoulders = [tmap.bones["upperarm_" + side] for side in sides]
     turns = [_torso_turn(soles, sides, shoulders, pivot, rotations, positions, floor) for rotations, positions in poses]
@@ -905,7 +907,6 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floo
     for frame, angle in enumerate(angles):
         axis = (averaged[0][frame], averaged[1][frame], averaged[2][frame])
         eased.append((normalize(axis), angle) if angle > 1e-9 and length(axis) > 1e-12 else (None, 0.0))
-    upper_body = subtree(skeleton, pivot)
     arms = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
     for (rotations, positions), (axis, angle) in zip(poses, eased):
         if axis is None:
@@ -990,11 +991,12 @@ def wrist_joints(tmap: HumanoidMap, side: str) -> List[int]:
 
 
 def _pitch_hand(tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
-    """A hand that would go under the rest floor is first turned up at the wrist: the points it carries
-    turned towards the horizontal the way they already lean from the wrist (a hand laid on the floor), by
-    the least angle that brings them onto it (at most WRIST_PITCH_MAX_DEG), eased over ARM_EASE_FRAMES.
-    The forearm's direction ends at the wrist, so the arm keeps Kimodo's; what is left (the wrist's
-    limit, or what the forearm itself carries) the torso and the arm's swing lift."""
+    """A hand still under the rest floor once the torso has lifted it (`_lift_torso`) is turned up at
+    the wrist: the points it carries turned towards the horizontal the way they already lean from the
+    wrist (a hand laid on the floor), by the least angle that brings them onto it (at most
+    WRIST_PITCH_MAX_DEG), eased and averaged over ARM_EASE_FRAMES. The forearm's direction ends at the
+    wrist, so the arm keeps Kimodo's; what is left (the wrist's limit, or what the forearm itself
+    carries) the arm's swing lifts (`_keep_above`)."""
     joints = wrist_joints(tmap, side)
     turning = set(joints)
     points = [p for p in soles.hands.get(side, ()) if sum(w for j, w, _ in p if j in turning) >= 0.5]

@@ -156,12 +156,12 @@ def test_every_clip_lands_on_the_rig_with_matching_limbs_and_feet_on_the_floor(r
         arms, limbs, floor, _, _, reaching = judge(clip, rig, output)
         # Issue 8's bars, in the character's own frame (every rig here faces +Z), with the foot lock on:
         # limbs 0.99 under SOMA, 0.97 under G1, on every frame but those where the clip's arm directions
-        # would put the hand under the floor (the robot's long arms picking something up in soma_03: there
-        # the torso and then the arm swung up at its shoulder lift the hand; the judge checks it is above the floor).
-        assert arms >= 0.98, (clip, arms)
-        # Not met yet: the robot picking something up in soma_03 (0.989: its thighs pop for a few frames
-        # where the lock raises the hips out of a crouch its long shins cannot fold into).
-        bar = 0.989 if (rig, clip) == ("robot", "soma_03_full_body_keyframes") else 0.97 if clip.startswith("g1") else 0.99
+        # would put the hand joint under the floor (none here: the robot's long arms picking something up
+        # in soma_03 put its fingers there, not its wrist, and those are turned up at the wrist and lifted
+        # by a back bent less before any arm turns; tests/test_retarget_feet.py judges the fingers). The
+        # arms, every frame counted, meet the SOMA bar on every clip, G1's too.
+        assert arms >= 0.99, (clip, arms)
+        bar = 0.97 if clip.startswith("g1") else 0.99
         assert limbs >= bar, (clip, limbs)
         if rig != "robot":
             assert not any(r.any() for r in reaching.values()), clip

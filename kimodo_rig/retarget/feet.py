@@ -18,10 +18,11 @@ contacts, the feet placed on the floor and locked where they land.
   take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
   turn them most let the pin's height go (the sole floats there); eased in before and out after each span
   over BLEND_FRAMES. Nothing ends under the rest floor.
-- Hands: a hand that would go under the rest floor (a long-armed character, in a walk as much as picking
-  something up) is lifted onto it: first by the torso turning up about the spine's base, then by the
-  whole arm swinging up about its shoulder (eased over ARM_EASE_FRAMES), and only what is left by
-  folding the elbow.
+- Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
+  much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
+  the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole
+  arm swinging up about its shoulder, and only what is left by folding the elbow (each eased over
+  ARM_EASE_FRAMES).
 """
 from __future__ import annotations
 
@@ -98,6 +99,16 @@ def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:
         return None
     children = tmap.skeleton.children(tmap.bones["lowerarm_" + side])
     return children[0] if children else None
+
+
+def hand_joints(tmap: HumanoidMap, side: str) -> List[int]:
+    """The joints whose vertices are kept above the floor: the forearm and all below it (a hand of
+    several palm bones, each the forearm's child, as RobotExpressive's Palm1L..Palm3L and ThumbL: its
+    lowest finger is on any of them; and the forearm itself, which a kneel brings to the ground), or
+    where the map names no forearm, the hand and all below it."""
+    if tmap.has("lowerarm_" + side):
+        return subtree(tmap.skeleton, tmap.bones["lowerarm_" + side])
+    return subtree(tmap.skeleton, tmap.bones["hand_" + side]) if tmap.has("hand_" + side) else []
 
 
 def standing_joint(tmap: HumanoidMap, side: str) -> int:
@@ -203,13 +214,13 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
         foot = standing_joint(tmap, side)
         foot_joints = set(subtree(skeleton, foot))
         hand = hand_joint(tmap, side)
-        hand_joints = set(subtree(skeleton, hand)) if hand is not None else set()
         on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
         if not on_foot and leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
             # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
             leg_joints = set(subtree(skeleton, skeleton.parents[foot]))
             on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in leg_joints) >= 0.5]
-        on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in hand_joints) >= 0.5]
+        carrying = set(hand_joints(tmap, side))
+        on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in carrying) >= 0.5]
         toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
         if on_foot:
             lowest = min(v[1] for v, _ in on_foot)
@@ -430,6 +441,8 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
              else [None] * frames for side in SIDES}
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
     _lift_torso(skeleton, tmap, soles, poses, floor)
+    for side in SIDES:
+        _pitch_hand(tmap, soles, side, poses, floor)
     for side in SIDES:
         _keep_above(skeleton, tmap, soles, side, poses, floor)
 
@@ -908,47 +921,140 @@ def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]
 
 
 TORSO_LIFT_MAX_DEG = 80.0
+TORSO_GRID = 32
+TORSO_AXES = 36
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floor: float) -> None:
     """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
-    first by the torso: the body above the hips turns up about the spine's base (at most
-    TORSO_LIFT_MAX_DEG), the arms carried along keeping their world directions, so the limbs stay as the
-    clip has them and the back bends less deep; what is left the arm's swing lifts (`_keep_above`)."""
+    first by the torso: the body above the hips turns about the spine's base, about the horizontal axis
+    (of TORSO_AXES) and by the least angle (at most TORSO_LIFT_MAX_DEG) that brings both hands onto the
+    floor, or where none does, that brings the lower of them highest (a hand reaching down alone: the
+    torso leans over to the other side), never bending the back further from upright than the clip has
+    it; eased and averaged over ARM_EASE_FRAMES. The arms are carried along keeping their world
+    directions, so the limbs stay as the clip has them and the back bends less deep; what is left the
+    wrist (`_pitch_hand`) and the arm's swing (`_keep_above`) lift. A spine that carries the legs is
+    not turned (the legs are the lock's)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
-    if pivot is None or not sides:
+    upper_body = subtree(skeleton, pivot) if pivot is not None else []
+    if pivot is None or not sides or any(tmap.bones.get("thigh_" + side) in upper_body for side in SIDES):
         return
-    upper_body = subtree(skeleton, pivot)
-    arms = {j: tmap.bones["upperarm_" + side] for side in sides for j in subtree(skeleton, tmap.bones["upperarm_" + side])}
-    for rotations, positions in poses:
-        turned = 0.0
-        for _ in range(PITCH_STEPS):
-            depth, side = max((floor - _lowest(soles.hands[side], rotations, positions), side) for side in sides)
-            # The hand rides on its shoulder: turning about this axis lifts the shoulder.
-            arm = subtract(positions[tmap.bones["upperarm_" + side]], positions[pivot])
-            axis = cross((0.0, -1.0, 0.0), arm)
-            reach = math.hypot(arm[0], arm[2])
-            if depth <= 1e-5 or length(axis) < 1e-9 or reach < 1e-6 or turned >= math.radians(TORSO_LIFT_MAX_DEG) - 1e-9:
-                break
-            angle = min(math.asin(min(1.0, depth / reach)), math.radians(TORSO_LIFT_MAX_DEG) - turned)
-            turned += angle
-            turn = quat_from_axis_angle(normalize(axis), angle)
-            saved = (list(rotations), list(positions))
-            centre = positions[pivot]
-            shoulders = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in set(arms.values())}
-            for j in upper_body:
-                if j in arms:  # carried with its shoulder, its world rotation kept
-                    shoulder = arms[j]
-                    positions[j] = add(positions[j], subtract(shoulders[shoulder], positions[shoulder])) if j != shoulder else positions[j]
-                    continue
-                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-                positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
-            for shoulder, moved in shoulders.items():
-                positions[shoulder] = moved
-            if max(floor - _lowest(soles.hands[s], rotations, positions) for s in sides) >= depth - 1e-6:
-                rotations[:], positions[:] = saved  # the torso cannot lift this hand: the arm's IK will
-                break
+    shoulders = [tmap.bones["upperarm_" + side] for side in sides]
+    turns = [_torso_turn(soles, sides, shoulders, pivot, rotations, positions, floor) for rotations, positions in poses]
+    # Eased, then averaged over ARM_EASE_FRAMES either side, the axis too (as one rotation vector), so the
+    # back does not wobble from frame to frame; what the average leaves the arm's swing lifts.
+    angles = centred_average(_ease([angle for _, angle in turns], ARM_EASE_FRAMES), ARM_EASE_FRAMES)
+    vectors = [scale(axis, angle) if axis is not None else (0.0, 0.0, 0.0) for axis, angle in turns]
+    averaged = [centred_average([v[k] for v in vectors], ARM_EASE_FRAMES) for k in range(3)]
+    eased = []
+    for frame, angle in enumerate(angles):
+        axis = (averaged[0][frame], averaged[1][frame], averaged[2][frame])
+        eased.append((normalize(axis), angle) if angle > 1e-9 and length(axis) > 1e-12 else (None, 0.0))
+    arms = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
+    for (rotations, positions), (axis, angle) in zip(poses, eased):
+        if axis is None:
+            continue
+        turn = quat_from_axis_angle(axis, angle)
+        centre = positions[pivot]
+        moved = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in shoulders}
+        for j in upper_body:
+            if j in arms:  # carried with its shoulder, its world rotation kept
+                positions[j] = add(positions[j], subtract(moved[arms[j]], positions[arms[j]])) if j not in moved else positions[j]
+                continue
+            rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+            positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
+        for j, place in moved.items():
+            positions[j] = place
+
+
+def _torso_turn(soles: Soles, sides: Sequence[str], shoulders: Sequence[int], pivot: int, rotations, positions,
+                floor: float) -> Tuple[Optional[Vec3], float]:
+    """The frame's torso turn (`_lift_torso`): its axis (None: none needed, or none helps) and angle."""
+    depths = [floor - _lowest(soles.hands[side], rotations, positions) for side in sides]
+    if max(depths) <= 1e-5:
+        return None, 0.0
+    centre = positions[pivot]
+    arms = [subtract(positions[j], centre) for j in shoulders]
+    lean = scale(add(arms[0], arms[-1]), 0.5)
+    bent = math.atan2(math.hypot(lean[0], lean[2]), lean[1])
+    reach = max(1e-12, length(lean))
+    steps = [math.radians(TORSO_LIFT_MAX_DEG) * i / TORSO_GRID for i in range(TORSO_GRID + 1)]
+    trig = [(math.cos(t) - 1.0, math.sin(t)) for t in steps]
+    best = (-math.inf, 0.0, None)  # (the lower hand's height above the floor, capped at 0; -angle; axis)
+    for k in range(TORSO_AXES):
+        heading = 2.0 * math.pi * k / TORSO_AXES
+        axis = (math.cos(heading), 0.0, math.sin(heading))
+        # A point r turned by t about the horizontal axis rises r_y (cos t - 1) + (axis x r)_y sin t.
+        terms = [(r[1], cross(axis, r)[1], depth) for r, depth in zip(arms, depths)]
+        bow = cross(axis, lean)[1]
+        count = 0  # the back no more bent than the clip has it: the grid's first `count` angles
+        while count <= TORSO_GRID and math.acos(max(-1.0, min(1.0, (lean[1] * (trig[count][0] + 1.0) + bow * trig[count][1]) / reach))) <= bent + 1e-9:
+            count += 1
+        values = [min(a * c + b * s_ - depth for a, b, depth in terms) for c, s_ in trig[:count]]
+        reached = next((i for i, value in enumerate(values) if value >= 0.0), None)
+        if reached is not None and reached > 0:
+            low, high = steps[reached - 1], steps[reached]
+            for _ in range(LIFT_STEPS * 2):
+                middle = (low + high) / 2.0
+                if min(a * (math.cos(middle) - 1.0) + b * math.sin(middle) - depth for a, b, depth in terms) >= 0.0:
+                    high = middle
+                else:
+                    low = middle
+            candidate = (0.0, -high, axis)
+        elif values:
+            i = max(range(len(values)), key=lambda i: (values[i], -i))
+            candidate = (min(0.0, values[i]), -steps[i], axis)
+        else:
+            continue
+        best = max(best, candidate, key=lambda c: (c[0], c[1]))
+    if best[2] is None or -best[1] <= 1e-9 or best[0] <= min(-depth for depth in depths) + 1e-9:
+        return None, 0.0
+    return best[2], -best[1]
+
+
+WRIST_PITCH_MAX_DEG = 60.0
+
+
+def wrist_joints(tmap: HumanoidMap, side: str) -> List[int]:
+    """The joints that turn at the wrist, the wrist first: the hand and all below it, or where the map
+    names no hand, the forearm's children that start where its first one does, with all below them
+    (RobotExpressive's Palm1L..Palm3L and their fingers; not its ThumbL, which starts on the forearm
+    before them and stays with it)."""
+    hand = hand_joint(tmap, side)
+    if hand is None:
+        return []
+    skeleton = tmap.skeleton
+    if tmap.has("hand_" + side):
+        return subtree(skeleton, hand)
+    forearm = tmap.bones["lowerarm_" + side]
+    positions = rest_pose(skeleton)[1]
+    reach = length(subtract(positions[hand], positions[forearm]))
+    starts = [c for c in skeleton.children(forearm) if length(subtract(positions[c], positions[hand])) <= 0.01 * reach]
+    return [hand] + sorted(j for c in starts for j in subtree(skeleton, c) if j != hand)
+
+
+def _pitch_hand(tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
+    """A hand still under the rest floor once the torso has lifted it (`_lift_torso`) is turned up at
+    the wrist: the points it carries turned towards the horizontal the way they already lean from the
+    wrist (a hand laid on the floor), by the least angle that brings them onto it (at most
+    WRIST_PITCH_MAX_DEG), eased and averaged over ARM_EASE_FRAMES. The forearm's direction ends at the
+    wrist, so the arm keeps Kimodo's; what is left (the wrist's limit, or what the forearm itself
+    carries) the arm's swing lifts (`_keep_above`)."""
+    joints = wrist_joints(tmap, side)
+    turning = set(joints)
+    points = [p for p in soles.hands.get(side, ()) if sum(w for j, w, _ in p if j in turning) >= 0.5]
+    if not points:
+        return
+    under = [_lowest(points, rotations, positions) < floor - 1e-6 for rotations, positions in poses]
+    near = 2 * ARM_EASE_FRAMES  # the frames the easing and the average reach
+    axes = [_swing_axis(points, rotations, positions, joints[0], (0.0, 0.0, 0.0))
+            if any(under[max(0, frame - near): frame + near + 1]) else None for frame, (rotations, positions) in enumerate(poses)]
+    needs = [_swing_needed(joints, points, rotations, positions, axis, floor, WRIST_PITCH_MAX_DEG) if axis is not None else 0.0
+             for (rotations, positions), axis in zip(poses, axes)]
+    for (rotations, positions), axis, angle in zip(poses, axes, centred_average(_ease(needs, ARM_EASE_FRAMES), ARM_EASE_FRAMES)):
+        if axis is not None and angle > 0.0:
+            _turn_rigidly(joints, rotations, positions, axis, angle)
 
 
 ARM_SWING_MAX_DEG = 90.0
@@ -992,7 +1098,7 @@ def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
 
 
 def _swing_axis(hand: Sequence[Point], rotations, positions, shoulder: int, outward: Vec3) -> Optional[Vec3]:
-    """The axis through the shoulder about which an arm swings its hand up: the shoulder-to-lowest-point
+    """The axis through the shoulder (or the wrist) about which an arm (or a hand) swings its hand up: the shoulder-to-lowest-point
     line turned towards the horizontal it leans to, pushed out along `outward` (ARM_SWING_OUTWARD of the
     arm's length), so an arm hanging straight down swings out to the side; None for a degenerate arm."""
     lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])
@@ -1003,13 +1109,14 @@ def _swing_axis(hand: Sequence[Point], rotations, positions, shoulder: int, outw
     return normalize(axis) if reach > 1e-9 and length(axis) > 1e-9 * reach * reach else None
 
 
-def _swing_needed(arm: List[int], hand: Sequence[Point], rotations, positions, axis: Vec3, floor: float) -> float:
-    """The least turn of the joints `arm` (a shoulder and all below it) about `axis` through the shoulder
-    that brings the lowest of the `hand` points onto the floor (at most ARM_SWING_MAX_DEG); the pose is
-    left as it is."""
+def _swing_needed(arm: List[int], hand: Sequence[Point], rotations, positions, axis: Vec3, floor: float,
+                  limit_deg: float = ARM_SWING_MAX_DEG) -> float:
+    """The least turn of the joints `arm` (a shoulder and all below it, or a wrist and the hand) about
+    `axis` through the first that brings the lowest of the `hand` points onto the floor (at most
+    `limit_deg`); the pose is left as it is."""
     rotations, positions = list(rotations), list(positions)
     pivot = positions[arm[0]]
-    limit = math.radians(ARM_SWING_MAX_DEG)
+    limit = math.radians(limit_deg)
     turned = 0.0
     for _ in range(PITCH_STEPS):
         lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])

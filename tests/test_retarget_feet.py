@@ -411,7 +411,7 @@ def test_in_place_feet_are_locked_on_a_treadmill(tmp_path):
 
 
 def test_report_never_prints_minus_zero():
-    """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines and the warnings."""
+    """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines, the warnings and the JSON."""
     from kimodo_rig.retarget.report import Report, format_report
 
     report = Report("SOMA", 30, 9, [], 100.0, 95.0, -0.2, 0.999, "lowerarm_r", 0.99, 0.95, 93.0, -0.3, -0.4, 4.0,
@@ -419,6 +419,10 @@ def test_report_never_prints_minus_zero():
     text = format_report("clip", report)
     assert "-0" not in text, text
     assert "lowest toe 0 cm" in text and "slide 0.00 cm a frame" in text and "planted soles 0.0 cm" in text, text
+    from dataclasses import replace
+
+    written = json.dumps(replace(report, planted_sole_cm=-0.004, foot_skate_cm_per_frame=-0.0004).to_json())
+    assert "-0.0," not in written and '"planted_sole_cm": 0.0,' in written, written  # nor "-0.0" in the JSON
 
 
 @pytest.mark.parametrize("forward, label", [((0, 0, 1), "+Z"), ((0, 0, -1), "-Z"), ((1, 0, 0), "+X"), ((-1, 0, 0), "-X"),

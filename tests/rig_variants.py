@@ -322,7 +322,7 @@ def rename(gltf: pygltflib.GLTF2, names) -> None:
 
 
 _SIDE_SWAPS = ((r"\.L\b", ".R"), (r"\.R\b", ".L"), (r"_l$", "_r"), (r"_r$", "_l"), (r"^Left", "Right"),
-               (r"^Right", "Left"), (r"Left", "Right"), (r"Right", "Left"), (r"(?<=[a-z])L$", "R"), (r"(?<=[a-z])R$", "L"),
+               (r"^Right", "Left"), (r"Left", "Right"), (r"Right", "Left"), (r"(?<=[a-z0-9])L$", "R"), (r"(?<=[a-z0-9])R$", "L"),
                (r"_l_", "_r_"), (r"_r_", "_l_"), (r"-left", "-right"), (r"-right", "-left"), (r"_L_", "_R_"), (r"_R_", "_L_"))
 
 

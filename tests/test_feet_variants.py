@@ -1,6 +1,7 @@
 """Feet, floor, limbs and the report of `kimodo-rig retarget` on kinds of rig the Blender and three.js cases of
 tests/test_feet_judges.py do not reach (a VRM 0.x avatar in a centimetre Z-up armature, a file saved in
-another pose, Unreal's IK bones, a giant, the robot saved off its bind pose and at 0.3x), judged by numpy:
+another pose, Unreal's IK bones, a giant, the robot saved off its bind pose, at 0.3x and facing -Z with
+viewer-side names), judged by numpy:
 tests/feet_judge.judge_case skins the written file with pygltflib + numpy (the input rig read at its bind
 pose, `rig_variants.at_bind`), and test_feet_judges' own figures and bars judge what it built (issue 8:
 planted soles within 1 cm of the rest floor, nothing 2 cm under it, planted feet <= 0.15 cm a frame, limb
@@ -74,6 +75,13 @@ def _robot_small(folder: Path):
     return str(rig), _at_bind(rig, folder, "robot_small")
 
 
+def _robot_back_viewer_sides(folder: Path):
+    """RobotExpressive facing -Z with every side named the viewer's way round: its plated feet (rigid meshes,
+    no toe joint, no child) give no heel-to-toe from the joints, so the feet's mesh says which way it faces."""
+    rig = rv.variant(rv.ROBOT, folder, "robot_back_swapped.glb", lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names)
+    return str(rig), _at_bind(rig, folder, "robot_back_swapped")
+
+
 MANNEQUIN = tfj._parts(tfj.MANNEQUIN_PARTS)
 MIXAMO = tfj._parts(tfj.MIXAMO_PARTS)
 ROBOT = tfj._parts(ROBOT_PARTS)
@@ -87,8 +95,11 @@ CASES = {
                                    expected_warnings=(POSED, "feet sink")),
     "robot_small_soma04": tfj.Case("soma_04_ee_constraint", _robot_small, ROBOT,
                                    expected_warnings=(POSED, "planted feet slide")),
+    "robot_back_viewer_sides_g1_01": tfj.Case("g1_01_single_text_prompt", _robot_back_viewer_sides,
+                                              tfj._parts(ROBOT_PARTS, swap=True), 180.0,
+                                              expected_warnings=(POSED, "the bones named left are on the character's right")),
 }
-HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS}
+HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "robot_back_viewer_sides_g1_01": ROBOT_HANDS}
 
 # Bars the retarget misses today (feet.py), as the figure it meets instead (per 1.7 m of character, as
 # bar_problems measures; findings in the session notes of 2026-12-01, "sweep"):
@@ -99,6 +110,8 @@ NOT_MET = {
     "robot_posed_soma03": {"lowest_cm": -6.0, "limb_cosine": 0.985, "hand_lowest_cm": -3.8},
     # Both feet planted on every frame, dragged along by _foot_goals' leash (flat): 0.21 cm a frame.
     "robot_small_soma04": {"skate_cm": 0.25},
+    # The fingers 3.5 cm under the floor (arms: the hand's points are Palm2's alone).
+    "robot_back_viewer_sides_g1_01": {"hand_lowest_cm": -4.0},
 }
 # Report numbers further from the judge's than test_feet_judges' tolerances, and why.
 REPORT_NOT_MET = {

@@ -108,6 +108,14 @@ VARIANTS = {
     "posed_robot": Variant(rv.ROBOT, (), tfv.ROBOT, warnings=(tfv.POSED,), hands=tfv.ROBOT_HANDS, posed=(
         lambda g: rv.pose_nodes(g, animation=10, frame=12, hips="Body", hips_move=(0.0012, -0.002, 0.003)),)),
     "posed_mixamo": Variant(rv.MIXAMO, (), tfj._parts(tfj.MIXAMO_PARTS), posed=(rv.pose_nodes,), warnings=(tfv.POSED,)),
+    "back_viewer_sides": Variant(rv.MANNEQUIN, (lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
+                                 tfj._parts(tfj.MANNEQUIN_PARTS, swap=True), 180.0, warnings=(SWAPPED,)),
+    # The feet's mesh 25 cm behind the foot bones (as Blender's importer leaves RobotExpressive's).
+    # No toe part (the toe bones named as plain bone ends, like the robot's FootL_end).
+    "feet_mesh_behind": Variant(rv.MANNEQUIN, (lambda g: rv.rename(g, {"ball_l": "FootEnd_l", "ball_r": "FootEnd_r"}),
+                                               lambda g: rv.feet_mesh_moved(g, ["foot_l", "foot_r"], (0.0, 0.0, -0.25))),
+                                {k: v for k, v in MANNEQUIN.items() if not k.startswith("toe")},
+                                warnings=("the feet's mesh points",)),
     # Leaf bones, IK helpers, scale.
     "leaf_mannequin": Variant(rv.MANNEQUIN, (lambda g: rv.drop_joints(g, ["hand_l", "hand_r", "ball_l", "ball_r"]),),
                               NO_TOES_NO_HANDS, carried={"hand_" + s: ("lowerarm_" + s, "hand_" + s) for s in "lr"}),

@@ -110,6 +110,9 @@ VARIANTS = {
     "posed_mixamo": Variant(rv.MIXAMO, (), tfj._parts(tfj.MIXAMO_PARTS), posed=(rv.pose_nodes,), warnings=(tfv.POSED,)),
     "back_viewer_sides": Variant(rv.MANNEQUIN, (lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
                                  tfj._parts(tfj.MANNEQUIN_PARTS, swap=True), 180.0, warnings=(SWAPPED,)),
+    "back_viewer_robot": Variant(rv.ROBOT, (lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
+                                 tfj._parts(tfv.ROBOT_PARTS, swap=True), 180.0, warnings=(tfv.POSED, SWAPPED),
+                                 hands=tfv.ROBOT_HANDS),
     # The feet's mesh 25 cm behind the foot bones (as Blender's importer leaves RobotExpressive's).
     # No toe part (the toe bones named as plain bone ends, like the robot's FootL_end).
     "feet_mesh_behind": Variant(rv.MANNEQUIN, (lambda g: rv.rename(g, {"ball_l": "FootEnd_l", "ball_r": "FootEnd_r"}),

@@ -149,3 +149,67 @@ def _height(skinned: Skinned) -> float:
     static = _node_world_static(skinned.glb)[None]
     everything = skinned.skin(static, [np.ones(len(p[2]), bool) for p in skinned.parts])[0]
     return float(everything[:, 1].max() - everything[:, 1].min())
+
+
+# --- the numpy judge of tests/test_feet_judges.py's cases ---------------------------------------------------
+
+def _carried_by(skinned: Skinned, nodes: Sequence[int]):
+    """Per part: the vertices carried at least half by these nodes (vectorised Skinned.vertices_on)."""
+    wanted = np.array(sorted(set(nodes)))
+    masks = []
+    for joints, _, _, influence, weights in skinned.parts:
+        on = np.isin(np.asarray(joints)[influence], wanted)
+        total = weights.sum(1)
+        masks.append((total > 0) & ((weights * on).sum(1) >= 0.5 * total))
+    return masks
+
+
+def judge_case(item: dict) -> dict:
+    """What tests/blender/feet_judge.py and tests/node/feet_judge.mjs report for one case of their SPEC
+    ({"rest": ..., "output": ...}), by numpy skinning of the files as pygltflib reads them: the INPUT
+    character in the pose its file stores (the test rigs are saved at bind), the OUTPUT at every key.
+    Rigid meshes under a bone count as that bone's vertices (RobotExpressive's feet are such meshes)."""
+    source = Skinned(Path(item["rig"]))
+    static = _node_world_static(source.glb)
+    by_name = {n.name: i for i, n in enumerate(source.glb.gltf.nodes)}
+    everything = source.skin(static[None], [np.ones(len(p[2]), bool) for p in source.parts])[0]
+    height = float(np.ptp(everything[:, 1]))
+    feet = {}
+    for side, foot in item["feet"].items():
+        vertices = source.skin(static[None], _carried_by(source, _descendants(source.glb, foot)))[0]
+        toe = item["toes"].get(side)
+        feet[side] = {"vertices": vertices.tolist(), "heel": static[by_name[foot], :3, 3].tolist(),
+                      "toe": static[by_name[toe], :3, 3].tolist() if toe else None}
+    carried = {name: (np.linalg.inv(static[by_name[c["bone"]]]) @ np.append(c["at"], 1.0)).tolist()
+               for name, c in item.get("carried", {}).items()}
+    points = {name: static[by_name[name], :3, 3].tolist() for name in item["points"]}
+    points.update({name: list(c["at"]) for name, c in item.get("carried", {}).items()})  # carried points at rest too
+    rest = {"height": height, "feet": feet, "meshes": len(source.parts), "carried": carried, "points": points}
+
+    out = Skinned(Path(item["output"]))
+    world = out.glb.animated_world_matrices()[:item["frames"]]
+    names = {n.name: i for i, n in enumerate(out.glb.gltf.nodes)}
+    points = {name: world[:, names[name], :3, 3].tolist() for name in item["points"]}
+    for name, local in carried.items():
+        points[name] = (world[:, names[item["carried"][name]["bone"]]] @ np.asarray(local))[:, :3].tolist()
+    lowest, front = {}, {}
+    for side, foot in item["feet"].items():
+        posed = out.skin(world, _carried_by(out, _descendants(out.glb, foot)))
+        lowest[side] = posed[..., 1].min(1).tolist()
+        # The sole's front (where a toe contact is measured without a toe bone): the sole vertex farthest
+        # from the ankle AT REST, followed (the same vertex of the same mesh in the output); Blender's and
+        # three's judges choose it at the output's first frame, which is a heel vertex when the toe is up.
+        at_rest = np.asarray(feet[side]["vertices"])
+        ankle = np.asarray(feet[side]["heel"])
+        if len(at_rest) == posed.shape[1]:
+            first = at_rest
+        else:
+            first, ankle = posed[0], world[0, names[foot], :3, 3]
+        sole = first[:, 1] <= first[:, 1].min() + 0.02 * height
+        reach = np.hypot(first[:, 0] - ankle[0], first[:, 2] - ankle[2])
+        front[side] = posed[:, int(np.argmax(np.where(sole, reach, -1.0)))].tolist()
+    hand_lowest = {side: out.skin(world, _carried_by(out, _descendants(out.glb, hand)))[..., 1].min(1).tolist()
+                   for side, hand in item.get("hands", {}).items()}
+    return {"rest": rest, "output": {"lowest": lowest, "front": front, "points": points, "hand_lowest": hand_lowest,
+                                     "meshes": len(out.parts), "duration": float(out.glb.key_times()[-1]),
+                                     "has_action": True}}

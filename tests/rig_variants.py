@@ -6,11 +6,11 @@
     turn_scene(gltf, 180)               # the character now faces -Z (a VRM 0.x avatar)
     save(gltf, tmp_path / "back.glb")
 
-Kinds (../shared/rigs/README.md): saved in another pose than the bind pose (`pose_nodes`), facing -Z or +X
-(`turn_scene`), viewer-side names (`swap_side_names`), an armature scaled or rotated from Z-up
-(`wrap_armature`), leaf limb bones and one-bone limbs (`drop_joints`, `kenney_like`), unknown naming
-(`rename`, `cesium_like`), IK helpers off a root bone (`add_helper_joint`), .vrm humanoid tables
-(`add_vrm_table`).
+Kinds (../shared/rigs/README.md): saved in another pose than the bind pose (`pose_nodes`; `at_bind` undoes
+it for a judge), facing -Z or +X (`turn_scene`), viewer-side names (`swap_side_names`), an armature scaled
+or rotated from Z-up (`wrap_armature`), a character of another size (`scale_scene`), leaf limb bones and
+one-bone limbs (`drop_joints`, `kenney_like`), unknown naming (`rename`, `cesium_like`), IK helpers off a
+root bone (`add_helper_joint`, `add_unreal_ik_bones`), .vrm humanoid tables (`add_vrm_table`).
 """
 from __future__ import annotations
 
@@ -212,6 +212,21 @@ def pose_nodes(gltf: pygltflib.GLTF2, *, animation: Optional[int] = None, frame:
     node.translation = (np.array(node.translation or [0, 0, 0]) + np.asarray(hips_move)).tolist()
 
 
+def at_bind(gltf: pygltflib.GLTF2, skin: int = 0) -> None:
+    """Save the rig at its bind pose (RobotExpressive's file holds a frame of a clip: its head 46 cm and
+    fingers 3 m off their bind places): every joint of the skin gets the node transform that puts it at
+    its bind world, inverse(inverse bind matrix), placed in the scene as the skin's root joint stands as
+    saved (a root joint saved off its bind place is the rig's placement). Rigid meshes under joints follow."""
+    parent = parents(gltf)
+    joints = list(gltf.skins[skin].joints)
+    ibm = dict(zip(joints, read_accessor(gltf, gltf.skins[skin].inverseBindMatrices).astype(np.float64)))
+    root = min(joints, key=lambda j: _depth(parent, j))
+    space = world_matrices(gltf)[root] @ ibm[root]
+    for joint in sorted(joints, key=lambda j: _depth(parent, j)):
+        above = world_matrices(gltf)[parent[joint]] if parent[joint] >= 0 else np.eye(4)
+        set_local_matrix(gltf.nodes[joint], np.linalg.inv(above) @ space @ np.linalg.inv(ibm[joint]))
+
+
 def _depth(parent: Sequence[int], node: int) -> int:
     return 0 if parent[node] < 0 else 1 + _depth(parent, parent[node])
 
@@ -263,6 +278,14 @@ def _transform_vertices(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
                                                                   bounds=attribute == "POSITION"))
 
 
+def scale_scene(gltf: pygltflib.GLTF2, factor: float) -> None:
+    """The whole character made `factor` times its size (a child, a giant), as an exporter writes it: a
+    new top node carries the scale, skinned vertices and inverse bind matrices follow."""
+    m = np.eye(4)
+    m[:3, :3] *= factor
+    _transform_scene(gltf, m)
+
+
 def wrap_armature(gltf: pygltflib.GLTF2, *, scale: float = 1.0, z_up: bool = False, ibm: str = "world") -> None:
     """Put the character under an armature node scaled by `scale` (and turned from Z-up when `z_up`)
     while it looks the same in the scene: every node below is re-expressed in the armature's units and
@@ -299,7 +322,7 @@ def rename(gltf: pygltflib.GLTF2, names) -> None:
 
 
 _SIDE_SWAPS = ((r"\.L\b", ".R"), (r"\.R\b", ".L"), (r"_l$", "_r"), (r"_r$", "_l"), (r"^Left", "Right"),
-               (r"^Right", "Left"), (r"Left", "Right"), (r"Right", "Left"), (r"(?<=[a-z])L$", "R"), (r"(?<=[a-z])R$", "L"),
+               (r"^Right", "Left"), (r"Left", "Right"), (r"Right", "Left"), (r"(?<=[a-z0-9])L$", "R"), (r"(?<=[a-z0-9])R$", "L"),
                (r"_l_", "_r_"), (r"_r_", "_l_"), (r"-left", "-right"), (r"-right", "-left"), (r"_L_", "_R_"), (r"_R_", "_L_"))
 
 
@@ -388,6 +411,18 @@ def add_helper_joint(gltf: pygltflib.GLTF2, name: str, parent_name: str, at_worl
         bind = np.linalg.inv(ibm[list(skin.joints).index(parent)]) @ offset
         skin.joints = list(skin.joints) + [new]
         skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
+
+
+def add_unreal_ik_bones(gltf: pygltflib.GLTF2) -> None:
+    """The Unreal mannequin's IK bones (no vertex follows them): ik_foot_root and ik_hand_root off `Root`,
+    ik_foot_l/r at the feet and ik_hand_l/r at the hands under them."""
+    world = world_matrices(gltf)
+    at = {name: world[node_index(gltf, name)][:3, 3].tolist() for name in ("foot_l", "foot_r", "hand_l", "hand_r")}
+    add_helper_joint(gltf, "ik_foot_root", "Root", [0.0, 0.0, 0.0])
+    add_helper_joint(gltf, "ik_hand_root", "Root", [0.0, 0.0, 0.0])
+    for s in "lr":
+        add_helper_joint(gltf, "ik_foot_" + s, "ik_foot_root", at["foot_" + s])
+        add_helper_joint(gltf, "ik_hand_" + s, "ik_hand_root", at["hand_" + s])
 
 
 # VRM humanoid bone names of the canonical parts, for tables written onto test rigs.

@@ -153,12 +153,20 @@ def _segment_cosines(out, clip, rig):
     return cosines
 
 
+def _at_bind(rig_file, tmp_path):
+    """The judge's copy of the input character at its bind pose (RobotExpressive's file holds a frame of
+    a clip: its head 46 cm off its bind place), made with numpy (rig_variants.at_bind)."""
+    import rig_variants as rv
+
+    return rv.variant(rig_file, tmp_path, "bind_" + rig_file.name, rv.at_bind)
+
+
 def _judged(tmp_path, clip, rig):
     """The retarget (output, report, process), Kimodo's contacts, the judge's figures, the length scale."""
     out, report, result = _retarget(tmp_path, clip, rig)
     contacts = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["foot_contacts"]
     spec, rig_file, foot, toe = RIG[rig][:4]
-    figures = feet_figures(out, rig_file, {s: _names(foot, s) for s in "lr"},
+    figures = feet_figures(out, _at_bind(rig_file, tmp_path), {s: _names(foot, s) for s in "lr"},
                            {s: _names(toe, s) if toe else None for s in "lr"}, contacts)
     return out, report, result, contacts, figures, figures["height"] / 1.7
 
@@ -285,7 +293,7 @@ def test_long_armed_character_keeps_its_hands_above_the_floor(tmp_path, clip, ri
     wrist and the back bent less before any arm turns, so the arms keep Kimodo's directions: every arm
     segment's mean cosine meets the issue's bar (SOMA 0.99, G1 0.97)."""
     out, _, _ = _retarget(tmp_path, clip, rig)
-    source = Skinned(RIG[rig][1])
+    source = Skinned(_at_bind(RIG[rig][1], tmp_path))
     feet_names = [_names(RIG[rig][2], s) for s in "lr"]
     rest = source.skin(_node_world_static(source.glb)[None], source.vertices_on(
         _descendants(source.glb, feet_names[0]) + _descendants(source.glb, feet_names[1])))[0]
@@ -414,7 +422,7 @@ def test_in_place_feet_are_locked_on_a_treadmill(tmp_path):
 
 
 def test_report_never_prints_minus_zero():
-    """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines and the warnings."""
+    """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines, the warnings and the JSON."""
     from kimodo_rig.retarget.report import Report, format_report
 
     report = Report("SOMA", 30, 9, [], 100.0, 95.0, -0.2, 0.999, "lowerarm_r", 0.99, 0.95, 93.0, -0.3, -0.4, 4.0,
@@ -422,6 +430,10 @@ def test_report_never_prints_minus_zero():
     text = format_report("clip", report)
     assert "-0" not in text, text
     assert "lowest toe 0 cm" in text and "slide 0.00 cm a frame" in text and "planted soles 0.0 cm" in text, text
+    from dataclasses import replace
+
+    written = json.dumps(replace(report, planted_sole_cm=-0.004, foot_skate_cm_per_frame=-0.0004).to_json())
+    assert "-0.0," not in written and '"planted_sole_cm": 0.0,' in written, written  # nor "-0.0" in the JSON
 
 
 @pytest.mark.parametrize("forward, label", [((0, 0, 1), "+Z"), ((0, 0, -1), "-Z"), ((1, 0, 0), "+X"), ((-1, 0, 0), "-X"),

@@ -82,7 +82,37 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
         return map_from_parts(target.skeleton, user_map, map_source or "--map")
     if target.humanoid_table:
         return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
-    return map_humanoid(target.skeleton, target.source)
+    return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap))
+
+
+def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
+    """Heel to toe as the feet's mesh has it, for feet whose joints say nothing (no toe joint, no child:
+    RobotExpressive's plated feet): per foot, its joint to the centroid of the vertices its bones carry
+    (at least half) at bind, on the floor plane, both feet averaged; None without such vertices."""
+    skeleton = target.skeleton
+    positions = rest_positions(skeleton)
+    mesh = bind_mesh(target)
+    total = [0.0, 0.0]
+    for side in ("l", "r"):
+        if not hmap.has("foot_" + side):
+            continue
+        below, stack = set(), [hmap.bones["foot_" + side]]
+        while stack:
+            joint = stack.pop()
+            below.add(skeleton.joint_names[joint])
+            stack.extend(skeleton.children(joint))
+        points = [p for p, weights in mesh if sum(w for name, w in weights.items() if name in below) >= 0.5]
+        if not points:
+            continue
+        start = positions[hmap.anchor("foot_" + side)]
+        dx = sum(p[0] for p in points) / len(points) - start[0]
+        dz = sum(p[2] for p in points) / len(points) - start[2]
+        size = math.hypot(dx, dz)
+        if size > 1e-9:
+            total[0] += dx / size
+            total[1] += dz / size
+    size = math.hypot(*total)
+    return (total[0] / size, 0.0, total[1] / size) if size > 1e-6 else None
 
 
 def read_user_map(path) -> Dict[str, str]:

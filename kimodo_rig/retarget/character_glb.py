@@ -202,8 +202,10 @@ def encode(
     skeleton = motion.skeleton
     nodes = gltf["nodes"]
     if bind_worlds:
+        # Every joint's node is written at its bind pose, the driven ones too (their channels override
+        # it): the file then reads as saved at bind, whatever frame the character's own file was saved in.
         _pose_at_bind(gltf, {joint_nodes[name]: world for name, world in bind_worlds.items()
-                             if name not in skeleton.joint_names and not (root_track is not None and name == root_node_name)},
+                             if not (root_track is not None and name == root_node_name)},
                       {joint_nodes[name]: world for name, world in bind_worlds.items()}, document.source)
     static_world = gd.world_matrices(gltf, {})
     hips_node = joint_nodes[skeleton.joint_names[0]]

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import KimodoError
 from ..model import Skeleton
@@ -503,10 +503,12 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
     return HumanoidMap(skeleton, dict(bones), dict(anchors), ends)
 
 
-def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
+def map_humanoid(skeleton: Skeleton, source: str = "",
+                 feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None) -> HumanoidMap:
     """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
     legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
-    the names say otherwise, which side is its left (names that are the viewer's sides)."""
+    the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
+    (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing."""
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
         # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
@@ -526,7 +528,7 @@ def map_humanoid(skeleton: Skeleton, source: str = "") -> HumanoidMap:
                                       "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
         LOG.warning("%s", message)
         hmap = replace(hmap, warnings=hmap.warnings + (message,))
-    return _with_geometry(hmap, source or skeleton.name, check_sides=True)
+    return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
 
 
 def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...]:
@@ -660,7 +662,8 @@ def _swap_sides(hmap: HumanoidMap) -> HumanoidMap:
                    ends={swapped(p): j for p, j in hmap.ends.items()})
 
 
-def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool) -> HumanoidMap:
+def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool,
+                   feet_from_mesh: Optional[Callable[[HumanoidMap], Optional[Vec3]]] = None) -> HumanoidMap:
     """The map with its measured facing; with `check_sides`, left and right taken from the geometry
     (+X-of-the-rig = up x forward) where the names disagree, with one warning."""
     forward = measure_forward(hmap)
@@ -668,18 +671,28 @@ def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool) -> Huma
     if forward is None:
         if named_left is None:
             return hmap
-        # No feet to measure: the named hip line gives the facing (forward = left x up).
+        # No foot joints to measure: the named hip line gives the facing's axis (forward = left x up), and
+        # the feet's mesh (when there is one) which way along it.
         size = math.hypot(named_left[0], named_left[2])
-        return replace(hmap, forward=(-named_left[2] / size, 0.0, named_left[0] / size))
+        forward = (-named_left[2] / size, 0.0, named_left[0] / size)
+        toes = feet_from_mesh(hmap) if feet_from_mesh is not None else None
+        if not (check_sides and toes is not None and forward[0] * toes[0] + forward[2] * toes[2] < 0.0):
+            return replace(hmap, forward=forward)
+        hmap = _sides_from_geometry(hmap, source)  # the hip line named the viewer's way faces backwards
+        return replace(hmap, forward=(-forward[0], 0.0, -forward[2]))
     hmap = replace(hmap, forward=forward)
     if check_sides and named_left is not None:
         geometric_left = (forward[2], 0.0, -forward[0])
         if named_left[0] * geometric_left[0] + named_left[2] * geometric_left[2] < 0.0:
-            message = ("{}: the bones named left are on the character's right (viewer-side names?); "
-                       "sides are taken from the rig's geometry".format(source))
-            LOG.warning("%s", message)
-            hmap = replace(_swap_sides(hmap), warnings=hmap.warnings + (message,))
+            hmap = _sides_from_geometry(hmap, source)
     return hmap
+
+
+def _sides_from_geometry(hmap: HumanoidMap, source: str) -> HumanoidMap:
+    message = ("{}: the bones named left are on the character's right (viewer-side names?); "
+               "sides are taken from the rig's geometry".format(source))
+    LOG.warning("%s", message)
+    return replace(_swap_sides(hmap), warnings=hmap.warnings + (message,))
 
 
 def facing_label(forward: Vec3) -> str:

@@ -60,7 +60,7 @@ class Report:
         for key, value in record.items():
             if isinstance(value, float):
                 record[key] = round(value, 4 if key in ("arms_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
-                                    else 3 if key == "foot_skate_cm_per_frame" else 2)
+                                    else 3 if key == "foot_skate_cm_per_frame" else 2) + 0.0  # never -0.0
         return record
 
 

@@ -419,7 +419,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         carrying = [side for side in SIDES if tmap.has("foot_" + side)]
         carried = _follow_planted_feet(tmap, soles, carrying, contacts, poses, roots)
         for side in lockable:
-            _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
+            _hold_flat_feet(skeleton, tmap, soles, side, contacts[side], poses)
     for side in lockable:
         _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
     leash = LEASH * info.reach_target
@@ -525,37 +525,92 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
             _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(normalize(axis), math.asin(min(1.0, depth / reach))))
 
 
-def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
+HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
+HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
+
+
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]],
                     poses) -> None:
     """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
-    from the first such frame (turned about the ankle), and eased back to the animation's over
-    BLEND_FRAMES after."""
+    through each such span (turned about the ankle), eased from and back to the animation's over
+    BLEND_FRAMES before and after. The rotation held is the span's first unless that turns the leg too
+    much (`_held`): a big sole held as the animation has it on the span's first frame, while Kimodo's
+    small foot still rolls down onto the floor, lifts the ankle by the roll all span long."""
     foot = tmap.bones["foot_" + side]
     chain = subtree(skeleton, foot)
     frames = len(poses)
     deltas: List[Optional[Quat]] = [None] * frames
-    held: Optional[Quat] = None
-    for frame in range(frames):
-        if flags[frame][0] and flags[frame][1]:
-            animated = poses[frame][0][foot]
-            if held is None:
-                held = animated
-            deltas[frame] = quat_normalize(quat_multiply(held, quat_conjugate(animated)))
-        else:
-            held = None
+    start = None
+    for frame in range(frames + 1):
+        flat = frame < frames and flags[frame][0] and flags[frame][1]
+        if flat and start is None:
+            start = frame
+        if flat or start is None:
+            continue
+        held = _held(tmap, side, soles.feet[side], poses[start:frame])
+        for f in range(start, frame):
+            deltas[f] = quat_normalize(quat_multiply(held, quat_conjugate(poses[f][0][foot])))
+        start = None
     for frame in range(frames):
         delta = deltas[frame]
-        if delta is None:  # eased out after a flat span
-            for step in range(1, BLEND_FRAMES + 1):
-                earlier = deltas[frame - step] if frame - step >= 0 else None
-                if earlier is not None:
-                    x = 1.0 - step / float(BLEND_FRAMES + 1)
-                    delta = quat_slerp(IDENTITY, earlier, x * x * (3.0 - 2.0 * x))
-                    break
-        if delta is None:
-            continue
+        if delta is None:  # eased in before a flat span and out after one
+            near = []
+            for direction in (-1, 1):
+                for step in range(1, BLEND_FRAMES + 1):
+                    u = frame + direction * step
+                    if 0 <= u < frames and deltas[u] is not None:
+                        x = 1.0 - step / float(BLEND_FRAMES + 1)
+                        near.append((x * x * (3.0 - 2.0 * x), deltas[u]))
+                        break
+            if not near:
+                continue
+            delta = quat_slerp(IDENTITY, near[0][1], near[0][0])
+            if len(near) == 2:  # between two spans: the two eased turns, weighed by their weights
+                delta = quat_slerp(delta, quat_slerp(IDENTITY, near[1][1], near[1][0]), near[1][0] / (near[0][0] + near[1][0]))
         rotations, positions = poses[frame]
         _turn_about(chain, rotations, positions, positions[foot], delta)
+
+
+def _held(tmap: HumanoidMap, side: str, sole: Sequence[Point], span) -> Quat:
+    """The foot's world rotation to hold over a flat span (its poses): the span's first (the foot as it
+    lands), unless the ankle moving for that sole to stay on the floor would take more than
+    LOCK_COSINE_BUDGET off the leg's cosines (thigh and shin, over HOLD_SAMPLES of the span's frames);
+    then of the span's own rotations (HOLD_CANDIDATES of them, evenly spread, and their mean) the one that
+    turns the leg least (a turn about the vertical moves no ankle: the heading is the animation's)."""
+    foot = tmap.bones["foot_" + side]
+    count = len(span)
+    picks = sorted({round(k * (count - 1) / max(1, HOLD_CANDIDATES - 2)) for k in range(HOLD_CANDIDATES - 1)})
+    candidates = [span[k][0][foot] for k in picks] + [_mean_rotation([rotations[foot] for rotations, _ in span])]
+    samples = []
+    for k in sorted({round(k * (count - 1) / max(1, HOLD_SAMPLES - 1)) for k in range(HOLD_SAMPLES)}):
+        rotations, positions = span[k]
+        ankle, inverse = positions[foot], quat_conjugate(rotations[foot])
+        local = [quat_rotate(inverse, subtract(posed_point(p, rotations, positions), ankle)) for p in sole]
+        samples.append((positions, local, min(quat_rotate(rotations[foot], q)[1] for q in local)))
+
+    def turned(held: Quat) -> float:
+        total = 0.0
+        for positions, local, low in samples:
+            rise = low - min(quat_rotate(held, q)[1] for q in local)
+            ankle = positions[foot]
+            total += sum(1.0 - c for c in _leg_turns(tmap, side, positions, (ankle[0], ankle[1] + rise, ankle[2])))
+        return total
+
+    first = span[0][0][foot]
+    if turned(first) <= LOCK_COSINE_BUDGET * len(samples):
+        return first
+    return min(candidates, key=turned)
+
+
+def _mean_rotation(rotations: Sequence[Quat]) -> Quat:
+    """The rotation nearest to all of `rotations` (their sum, signs aligned with the first, normalised)."""
+    first = rotations[0]
+    total = [0.0, 0.0, 0.0, 0.0]
+    for q in rotations:
+        sign = 1.0 if sum(a * b for a, b in zip(q, first)) >= 0.0 else -1.0
+        for i in range(4):
+            total[i] += sign * q[i]
+    return quat_normalize(tuple(total))  # type: ignore[arg-type]
 
 
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
@@ -663,7 +718,9 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 continue
             hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
             upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
-            longest = (upper + lower) * REACH_LIMIT
+            # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
+            # bent by a few millimetres of hips turns its thigh by degrees).
+            longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
             shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
             dx, dy, dz = subtract(goal, hip)
             dy -= lifts[frame]

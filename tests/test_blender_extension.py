@@ -405,8 +405,7 @@ def test_blender_bones_match_kimodo_rig_retarget_at_every_frame(blender, cli_out
     assert record["quaternion_modes"] == ["QUATERNION"]
 
 
-LIMBS_NOT_MET = {"robot_g1_01": 0.935, "robot_g1_03": 0.955, "robot_g1_04": 0.945, "robot_soma_02": 0.985,
-                 "robot_soma_03": 0.98}
+LIMBS_NOT_MET = {"robot_g1_04": 0.962, "robot_soma_02": 0.988, "robot_soma_03": 0.98}
 # The arms alone (upper and lower arm, both sides) meet issue 8's bars on every case but one: the robot
 # picking something up in soma_03 (its hands, at rest, hang at its own floor: standing straight and
 # swinging both arms up as one piece, 0.981, is the least turn that keeps its hand on the floor).
@@ -426,10 +425,12 @@ def test_blender_limbs_point_where_kimodo_puts_them(blender, case):
         cosines[segment] = float(np.mean(np.sum(s * t, -1) / np.linalg.norm(s, axis=-1) / np.linalg.norm(t, axis=-1)))
     # Issue 8's bars: SOMA 0.99, G1 0.97 (G1's g1_02 kneel included: the hips share the kneeling toe's
     # height with the legs, and where a character cannot kneel so the toe floats rather than the shin
-    # turning). Not met yet (issue 8 stays open for them): the foot lock turns the robot's thighs (G1
-    # clips, soma_02: its big feet held flat), and the robot's long arms are swung up to keep its hands
-    # above the floor picking something up (soma_03); each case carries the bar it measures (rounded
-    # down), so a change that makes it worse still fails.
+    # turning). Not met yet (issue 8 stays open for them): the foot lock still turns the robot's thighs
+    # on g1_04 (0.9629) and soma_02 (0.9881; without the lock 0.972 and 0.991: where one foot is on its
+    # toes the hips come down for it and the swinging foot's big sole is lifted off the floor by its
+    # leg), and the robot's long arms are swung up to keep its hands above the floor picking something up
+    # (soma_03); each case carries the bar it measures (rounded down), so a change that makes it worse
+    # still fails.
     issue_bar = 0.97 if kind(clip) == "g1" else 0.99
     bar = LIMBS_NOT_MET.get(case, issue_bar)
     arms = min(value for segment, value in cosines.items() if "arm" in segment)
@@ -454,7 +455,7 @@ def kimodos_contacts(clip):
 # keeps the shin (the limb bar holds) and lets the kneeling toe's height go, so it floats while the toe
 # alone is down (cm, as measured, rounded up; the report warns "planted feet float"). Frames with a heel
 # down stay within the 1 cm bar.
-KNEEL_FLOATS_CM = {"robot_g1_02": 53.5, "female_g1_02": 64.5}
+KNEEL_FLOATS_CM = {"robot_g1_02": 51.0, "female_g1_02": 47.5}
 
 
 @pytest.mark.parametrize("version, case", on_each_blender(SOLE_CASES))

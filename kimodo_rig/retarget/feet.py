@@ -9,9 +9,10 @@ contacts, the feet placed on the floor and locked where they land.
 - Floor: every frame the hips move up or down so the lowest sole sits on the rest floor while a foot is
   planted, and as far above it as Kimodo's lowest foot joint rises above its own planted height (scaled
   by the leg ratio) while none is; the change is eased over BLEND_FRAMES.
-- Foot lock: while heel and toe are both down the foot keeps its world rotation. Each contact span pins
-  its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
-  it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
+- Foot lock: while heel and toe are both down the foot keeps its world rotation (`_held`). Each contact
+  span pins its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one)
+  where it lands, the sole on the rest floor in every contact frame; on its toe alone the foot rolls on
+  the pinned toe so the ankle stays near where the leg has it (at most TOE_ROLL_MAX_DEG); the leg reaches it with two-bone IK (thigh
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
   coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
@@ -551,24 +552,35 @@ def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: s
         for f in range(start, frame):
             deltas[f] = quat_normalize(quat_multiply(held, quat_conjugate(poses[f][0][foot])))
         start = None
+    for frame, delta in enumerate(_eased_turns(deltas, [d is None for d in deltas])):
+        if delta is not None:
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], delta)
+
+
+def _eased_turns(turns: Sequence[Optional[Quat]], free: Sequence[bool]) -> List[Optional[Quat]]:
+    """The frames' turns, the `free` frames without one given the nearest's eased in before it and out
+    after it over BLEND_FRAMES (between two, the two eased turns weighed by their weights)."""
+    frames = len(turns)
+    out = list(turns)
     for frame in range(frames):
-        delta = deltas[frame]
-        if delta is None:  # eased in before a flat span and out after one
-            near = []
-            for direction in (-1, 1):
-                for step in range(1, BLEND_FRAMES + 1):
-                    u = frame + direction * step
-                    if 0 <= u < frames and deltas[u] is not None:
-                        x = 1.0 - step / float(BLEND_FRAMES + 1)
-                        near.append((x * x * (3.0 - 2.0 * x), deltas[u]))
-                        break
-            if not near:
-                continue
-            delta = quat_slerp(IDENTITY, near[0][1], near[0][0])
-            if len(near) == 2:  # between two spans: the two eased turns, weighed by their weights
-                delta = quat_slerp(delta, quat_slerp(IDENTITY, near[1][1], near[1][0]), near[1][0] / (near[0][0] + near[1][0]))
-        rotations, positions = poses[frame]
-        _turn_about(chain, rotations, positions, positions[foot], delta)
+        if turns[frame] is not None or not free[frame]:
+            continue
+        near = []
+        for direction in (-1, 1):
+            for step in range(1, BLEND_FRAMES + 1):
+                u = frame + direction * step
+                if 0 <= u < frames and turns[u] is not None:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    near.append((x * x * (3.0 - 2.0 * x), turns[u]))
+                    break
+        if not near:
+            continue
+        turn = quat_slerp(IDENTITY, near[0][1], near[0][0])  # type: ignore[arg-type]
+        if len(near) == 2:
+            turn = quat_slerp(turn, quat_slerp(IDENTITY, near[1][1], near[1][0]), near[1][0] / (near[0][0] + near[1][0]))  # type: ignore[arg-type]
+        out[frame] = turn
+    return out
 
 
 def _held(tmap: HumanoidMap, side: str, sole: Sequence[Point], span) -> Quat:
@@ -618,6 +630,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
     the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
     comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
+    On its toe alone the foot (in `poses`) rolls on the pinned toe, turned about the ankle towards where
+    the leg has the ankle (at most TOE_ROLL_MAX_DEG; eased out into the air over BLEND_FRAMES).
     Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
     character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
     is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
@@ -625,6 +639,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     toe_point = soles.toe_points.get(side)
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
+    rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
+    chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
     anchor: Vec3 = (0.0, 0.0, 0.0)
@@ -652,6 +668,12 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         else:
             if pin_toe is None:
                 pin_toe = add(toe, start)
+            # The foot rolls on its pinned toe: turned about the ankle so that the ankle stays as near
+            # where the leg has it as the foot's length allows (grounding a big sole as Kimodo's small
+            # foot pitches on its toes took the ankle far down, and the hips with it).
+            rolls[frame] = _at_most(quat_between(subtract(toe, ankle), subtract(pin_toe, ankle)), TOE_ROLL_MAX_DEG)
+            _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
+            toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
         # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
@@ -680,8 +702,21 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             pin_toe = add(toe, offset)
         elif toe_on:
             pin_heel = None
+    for frame, roll in enumerate(_eased_turns(rolls, [o is None for o in offsets])):
+        if roll is not None and offsets[frame] is None:  # eased out into the air (and in from it)
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], roll)
     blended = _blend_offsets(offsets, [o is not None for o in offsets])
     return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
+
+
+def _at_most(turn: Quat, degrees: float) -> Quat:
+    """`turn`, or as far along it as `degrees`."""
+    angle = 2.0 * math.acos(min(1.0, abs(turn[3])))
+    return turn if angle <= math.radians(degrees) else quat_slerp(IDENTITY, turn, math.radians(degrees) / angle)
 
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],

@@ -9,9 +9,10 @@ contacts, the feet placed on the floor and locked where they land.
 - Floor: every frame the hips move up or down so the lowest sole sits on the rest floor while a foot is
   planted, and as far above it as Kimodo's lowest foot joint rises above its own planted height (scaled
   by the leg ratio) while none is; the change is eased over BLEND_FRAMES.
-- Foot lock: while heel and toe are both down the foot keeps its world rotation. Each contact span pins
-  its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one) where
-  it lands, the sole on the rest floor in every contact frame; the leg reaches it with two-bone IK (thigh
+- Foot lock: while heel and toe are both down the foot keeps its world rotation (`_held`). Each contact
+  span pins its contact point (heel: the foot joint; toe: the toe joint, or the sole's front without one)
+  where it lands, the sole on the rest floor in every contact frame; on its toe alone the foot rolls on
+  the pinned toe so the ankle stays near where the leg has it (at most TOE_ROLL_MAX_DEG); the leg reaches it with two-bone IK (thigh
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
   coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
@@ -430,7 +431,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         carrying = [side for side in SIDES if tmap.has("foot_" + side)]
         carried = _follow_planted_feet(tmap, soles, carrying, contacts, poses, roots)
         for side in lockable:
-            _hold_flat_feet(skeleton, tmap, side, contacts[side], poses)
+            _hold_flat_feet(skeleton, tmap, soles, side, contacts[side], poses)
     for side in lockable:
         _pitch_onto_floor(skeleton, tmap, soles, side, contacts[side], poses, floor)
     leash = LEASH * info.reach_target
@@ -582,37 +583,103 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
     return max((t for t in inside if t <= limit), key=lowest)
 
 
-def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, side: str, flags: Sequence[Tuple[bool, bool]],
+HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
+HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
+
+
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]],
                     poses) -> None:
     """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
-    from the first such frame (turned about the ankle), and eased back to the animation's over
-    BLEND_FRAMES after."""
+    through each such span (turned about the ankle), eased from and back to the animation's over
+    BLEND_FRAMES before and after. The rotation held is the span's first unless that turns the leg too
+    much (`_held`): a big sole held as the animation has it on the span's first frame, while Kimodo's
+    small foot still rolls down onto the floor, lifts the ankle by the roll all span long."""
     foot = tmap.bones["foot_" + side]
     chain = subtree(skeleton, foot)
     frames = len(poses)
     deltas: List[Optional[Quat]] = [None] * frames
-    held: Optional[Quat] = None
-    for frame in range(frames):
-        if flags[frame][0] and flags[frame][1]:
-            animated = poses[frame][0][foot]
-            if held is None:
-                held = animated
-            deltas[frame] = quat_normalize(quat_multiply(held, quat_conjugate(animated)))
-        else:
-            held = None
-    for frame in range(frames):
-        delta = deltas[frame]
-        if delta is None:  # eased out after a flat span
-            for step in range(1, BLEND_FRAMES + 1):
-                earlier = deltas[frame - step] if frame - step >= 0 else None
-                if earlier is not None:
-                    x = 1.0 - step / float(BLEND_FRAMES + 1)
-                    delta = quat_slerp(IDENTITY, earlier, x * x * (3.0 - 2.0 * x))
-                    break
-        if delta is None:
+    start = None
+    for frame in range(frames + 1):
+        flat = frame < frames and flags[frame][0] and flags[frame][1]
+        if flat and start is None:
+            start = frame
+        if flat or start is None:
             continue
-        rotations, positions = poses[frame]
-        _turn_about(chain, rotations, positions, positions[foot], delta)
+        held = _held(tmap, side, soles.feet[side], poses[start:frame])
+        for f in range(start, frame):
+            deltas[f] = quat_normalize(quat_multiply(held, quat_conjugate(poses[f][0][foot])))
+        start = None
+    for frame, delta in enumerate(_eased_turns(deltas, [d is None for d in deltas])):
+        if delta is not None:
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], delta)
+
+
+def _eased_turns(turns: Sequence[Optional[Quat]], free: Sequence[bool]) -> List[Optional[Quat]]:
+    """The frames' turns, the `free` frames without one given the nearest's eased in before it and out
+    after it over BLEND_FRAMES (between two, the two eased turns weighed by their weights)."""
+    frames = len(turns)
+    out = list(turns)
+    for frame in range(frames):
+        if turns[frame] is not None or not free[frame]:
+            continue
+        near = []
+        for direction in (-1, 1):
+            for step in range(1, BLEND_FRAMES + 1):
+                u = frame + direction * step
+                if 0 <= u < frames and turns[u] is not None:
+                    x = 1.0 - step / float(BLEND_FRAMES + 1)
+                    near.append((x * x * (3.0 - 2.0 * x), turns[u]))
+                    break
+        if not near:
+            continue
+        turn = quat_slerp(IDENTITY, near[0][1], near[0][0])  # type: ignore[arg-type]
+        if len(near) == 2:
+            turn = quat_slerp(turn, quat_slerp(IDENTITY, near[1][1], near[1][0]), near[1][0] / (near[0][0] + near[1][0]))  # type: ignore[arg-type]
+        out[frame] = turn
+    return out
+
+
+def _held(tmap: HumanoidMap, side: str, sole: Sequence[Point], span) -> Quat:
+    """The foot's world rotation to hold over a flat span (its poses): the span's first (the foot as it
+    lands), unless the ankle moving for that sole to stay on the floor would take more than
+    LOCK_COSINE_BUDGET off the leg's cosines (thigh and shin, over HOLD_SAMPLES of the span's frames);
+    then of the span's own rotations (HOLD_CANDIDATES of them, evenly spread, and their mean) the one that
+    turns the leg least (a turn about the vertical moves no ankle: the heading is the animation's)."""
+    foot = tmap.bones["foot_" + side]
+    count = len(span)
+    picks = sorted({round(k * (count - 1) / max(1, HOLD_CANDIDATES - 2)) for k in range(HOLD_CANDIDATES - 1)})
+    candidates = [span[k][0][foot] for k in picks] + [_mean_rotation([rotations[foot] for rotations, _ in span])]
+    samples = []
+    for k in sorted({round(k * (count - 1) / max(1, HOLD_SAMPLES - 1)) for k in range(HOLD_SAMPLES)}):
+        rotations, positions = span[k]
+        ankle, inverse = positions[foot], quat_conjugate(rotations[foot])
+        local = [quat_rotate(inverse, subtract(posed_point(p, rotations, positions), ankle)) for p in sole]
+        samples.append((positions, local, min(quat_rotate(rotations[foot], q)[1] for q in local)))
+
+    def turned(held: Quat) -> float:
+        total = 0.0
+        for positions, local, low in samples:
+            rise = low - min(quat_rotate(held, q)[1] for q in local)
+            ankle = positions[foot]
+            total += sum(1.0 - c for c in _leg_turns(tmap, side, positions, (ankle[0], ankle[1] + rise, ankle[2])))
+        return total
+
+    first = span[0][0][foot]
+    if turned(first) <= LOCK_COSINE_BUDGET * len(samples):
+        return first
+    return min(candidates, key=turned)
+
+
+def _mean_rotation(rotations: Sequence[Quat]) -> Quat:
+    """The rotation nearest to all of `rotations` (their sum, signs aligned with the first, normalised)."""
+    first = rotations[0]
+    total = [0.0, 0.0, 0.0, 0.0]
+    for q in rotations:
+        sign = 1.0 if sum(a * b for a, b in zip(q, first)) >= 0.0 else -1.0
+        for i in range(4):
+            total[i] += sign * q[i]
+    return quat_normalize(tuple(total))  # type: ignore[arg-type]
 
 
 def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
@@ -620,6 +687,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
     the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
     comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
+    On its toe alone the foot (in `poses`) rolls on the pinned toe, turned about the ankle towards where
+    the leg has the ankle (at most TOE_ROLL_MAX_DEG; eased out into the air over BLEND_FRAMES).
     Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
     character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
     is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
@@ -627,6 +696,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     toe_point = soles.toe_points.get(side)
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
+    rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
+    chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
     anchor: Vec3 = (0.0, 0.0, 0.0)
@@ -654,6 +725,12 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         else:
             if pin_toe is None:
                 pin_toe = add(toe, start)
+            # The foot rolls on its pinned toe: turned about the ankle so that the ankle stays as near
+            # where the leg has it as the foot's length allows (grounding a big sole as Kimodo's small
+            # foot pitches on its toes took the ankle far down, and the hips with it).
+            rolls[frame] = _at_most(quat_between(subtract(toe, ankle), subtract(pin_toe, ankle)), TOE_ROLL_MAX_DEG)
+            _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
+            toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
         # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
@@ -682,8 +759,21 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             pin_toe = add(toe, offset)
         elif toe_on:
             pin_heel = None
+    for frame, roll in enumerate(_eased_turns(rolls, [o is None for o in offsets])):
+        if roll is not None and offsets[frame] is None:  # eased out into the air (and in from it)
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], roll)
     blended = _blend_offsets(offsets, [o is not None for o in offsets])
     return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
+
+
+def _at_most(turn: Quat, degrees: float) -> Quat:
+    """`turn`, or as far along it as `degrees`."""
+    angle = 2.0 * math.acos(min(1.0, abs(turn[3])))
+    return turn if angle <= math.radians(degrees) else quat_slerp(IDENTITY, turn, math.radians(degrees) / angle)
 
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
@@ -720,7 +810,9 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 continue
             hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
             upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
-            longest = (upper + lower) * REACH_LIMIT
+            # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
+            # bent by a few millimetres of hips turns its thigh by degrees).
+            longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
             shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
             dx, dy, dz = subtract(goal, hip)
             dy -= lifts[frame]

@@ -45,6 +45,7 @@ from ..rotations import (
     dot,
     length,
     normalize,
+    quat_angle,
     quat_between,
     quat_conjugate,
     quat_from_axis_angle,
@@ -620,17 +621,11 @@ def _eased_turns(turns: Sequence[Optional[Quat]], free: Sequence[bool]) -> List[
     after it over BLEND_FRAMES (between two, the two eased turns weighed by their weights)."""
     frames = len(turns)
     out = list(turns)
+    given = [t is not None for t in turns]
     for frame in range(frames):
         if turns[frame] is not None or not free[frame]:
             continue
-        near = []
-        for direction in (-1, 1):
-            for step in range(1, BLEND_FRAMES + 1):
-                u = frame + direction * step
-                if 0 <= u < frames and turns[u] is not None:
-                    x = 1.0 - step / float(BLEND_FRAMES + 1)
-                    near.append((x * x * (3.0 - 2.0 * x), turns[u]))
-                    break
+        near = [(w, turns[u]) for w, u in _blend_neighbours(frame, given)]
         if not near:
             continue
         turn = quat_slerp(IDENTITY, near[0][1], near[0][0])  # type: ignore[arg-type]
@@ -772,7 +767,7 @@ TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the anima
 
 def _at_most(turn: Quat, degrees: float) -> Quat:
     """`turn`, or as far along it as `degrees`."""
-    angle = 2.0 * math.acos(min(1.0, abs(turn[3])))
+    angle = quat_angle(turn)
     return turn if angle <= math.radians(degrees) else quat_slerp(IDENTITY, turn, math.radians(degrees) / angle)
 
 
@@ -989,6 +984,20 @@ def _ease(needs: Sequence[float], over: int = BLEND_FRAMES) -> List[float]:
     return eased
 
 
+def _blend_neighbours(frame: int, held: Sequence[bool]) -> List[Tuple[float, int]]:
+    """(smoothstep weight, frame) of the nearest `held` frame within BLEND_FRAMES before `frame`, then
+    after it: what a frame next to a held span eases from."""
+    near = []
+    for direction in (-1, 1):
+        for step in range(1, BLEND_FRAMES + 1):
+            u = frame + direction * step
+            if 0 <= u < len(held) and held[u]:
+                x = 1.0 - step / float(BLEND_FRAMES + 1)
+                near.append((x * x * (3.0 - 2.0 * x), u))
+                break
+    return near
+
+
 def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]) -> List[Optional[Vec3]]:
     """Contact frames keep their offset; the BLEND_FRAMES either side of a span ease from it to none."""
     count = len(offsets)
@@ -998,15 +1007,9 @@ def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]
             continue
         total = (0.0, 0.0, 0.0)
         weight_sum = 0.0
-        for direction in (-1, 1):
-            for step in range(1, BLEND_FRAMES + 1):
-                u = t + direction * step
-                if 0 <= u < count and in_contact[u]:
-                    x = 1.0 - step / float(BLEND_FRAMES + 1)
-                    w = x * x * (3.0 - 2.0 * x)
-                    total = add(total, scale(offsets[u], w))  # type: ignore[arg-type]
-                    weight_sum += w
-                    break
+        for w, u in _blend_neighbours(t, in_contact):
+            total = add(total, scale(offsets[u], w))  # type: ignore[arg-type]
+            weight_sum += w
         if weight_sum > 0.0:
             out[t] = scale(total, 1.0 / max(1.0, weight_sum))
     return out

@@ -769,7 +769,9 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             start = offsets[frame - 1] or (0.0, 0.0, 0.0)
         if heel_on:
             if pin_heel is None:
-                pin_heel = add(ankle, start)
+                # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
+                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat).
+                pin_heel = add(ankle, start) if pin_toe is None else add(pin_toe, subtract(ankle, toe))
             goal = pin_heel
         else:
             if pin_toe is None:

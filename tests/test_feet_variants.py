@@ -82,7 +82,22 @@ def _robot_back_viewer_sides(folder: Path):
     return str(rig), _at_bind(rig, folder, "robot_back_swapped")
 
 
+def _robot(folder: Path):
+    return str(rv.ROBOT), _at_bind(rv.ROBOT, folder, "robot")
+
+
+def _feet_mesh_behind(folder: Path):
+    """The mannequin with its feet's mesh 25 cm behind the foot bones (as Blender's importer leaves
+    RobotExpressive's) and no toe part (its toe bones named as plain bone ends, like the robot's FootL_end)."""
+    rig = rv.variant(rv.MANNEQUIN, folder, "feet_mesh_behind.glb",
+                     lambda g: rv.rename(g, {"ball_l": "FootEnd_l", "ball_r": "FootEnd_r"}),
+                     lambda g: rv.feet_mesh_moved(g, ["foot_l", "foot_r"], (0.0, 0.0, -0.25)))
+    return str(rig), rig
+
+
 MANNEQUIN = tfj._parts(tfj.MANNEQUIN_PARTS)
+NO_TOE = {k: v for k, v in MANNEQUIN.items() if not k.startswith("toe")}
+MESH_BEHIND = "the feet's mesh points"
 MIXAMO = tfj._parts(tfj.MIXAMO_PARTS)
 ROBOT = tfj._parts(ROBOT_PARTS)
 CASES = {
@@ -93,20 +108,35 @@ CASES = {
     "giant_kneel": tfj.Case("g1_02_multi_text_ee_constraint", _giant, MIXAMO),
     "robot_posed_soma03": tfj.Case("soma_03_full_body_keyframes", _robot_posed, ROBOT,
                                    expected_warnings=(POSED,)),
-    "robot_small_soma04": tfj.Case("soma_04_ee_constraint", _robot_small, ROBOT,
-                                   expected_warnings=(POSED, "planted feet slide")),
+    "robot_small_soma04": tfj.Case("soma_04_ee_constraint", _robot_small, ROBOT, expected_warnings=(POSED,)),
+    "robot_g1_04": tfj.Case("g1_04_ee_constraint", _robot, ROBOT, expected_warnings=(POSED,)),
+    "feet_mesh_behind_soma07": tfj.Case("soma_07_mixed_constraints", _feet_mesh_behind, NO_TOE,
+                                        expected_warnings=(MESH_BEHIND,)),
+    "feet_mesh_behind_kneel": tfj.Case("g1_02_multi_text_ee_constraint", _feet_mesh_behind, NO_TOE,
+                                       expected_warnings=(MESH_BEHIND,)),
     "robot_back_viewer_sides_g1_01": tfj.Case("g1_01_single_text_prompt", _robot_back_viewer_sides,
                                               tfj._parts(ROBOT_PARTS, swap=True), 180.0,
                                               expected_warnings=(POSED, "the bones named left are on the character's right")),
 }
-HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "robot_back_viewer_sides_g1_01": ROBOT_HANDS}
+HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "robot_back_viewer_sides_g1_01": ROBOT_HANDS,
+         "robot_g1_04": ROBOT_HANDS}
 
 # Bars the retarget misses today (feet.py), as the figure it meets instead (per 1.7 m of character, as
 # bar_problems measures; findings in the session notes of 2026-12-01, "sweep"):
 NOT_MET = {
-    # Both feet planted on every frame, dragged along by _foot_goals' leash (flat): 0.21 cm a frame.
-    "robot_small_soma04": {"skate_cm": 0.25},
+    # No toe part and the feet's mesh 25 cm behind the ankles (feet_mesh_behind, also how Blender's importer leaves
+    # RobotExpressive's): the toe point is the sole's vertex farthest from the ankle, which here is the back of the
+    # heel; while Kimodo has the toe alone down that point is not the one on the floor, and it comes down 3 cm as
+    # the foot comes flat (0.15-0.16; Kimodo's own 0.115). Session notes 2026-12-01, "skate".
+    "feet_mesh_behind_soma07": {"skate_cm": 0.17},
+    # The kneel on such feet: the kneeling toe floats (the let-go trade, feet._reach_goals) and slides (0.29).
+    "feet_mesh_behind_kneel": {"planted_cm": 29.0, "skate_cm": 0.32},
 }
+# Bars held tighter than issue 8's test bar, to the issue's goal (planted feet <= 0.1 cm a frame, better than
+# Kimodo's own) where that was missed: the robot on soma_04 has both feet down on all 151 frames while
+# Kimodo turns its hips; the robot's wide hips turned so swung its feet 40 cm each way and the leash dragged
+# them 0.21 cm a frame (Kimodo's own feet 0.065). Now the hips turn less (feet._follow_planted_feet): 0.02.
+GOAL = {"robot_small_soma04": {"skate_cm": 0.1}}
 # Report numbers further from the judge's than test_feet_judges' tolerances, and why.
 REPORT_NOT_MET = {
     # limb_cosine_mean also averages the clavicles, which the torso lift (arms) turns: 0.983 vs the four limbs 0.997.
@@ -210,7 +240,7 @@ def test_variant_meets_the_bars(judged, name):
     the travel along the facing; the command line printed only the warnings the case calls for."""
     case, entry = _entry(judged, name)
     figures = bar_figures(entry["got"])
-    assert missed_bars(case, figures, NOT_MET.get(name, {})) == [], figures
+    assert missed_bars(case, figures, dict(GOAL.get(name, {}), **NOT_MET.get(name, {}))) == [], figures
     lines = entry["result"].stderr.splitlines()
     assert len(lines) == len(case.expected_warnings), lines
     for line, words in zip(lines, case.expected_warnings):

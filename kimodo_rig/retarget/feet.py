@@ -18,7 +18,9 @@ contacts, the feet placed on the floor and locked where they land.
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
   take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
   turn them most let the pin's height go (the sole floats there); eased in before and out after each span
-  over BLEND_FRAMES. Nothing ends under the rest floor.
+  over BLEND_FRAMES. Nothing ends under the rest floor. Before that the hips are carried horizontally by
+  the planted feet, and with both down also turned about the vertical by most of what keeps both where
+  they landed (hips wider than Kimodo's, turned as its own are, swing the feet round with them).
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
   much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
   the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole
@@ -468,20 +470,36 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     return placed, moved, treadmill
 
 
+HIPS_TURN_SHARE = 0.75  # of the turn that would keep both planted feet exactly where they were pinned
+HIPS_TURN_RETURN_DEG = 2.0  # a frame: how fast the hips' turn goes back to the clip's with one foot down
+
+
 def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                          contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array) -> List[Tuple[float, float]]:
     """The hips carried horizontally by the planted feet, so the legs keep the clip's directions: a foot
     that lands is pinned where it is (its heel, or its toe when only the toe is down), and while it stays
-    planted the body moves so that point stays put (the mean over the planted feet; held through flight).
-    A leg of other proportions than Kimodo's then strides its own length instead of sliding. Eased over
-    BLEND_FRAMES either side; returns the horizontal offset (x, z) given to each frame."""
+    planted the body moves so that point stays put (held through flight). A leg of other proportions
+    than Kimodo's then strides its own length instead of sliding. While both feet are planted the hips
+    also turn about the vertical through the middle of the thighs' roots, the legs carried along
+    keeping their world directions (and the body above the hips its world rotations), by HIPS_TURN_SHARE
+    of the turn that keeps both feet where they were pinned: hips wider than Kimodo's for their legs,
+    turned as Kimodo turns its own with both feet down, swing the feet round with them (RobotExpressive
+    on soma_04: 40 cm each way). What the turn leaves, the legs take (`_foot_goals`' leash): turned
+    wholly, the feet's distance apart (which no turn changes) went to the legs, and the hips coming down
+    for one of them bent the other more. With one foot down the turn goes back to the clip's (at most
+    HIPS_TURN_RETURN_DEG a frame, about that foot's thigh root). Eased over BLEND_FRAMES either side;
+    returns the horizontal change (x, z) the hips got in each frame."""
+    skeleton = tmap.skeleton
     frames = len(poses)
+    thighs = [tmap.bones["thigh_" + side] for side in SIDES]
     pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
-    offset = (0.0, 0.0)
+    turn, offset = 0.0, (0.0, 0.0)
+    back = math.radians(HIPS_TURN_RETURN_DEG)
     raw = []
     for frame in range(frames):
         rotations, positions = poses[frame]
-        wants = []
+        centre = _middle(positions, thighs)
+        wants = {}
         for side in sides:
             heel_on, toe_on = contacts[side][frame]
             toe_point = soles.toe_points.get(side)
@@ -491,24 +509,70 @@ def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                 pins.pop(side, None)
                 continue
             point = positions[tmap.bones["foot_" + side]] if heel_on else posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+            root = positions[tmap.bones["thigh_" + side]]
             pin = pins.get(side)
             if pin is None or pin[0] != heel_on:  # lands, or rolls onto its toe: pinned where it is now
-                pins[side] = (heel_on, (point[0] + offset[0], point[2] + offset[1]))
+                moved = _carried(root, centre, turn, offset)
+                pins[side] = (heel_on, (point[0] + moved[0], point[2] + moved[1]))
                 continue
-            wants.append((pin[1][0] - point[0], pin[1][1] - point[2]))
-        if wants:
-            offset = (sum(w[0] for w in wants) / len(wants), sum(w[1] for w in wants) / len(wants))
-        raw.append(offset)
-    eased = [centred_average([o[axis] for o in raw], BLEND_FRAMES) for axis in (0, 1)]
+            wants[side] = ((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2]))
+        if len(wants) == 2:
+            # The turn that points the line between the thighs' roots where the pins want it, and the
+            # shift that puts the middle of the two where they want it.
+            (ra, wa), (rb, wb) = wants[SIDES[0]], wants[SIDES[1]]
+            base = (ra[0] - rb[0], ra[1] - rb[1])
+            wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
+            turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+            offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
+        else:
+            turn -= max(-back, min(back, turn))
+            if wants:
+                (r, w), = wants.values()
+                swing = _carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0))
+                offset = (w[0] - swing[0], w[1] - swing[1])
+        raw.append((turn, offset[0], offset[1]))
+    eased = [centred_average([r[k] for r in raw], BLEND_FRAMES) for k in range(3)]
+    # The hips and any joint between them and a thigh turn; every other joint moves with the first joint
+    # below those (a thigh, the spine: its subtree keeps its world rotations).
+    turned = set()
+    for thigh in thighs:
+        joint = skeleton.parents[thigh]
+        while joint >= 0:
+            turned.add(joint)
+            joint = skeleton.parents[joint]
+    anchor: Dict[int, int] = {}
+    for j in range(skeleton.joint_count):  # parents before children
+        if j not in turned:
+            anchor[j] = j if skeleton.parents[j] in turned else anchor[skeleton.parents[j]]
     carried = []
     for frame in range(frames):
-        dx, dz = eased[0][frame], eased[1][frame]
-        carried.append((dx, dz))
-        roots[frame * 3] += dx
-        roots[frame * 3 + 2] += dz
-        _, positions = poses[frame]
-        positions[:] = [(p[0] + dx, p[1], p[2] + dz) for p in positions]
+        rotations, positions = poses[frame]
+        turn, offset = eased[0][frame], (eased[1][frame], eased[2][frame])
+        centre = _middle(positions, thighs)
+        moves = {j: _carried(positions[j], centre, turn, offset) for j in turned | set(anchor.values())}
+        hips = moves[0]
+        carried.append(hips)
+        roots[frame * 3] += hips[0]
+        roots[frame * 3 + 2] += hips[1]
+        if turn != 0.0:
+            yaw = quat_from_axis_angle((0.0, 1.0, 0.0), turn)
+            for j in turned:
+                rotations[j] = quat_normalize(quat_multiply(yaw, rotations[j]))
+        positions[:] = [(p[0] + d[0], p[1], p[2] + d[1]) for p, d in
+                        zip(positions, [moves[j] if j in turned else moves[anchor[j]] for j in range(skeleton.joint_count)])]
     return carried
+
+
+def _middle(positions: Sequence[Vec3], joints: Sequence[int]) -> Tuple[float, float]:
+    return (sum(positions[j][0] for j in joints) / len(joints), sum(positions[j][2] for j in joints) / len(joints))
+
+
+def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tuple[float, float]) -> Tuple[float, float]:
+    """How far (x, z) a point moves when the body turns by `turn` about the vertical through `centre`
+    and shifts by `offset`."""
+    x, z = point[0] - centre[0], point[2] - centre[1]
+    c, s = math.cos(turn), math.sin(turn)
+    return (x * c + z * s - x + offset[0], -x * s + z * c - z + offset[1])
 
 
 def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.0, 0.0)) -> float:
@@ -715,7 +779,9 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             start = offsets[frame - 1] or (0.0, 0.0, 0.0)
         if heel_on:
             if pin_heel is None:
-                pin_heel = add(ankle, start)
+                # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
+                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat).
+                pin_heel = add(ankle, start) if pin_toe is None else add(pin_toe, subtract(ankle, toe))
             goal = pin_heel
         else:
             if pin_toe is None:

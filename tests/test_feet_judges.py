@@ -430,6 +430,7 @@ def figures(case: Case, judge: dict) -> dict:
         "pelvis_cm": float(hips[:, 1].mean()) * 100.0,
         "travelled_cm": float(np.linalg.norm(travel_have)) * 100.0,
         "travel_cosine": float(_cosines(travel_want, travel_have)),
+        "source_travelled_cm": float(np.linalg.norm(travel_want)) * 100.0,
         "duration_s": out.get("duration"),
         "reach_cm": (rest_points[parts["hips"]][1] - rest_feet_y) * 100.0,
     }

@@ -170,8 +170,9 @@ def report_differences(case: tfj.Case, report: dict, got: dict, wider: dict = No
               ("duration_s", got["duration_s"], tfj.DURATION_TOLERANCE_S)]
     for key, want, tolerance in checks:
         have = report.get(key)
-        if key == "travel_cosine" and have is None and got["travelled_cm"] < 20.0:
-            continue  # in place: no travel direction to compare (the report's 20 cm)
+        if key == "travel_cosine" and have is None and (got["source_travelled_cm"] < 20.0
+                                                        or got["travelled_cm"] < 20.0 * scale):
+            continue  # in place (the clip under 20 cm, or the character under 20 cm per 1.7 m): no direction
         if want is not None and not (have is not None and abs(have - want) <= wider.get(key, tolerance)):
             problems.append("{}: report {} judge {:.4g}".format(key, have, want))
     return problems

@@ -293,3 +293,21 @@ def test_measured_report_sees_a_bent_leg_and_leaves_the_clavicles_out_of_the_lim
     report = _measured(world, [world] * 2, [shrugged] * 2)[0]
     assert (report.limb_cosine_mean, report.limb_cosine_min, report.arms_match, report.legs_match) == pytest.approx((1.0,) * 4)
     assert report_warnings(report) == []
+
+
+@pytest.mark.parametrize("source_m, character_m, height_cm, compared", [
+    (0.5, 0.5, 170.0, True),
+    (0.5, 0.06, 30.0, True),  # a 30 cm character walks 6 cm where Kimodo walks 50: it travels, at its size
+    (0.1, 0.6, 1000.0, False),  # a 10 m giant sways 60 cm on a clip that stays in place
+    (0.5, 0.1, 170.0, False),  # --in-place: the character does not travel
+])
+def test_travel_direction_is_compared_when_clip_and_character_travel_at_their_size(source_m, character_m, height_cm,
+                                                                                    compared):
+    skeleton, _ = _humanoid(_names("unreal"))
+    world = [tuple(p) for p in _rest_world(skeleton)]
+
+    def moved(metres):
+        return [world, [(p[0] + 0.6 * metres, p[1], p[2] + 0.8 * metres) for p in world]]
+
+    report = _measured(world, moved(source_m), moved(character_m), height_cm)[0]
+    assert report.travel_cosine == (pytest.approx(1.0) if compared else None)

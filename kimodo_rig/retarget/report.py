@@ -136,7 +136,8 @@ def measure_report(
         wanted = subtract(source_positions[frames - 1][source_hips], source_positions[0][source_hips])
         wanted = quat_rotate(facing, (wanted[0], 0.0, wanted[2]))
         have = (last[0] - first[0], 0.0, last[2] - first[2])  # type: ignore[index]
-        if math.hypot(wanted[0], wanted[2]) > TRAVEL_MEASURED_M and travelled > TRAVEL_MEASURED_M:
+        height = feet.height_cm / 100.0 if feet is not None else _joints_height(bind_positions)
+        if _travels(wanted, TRAVEL_MEASURED_M) and _travels(have, TRAVEL_MEASURED_M * 100.0 * height / REFERENCE_HEIGHT_CM):
             travel_cosine = dot(normalize(wanted), normalize(have))
     lowest_cm = 100.0 * (lowest - bind_floor)
     if feet is not None:
@@ -190,7 +191,17 @@ def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[V
     return subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
 
 
-TRAVEL_MEASURED_M = 0.2  # below this the clip is in place: no travel direction to compare
+# A clip whose hips travel less than this (Kimodo's human-sized metres) is in place, and so is a character
+# whose hips travel less than this per 1.7 m of its height (--in-place): no travel direction to compare.
+TRAVEL_MEASURED_M = 0.2
+
+
+def _travels(step: Vec3, at_least: float) -> bool:
+    return math.hypot(step[0], step[2]) >= at_least
+
+
+def _joints_height(positions: Sequence[Vec3]) -> float:
+    return max(p[1] for p in positions) - min(p[1] for p in positions)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ FLOAT_CM, SINK_CM, SKATE_CM = 1.0, 2.0, 0.15
 LIMB_BAR = {"soma": 0.99, "smplx": 0.99, "g1": 0.97}
 TOLERANCE = {"lowest_toe_cm": 0.3, "planted_sole_cm": 0.2, "foot_skate_cm_per_frame": 0.02, "pelvis_cm": 0.5,
              "travelled_cm": 1.0, "reach_target_cm": 0.5}  # cm per 1.7 m of character
-COSINE_TOLERANCE = 0.01  # arms_match, limb_cosine_mean, travel_cosine
+COSINE_TOLERANCE = 0.01  # arms_match, legs_match, limb_cosine_mean, limb_cosine_min, travel_cosine
 HEIGHT_TOLERANCE = 0.01  # relative
 DURATION_TOLERANCE_S = 0.006  # the report rounds to 0.01 s
 
@@ -61,7 +61,7 @@ SOURCE_PARTS = {
               "upperarm": "{side}_shoulder", "lowerarm": "{side}_elbow", "hand": "{side}_wrist"},
 }
 LIMBS = (("thigh", "calf"), ("calf", "foot"), ("upperarm", "lowerarm"), ("lowerarm", "hand"))
-ARMS = (("upperarm", "lowerarm"), ("lowerarm", "hand"))
+ARM_STARTS = ("upperarm", "lowerarm")  # the limbs above that start there are arms, the others legs
 MANNEQUIN_PARTS = {"hips": "pelvis", "thigh": "thigh_{s}", "calf": "calf_{s}", "foot": "foot_{s}", "toe": "ball_{s}",
                    "upperarm": "upperarm_{s}", "lowerarm": "lowerarm_{s}", "hand": "hand_{s}"}
 MIXAMO_PARTS = {"hips": "mixamorig:Hips", "thigh": "mixamorig:{Side}UpLeg", "calf": "mixamorig:{Side}Leg",
@@ -401,14 +401,13 @@ def figures(case: Case, judge: dict) -> dict:
         step = (rest_toe - rest_heel) * [1.0, 0.0, 1.0]
         forward += step / np.linalg.norm(step)
     turn = _yaw(case.facing_deg)
-    cosines, arms = [], []
+    cosines, arms, legs = [], [], []
     for s in "lr":
         for a, b in case.limbs:
             want = (source[b + "_" + s] - source[a + "_" + s])[:frames] @ turn.T
             have = points[parts[b + "_" + s]][:frames] - points[parts[a + "_" + s]][:frames]
             cosines.append(_cosines(want, have))
-            if (a, b) in ARMS:
-                arms.append(cosines[-1].mean())
+            (arms if a in ARM_STARTS else legs).append(cosines[-1].mean())
     hips = points[parts["hips"]][:frames]
     travel_have = (hips[-1] - hips[0]) * [1.0, 0.0, 1.0]
     travel_want = ((source["hips"][frames - 1] - source["hips"][0]) * [1.0, 0.0, 1.0]) @ turn.T
@@ -424,11 +423,14 @@ def figures(case: Case, judge: dict) -> dict:
         "skate_cm": float(steps_all.mean()) * 100.0 if len(steps_all) else 0.0,
         "limb_cosine": float(np.mean([c.mean() for c in cosines])),
         "limb_cosines": [float(c.mean()) for c in cosines],
+        "limb_cosine_min": float(min(c.min() for c in cosines)),
         "arms_match": float(np.mean(arms)) if arms else None,
+        "legs_match": float(np.mean(legs)) if legs else None,
         "facing": _facing_label(forward),
         "pelvis_cm": float(hips[:, 1].mean()) * 100.0,
         "travelled_cm": float(np.linalg.norm(travel_have)) * 100.0,
         "travel_cosine": float(_cosines(travel_want, travel_have)),
+        "source_travelled_cm": float(np.linalg.norm(travel_want)) * 100.0,
         "duration_s": out.get("duration"),
         "reach_cm": (rest_points[parts["hips"]][1] - rest_feet_y) * 100.0,
     }
@@ -519,7 +521,9 @@ def test_every_report_number_agrees_with_the_judge(judged, name, judge):
     assert report["travelled_cm"] == pytest.approx(got["travelled_cm"], abs=TOLERANCE["travelled_cm"] * scale)
     assert report["reach_target_cm"] == pytest.approx(got["reach_cm"], abs=TOLERANCE["reach_target_cm"] * scale)
     assert report["limb_cosine_mean"] == pytest.approx(got["limb_cosine"], abs=COSINE_TOLERANCE)
+    assert report["limb_cosine_min"] == pytest.approx(got["limb_cosine_min"], abs=COSINE_TOLERANCE)
     assert report["arms_match"] == pytest.approx(got["arms_match"], abs=COSINE_TOLERANCE)
+    assert report["legs_match"] == pytest.approx(got["legs_match"], abs=COSINE_TOLERANCE)
     assert report["travel_cosine"] == pytest.approx(got["travel_cosine"], abs=COSINE_TOLERANCE)
     if got["duration_s"] is not None:
         assert report["duration_s"] == pytest.approx(got["duration_s"], abs=DURATION_TOLERANCE_S)

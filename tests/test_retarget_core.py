@@ -16,13 +16,13 @@ from kimodo_rig.errors import KimodoError
 from kimodo_rig.model import Skeleton
 from kimodo_rig.retarget import mapping as humanoid
 from kimodo_rig.retarget.mapping import link_parts, map_humanoid, rest_corrections, rest_leg_reach, retarget_chains
-from kimodo_rig.retarget.report import Report, format_report, measure_report
+from kimodo_rig.retarget.report import FeetFigures, Report, format_report, measure_report, report_warnings
 from kimodo_rig.rotations import quat_multiply, quat_rotate
 from kimodo_rig.retarget.character import load_target
 
 ISSUE_KEYS = ["skeleton", "joints", "chains_mapped", "left_at_rest", "reach_source_cm", "reach_target_cm",
-              "arm_correction_max_deg", "arms_match", "arms_match_worst_bone", "limb_cosine_mean", "limb_cosine_min",
-              "pelvis_cm", "lowest_toe_cm", "travelled_cm", "duration_s", "facing", "foot_skate_cm_per_frame",
+              "arm_correction_max_deg", "arms_match", "arms_match_worst_bone", "legs_match", "legs_match_worst_bone",
+              "limb_cosine_mean", "limb_cosine_min", "pelvis_cm", "lowest_toe_cm", "travelled_cm", "duration_s", "facing", "foot_skate_cm_per_frame",
               "planted_sole_cm", "travel_cosine", "height_cm", "feet_measured_at", "notes", "facing_warning"]
 
 
@@ -232,13 +232,14 @@ def test_g1_zero_pose_is_measured_not_assumed_a_t_pose():
 
 
 def test_report_text_and_json_keys():
-    report = Report("SMPL-X", 22, 9, ["Root", "LeftThumb", "b"], 102.3, 95.1, 48.2, 0.99812, "lowerarm_r", 0.995, 0.9,
-                    93.4, -1.2, 123.4, 4.0)
+    report = Report("SMPL-X", 22, 9, ["Root", "LeftThumb", "b"], 102.3, 95.1, 48.2, 0.99812, "lowerarm_r", 0.9964,
+                    "calf_l", 0.995, 0.9, 93.4, -1.2, 123.4, 4.0)
     assert format_report("kick_120", report) == (
         "kick_120: SMPL-X, 22 joints\n"
         "  9 chains mapped, 3 left at rest (Root, LeftThumb, ...)\n"
         "  reach 102 cm to 95 cm, arms corrected by up to 48 deg\n"
-        "  arms match 0.998 (worst lowerarm_r), pelvis 93 cm, lowest toe -1 cm, travelled 123 cm over 4.0 s")
+        "  arms match 0.998 (worst lowerarm_r), legs match 0.996 (worst calf_l), pelvis 93 cm, lowest toe -1 cm, "
+        "travelled 123 cm over 4.0 s")
     assert list(report.to_json()) == ISSUE_KEYS
     json.dumps(report.to_json())
 
@@ -258,3 +259,55 @@ def test_measured_report_sees_a_bent_arm():
     # Frame 0 matches; frame 1 has the upper arm at 90 degrees and the forearm at about 28 degrees.
     assert report.limb_cosine_min == pytest.approx(0.0, abs=1e-9)
     assert report.arms_match < 0.9
+
+
+def _measured(world, source_frames, target_frames, height_cm=None):
+    skeleton, _ = _humanoid(_names("unreal"))
+    hmap = map_humanoid(skeleton)
+    feet = FeetFigures(0.0, 0.0, 0.0, height_cm) if height_cm is not None else None
+    return measure_report(skeleton_label="T", joint_count=skeleton.joint_count, source_map=hmap, target_map=hmap,
+                          source_positions=source_frames, target_positions=target_frames, duration_s=1.0,
+                          chains_mapped=9, left_at_rest=[], reach_source=1.0, reach_target=1.0,
+                          arm_correction_max_deg=0, feet=feet), hmap
+
+
+def test_measured_report_sees_a_bent_leg_and_leaves_the_clavicles_out_of_the_limbs():
+    """The limbs are the issue's four a side (thigh, shin, upper arm, forearm): a knee kicked forward
+    shows in `legs_match` and warns; a shoulder (clavicle) raised, which the arms' back lift does on
+    purpose, changes none of the limb figures."""
+    skeleton, _ = _humanoid(_names("unreal"))
+    hmap = map_humanoid(skeleton)
+    world = [tuple(p) for p in _rest_world(skeleton)]
+    kicked, shrugged = list(world), list(world)
+    hip = world[hmap.bones["thigh_l"]]
+    kicked[hmap.bones["calf_l"]] = (hip[0], hip[1], hip[2] + 0.45)  # thigh forward, shin back to the ankle
+    shrugged[hmap.bones["clavicle_l"]] = (world[hmap.bones["clavicle_l"]][0], 1.30, 0.1)
+    report = _measured(world, [world] * 2, [kicked] * 2)[0]
+    assert report.legs_match_worst_bone == "thigh_l" and report.legs_match < 0.95
+    assert report.arms_match == pytest.approx(1.0)
+    knee, ankle = np.array(kicked[hmap.bones["calf_l"]]), np.array(world[hmap.bones["foot_l"]])
+    shin = (ankle - knee)[1] / -np.linalg.norm(ankle - knee)  # Kimodo's shin points straight down; the thigh's cosine is 0
+    assert report.legs_match == pytest.approx((0.0 + shin + 2.0) / 4)
+    assert report.limb_cosine_mean == pytest.approx((6.0 + 0.0 + shin) / 8) and report.limb_cosine_min == pytest.approx(0.0)
+    assert [w.split(" (")[0] for w in report_warnings(report)] == ["legs match only {:.3f}".format(report.legs_match)]
+    report = _measured(world, [world] * 2, [shrugged] * 2)[0]
+    assert (report.limb_cosine_mean, report.limb_cosine_min, report.arms_match, report.legs_match) == pytest.approx((1.0,) * 4)
+    assert report_warnings(report) == []
+
+
+@pytest.mark.parametrize("source_m, character_m, height_cm, compared", [
+    (0.5, 0.5, 170.0, True),
+    (0.5, 0.06, 30.0, True),  # a 30 cm character walks 6 cm where Kimodo walks 50: it travels, at its size
+    (0.1, 0.6, 1000.0, False),  # a 10 m giant sways 60 cm on a clip that stays in place
+    (0.5, 0.1, 170.0, False),  # --in-place: the character does not travel
+])
+def test_travel_direction_is_compared_when_clip_and_character_travel_at_their_size(source_m, character_m, height_cm,
+                                                                                    compared):
+    skeleton, _ = _humanoid(_names("unreal"))
+    world = [tuple(p) for p in _rest_world(skeleton)]
+
+    def moved(metres):
+        return [world, [(p[0] + 0.6 * metres, p[1], p[2] + 0.8 * metres) for p in world]]
+
+    report = _measured(world, moved(source_m), moved(character_m), height_cm)[0]
+    assert report.travel_cosine == (pytest.approx(1.0) if compared else None)

@@ -325,11 +325,11 @@ def test_foot_lock_is_on_by_default_and_can_be_turned_off(tmp_path):
 
 # --- the report tells the truth about broken outputs ---------------------------------------------------
 
-def _broken(path, tmp_path, name, change):
-    """A copy of an output .glb with its hips channels changed by change(translations, rotations)."""
+def _broken(path, tmp_path, name, change, bone="pelvis"):
+    """A copy of an output .glb with a bone's channels (the hips') changed by change(path, values, to_local)."""
     gltf = pygltflib.GLTF2().load(str(path))
     blob = bytearray(gltf.binary_blob())
-    hips = next(i for i, n in enumerate(gltf.nodes) if n.name == "pelvis")
+    hips = next(i for i, n in enumerate(gltf.nodes) if n.name == bone)
     parent = next(i for i, n in enumerate(gltf.nodes) if hips in (n.children or []))
     to_local = np.linalg.inv(_node_world_static(Glb(path))[parent][:3, :3])  # world offsets into the parent's frame
     for channel in gltf.animations[0].channels:
@@ -352,9 +352,13 @@ def _broken(path, tmp_path, name, change):
 
 
 def _turned_about_y(path, values, to_local):
+    return _turned(path, values, np.array([0.0, 1.0, 0.0, 0.0]))  # 180 degrees about +Y, xyzw
+
+
+def _turned(path, values, turn):
+    """Rotation keys (xyzw) turned by `turn` in the parent's frame."""
     if path != "rotation":
         return values
-    turn = np.array([0.0, 1.0, 0.0, 0.0])  # 180 degrees about +Y, xyzw
     x1, y1, z1, w1 = turn
     x2, y2, z2, w2 = values.T
     return np.stack([w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
@@ -370,15 +374,21 @@ BREAKS = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(BREAKS))
-def test_report_catches_a_broken_output(tmp_path, kind):
-    """The good output's report has no warning; each deliberately broken copy (hips 10 cm up or down,
-    sliding 1 cm a frame, the body turned to walk backwards) gets the one that names it."""
-    motion = read_file(NPZ / "soma_01_single_text_prompt" / "motion.npz")
+def _good_output(tmp_path, clip="soma_01_single_text_prompt"):
+    """soma_01 onto the mannequin, written: (file, clip, retargeted motion, info, target)."""
+    motion = read_file(NPZ / clip / "motion.npz")
     target = character.load_target("mannequin")
     retargeted, info = feet.retarget_onto(motion, target.skeleton, bind_mesh=character.bind_mesh(target))
     good = tmp_path / "good.glb"
     output.write(retargeted, info, target, good)
+    return good, motion, retargeted, info, target
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKS))
+def test_report_catches_a_broken_output(tmp_path, kind):
+    """The good output's report has no warning; each deliberately broken copy (hips 10 cm up or down,
+    sliding 1 cm a frame, the body turned to walk backwards) gets the one that names it."""
+    good, motion, retargeted, info, target = _good_output(tmp_path)
     assert report_warnings(output.report_from_output(good, motion, retargeted, info, target)) == []
     change, words = BREAKS[kind]
     report = output.report_from_output(_broken(good, tmp_path, kind, change), motion, retargeted, info, target)
@@ -390,6 +400,31 @@ def test_report_catches_a_broken_output(tmp_path, kind):
         assert report.lowest_toe_cm == pytest.approx(-10.0, abs=1.0)
     if kind == "slides":
         assert report.foot_skate_cm_per_frame == pytest.approx(1.0, abs=0.1)
+
+
+def test_report_warns_when_a_leg_departs_from_kimodos_direction(tmp_path):
+    """The good output's left thigh turned 60 deg in the file (the whole leg swung with it): the report,
+    measured from the written file, gives the legs' figure numpy FK of that file gives (the mean over
+    thighs and shins of each one's mean cosine with Kimodo's posed joints) and warns of the legs, not the
+    arms. On the good output the legs agree with numpy too, and nothing warns."""
+    clip = "soma_01_single_text_prompt"
+    good, motion, retargeted, info, target = _good_output(tmp_path, clip)
+    half = np.radians(60.0) / 2.0
+    broken = _broken(good, tmp_path, "leg_turned", lambda p, v, m: _turned(p, v, [np.sin(half), 0.0, 0.0, np.cos(half)]),
+                     bone="thigh_l")
+    for path, departs in ((good, False), (broken, True)):
+        report = output.report_from_output(path, motion, retargeted, info, target)
+        cosines = _segment_cosines(path, clip, "mannequin")
+        leg_parts = [part + "_" + s for part in ("thigh", "shin") for s in "lr"]
+        legs = np.mean([cosines[part] for part in leg_parts])
+        arms = np.mean([cosines[part + "_" + s] for part in ("upperarm", "forearm") for s in "lr"])
+        assert (legs < 0.95) == departs and arms >= 0.99, cosines
+        assert report.legs_match == pytest.approx(legs, abs=0.01) and report.arms_match == pytest.approx(arms, abs=0.01)
+        if departs:  # the mannequin's shin is calf_l
+            assert report.legs_match_worst_bone == min(leg_parts, key=cosines.get).replace("shin", "calf"), cosines
+        problems = report_warnings(report)
+        assert any(p.startswith("legs match only") for p in problems) == departs, problems
+        assert not any("arms" in p for p in problems), problems
 
 
 def test_cli_prints_one_warning_line_for_a_sliding_character(tmp_path):
@@ -425,7 +460,7 @@ def test_report_never_prints_minus_zero():
     """A figure that rounds to zero prints as 0 (never "-0 cm" or "-0.0 cm"), in the lines, the warnings and the JSON."""
     from kimodo_rig.retarget.report import Report, format_report
 
-    report = Report("SOMA", 30, 9, [], 100.0, 95.0, -0.2, 0.999, "lowerarm_r", 0.99, 0.95, 93.0, -0.3, -0.4, 4.0,
+    report = Report("SOMA", 30, 9, [], 100.0, 95.0, -0.2, 0.999, "lowerarm_r", 0.998, "calf_l", 0.99, 0.95, 93.0, -0.3, -0.4, 4.0,
                     foot_skate_cm_per_frame=-0.001, planted_sole_cm=-0.04, height_cm=170.0)
     text = format_report("clip", report)
     assert "-0" not in text, text

@@ -47,9 +47,12 @@ FINGER_JOINTS = 3
 # Parts that keep the target's own rest relation to the floor and the body: only the source's change
 # from its rest is applied (re-aiming a foot tilts the sole and floats the toes).
 DELTA_ONLY_PARTS = ("hips", "head", "foot_l", "foot_r", "toe_l", "toe_r")
-# Limb parts whose directions the report compares.
+# Limb parts whose directions the report compares: the issue's limbs (thigh, shin, upper arm, forearm per
+# side). The clavicles and hands are not limbs there: the arms' passes turn them on purpose (back lift,
+# wrist turn) to keep the hands above the floor.
 ARM_REPORT_PARTS = ("upperarm_l", "lowerarm_l", "upperarm_r", "lowerarm_r")
-LIMB_REPORT_PARTS = tuple(p + "_" + s for s in SIDES for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf"))
+LEG_REPORT_PARTS = ("thigh_l", "calf_l", "thigh_r", "calf_r")
+LIMB_REPORT_PARTS = ARM_REPORT_PARTS + LEG_REPORT_PARTS
 
 
 @dataclass(frozen=True)

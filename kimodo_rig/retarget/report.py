@@ -5,7 +5,7 @@ report the same way.
     kick_120: SMPL-X, 22 joints
       9 chains mapped, 19 left at rest (Root, LeftThumb, ...)
       reach 102 cm to 95 cm, arms corrected by up to 48 deg
-      arms match 0.998 (worst lowerarm_r), pelvis 93 cm, lowest toe -1 cm, travelled 123 cm over 4.0 s
+      arms match 0.998 (worst lowerarm_r), legs match 0.996 (worst calf_l), pelvis 93 cm, lowest toe -1 cm, travelled 123 cm over 4.0 s
       facing +Z, planted feet slide 0.04 cm a frame, planted soles 0.1 cm above the floor
 
 Directions are compared in the character's own facing, measured here from its bind geometry (heel to toe,
@@ -18,15 +18,19 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..rotations import IDENTITY, Quat, Vec3, cross, dot, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
-from .mapping import ARM_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
+from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
 
 LEFT_AT_REST_SHOWN = 2
 REFERENCE_HEIGHT_CM = 170.0  # the limits below are for a character this tall, scaled with its height
 FLOAT_LIMIT_CM = 1.0  # planted soles higher than this above the rest floor float
 SINK_LIMIT_CM = 2.0  # any foot point deeper than this under it sinks
 SKATE_LIMIT_CM = 0.15  # planted feet faster than this (cm a frame) slide
-ARMS_LIMIT = 0.95
+ARMS_LIMIT = 0.95  # arms (legs) whose mean cosine with the source's falls below this depart from it
+LEGS_LIMIT = 0.95
 AXIS_SNAP_DEG = 10.0
+
+
+COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,12 @@ class Report:
     reach_source_cm: float
     reach_target_cm: float
     arm_correction_max_deg: float
-    arms_match: float  # mean cosine of source vs target upper-arm and forearm directions
+    arms_match: float  # mean over the upper arms and forearms of each one's mean cosine, source vs target direction
     arms_match_worst_bone: str
-    limb_cosine_mean: float  # the same over every mapped limb bone
-    limb_cosine_min: float
+    legs_match: float  # the same over the thighs and shins
+    legs_match_worst_bone: str
+    limb_cosine_mean: float  # the same over the four limbs of each side (thigh, shin, upper arm, forearm)
+    limb_cosine_min: float  # the least cosine of any of those segments in any frame
     pelvis_cm: float  # mean hips height over the clip
     lowest_toe_cm: float  # the target's lowest toe over the clip, from its bind-pose toe height
     travelled_cm: float  # horizontal distance of the hips, first to last frame
@@ -59,8 +65,8 @@ class Report:
         record = asdict(self)
         for key, value in record.items():
             if isinstance(value, float):
-                record[key] = round(value, 4 if key in ("arms_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
-                                    else 3 if key == "foot_skate_cm_per_frame" else 2) + 0.0  # never -0.0
+                digits = 4 if key in COSINE_KEYS else 3 if key == "foot_skate_cm_per_frame" else 2
+                record[key] = round(value, digits) + 0.0  # never -0.0
         return record
 
 
@@ -107,9 +113,10 @@ def measure_report(
             values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
         if values:
             per_part[part] = values
-    arm_means = {p: sum(v) / len(v) for p, v in per_part.items() if p in ARM_REPORT_PARTS}
-    arms = sum(arm_means.values()) / len(arm_means) if arm_means else float("nan")
-    worst = min(arm_means, key=lambda p: arm_means[p]) if arm_means else ""
+    means = {p: sum(v) / len(v) for p, v in per_part.items()}
+    arms, worst_arm = _match(means, ARM_REPORT_PARTS)
+    legs, worst_leg = _match(means, LEG_REPORT_PARTS)
+    limbs = _match(means, LIMB_REPORT_PARTS)[0]
     everything = [c for values in per_part.values() for c in values]
     hips = target_map.bones["hips"]
     hips_path = [target_positions[f][hips] for f in range(frames)]
@@ -129,7 +136,8 @@ def measure_report(
         wanted = subtract(source_positions[frames - 1][source_hips], source_positions[0][source_hips])
         wanted = quat_rotate(facing, (wanted[0], 0.0, wanted[2]))
         have = (last[0] - first[0], 0.0, last[2] - first[2])  # type: ignore[index]
-        if math.hypot(wanted[0], wanted[2]) > TRAVEL_MEASURED_M and travelled > TRAVEL_MEASURED_M:
+        height = feet.height_cm / 100.0 if feet is not None else _joints_height(bind_positions)
+        if _travels(wanted, TRAVEL_MEASURED_M) and _travels(have, TRAVEL_MEASURED_M * 100.0 * height / REFERENCE_HEIGHT_CM):
             travel_cosine = dot(normalize(wanted), normalize(have))
     lowest_cm = 100.0 * (lowest - bind_floor)
     if feet is not None:
@@ -143,8 +151,10 @@ def measure_report(
         reach_target_cm=reach_target * 100.0,
         arm_correction_max_deg=arm_correction_max_deg,
         arms_match=arms,
-        arms_match_worst_bone=target_map.joint_name(worst) if worst else "",
-        limb_cosine_mean=sum(everything) / len(everything) if everything else float("nan"),
+        arms_match_worst_bone=target_map.joint_name(worst_arm) if worst_arm else "",
+        legs_match=legs,
+        legs_match_worst_bone=target_map.joint_name(worst_leg) if worst_leg else "",
+        limb_cosine_mean=limbs,
         limb_cosine_min=min(everything) if everything else float("nan"),
         pelvis_cm=100.0 * sum(p[1] for p in hips_path) / frames if frames else 0.0,  # type: ignore[index]
         lowest_toe_cm=lowest_cm,
@@ -161,6 +171,15 @@ def measure_report(
     )
 
 
+def _match(means: Dict[str, float], parts: Sequence[str]) -> Tuple[float, str]:
+    """The mean of the given parts' mean cosines (each segment weighs the same, however many frames
+    it was measured on) and the worst part; nan and "" when none was measured."""
+    measured = [p for p in parts if p in means]
+    if not measured:
+        return float("nan"), ""
+    return sum(means[p] for p in measured) / len(measured), min(measured, key=lambda p: means[p])
+
+
 def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[Vec3]:
     """Shoulder to wrist (or hip to ankle) on a two-bone limb: where the upper part starts to where the
     lower part ends."""
@@ -172,7 +191,17 @@ def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[V
     return subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
 
 
-TRAVEL_MEASURED_M = 0.2  # below this the clip is in place: no travel direction to compare
+# A clip whose hips travel less than this (Kimodo's human-sized metres) is in place, and so is a character
+# whose hips travel less than this per 1.7 m of its height (--in-place): no travel direction to compare.
+TRAVEL_MEASURED_M = 0.2
+
+
+def _travels(step: Vec3, at_least: float) -> bool:
+    return math.hypot(step[0], step[2]) >= at_least
+
+
+def _joints_height(positions: Sequence[Vec3]) -> float:
+    return max(p[1] for p in positions) - min(p[1] for p in positions)
 
 
 @dataclass(frozen=True)
@@ -241,12 +270,18 @@ def report_warnings(report: Report) -> List[str]:
     if report.foot_skate_cm_per_frame is not None and report.foot_skate_cm_per_frame > SKATE_LIMIT_CM * scale:
         problems.append("planted feet slide {} cm a frame".format(_shown(report.foot_skate_cm_per_frame, 2)))
     if report.arms_match < ARMS_LIMIT or math.isnan(report.arms_match):
-        problems.append("arms match only {:.3f}".format(report.arms_match))
+        problems.append("arms match only {:.3f}{}".format(report.arms_match, _worst(report.arms_match_worst_bone)))
+    if report.legs_match < LEGS_LIMIT or math.isnan(report.legs_match):
+        problems.append("legs match only {:.3f}{}".format(report.legs_match, _worst(report.legs_match_worst_bone)))
     if report.facing_warning:
         problems.append(report.facing_warning)
     if report.travel_cosine is not None and report.travel_cosine < 0.0:
         problems.append("travels against its facing ({}): walks backwards".format(report.facing))
     return problems
+
+
+def _worst(bone: str) -> str:
+    return " (worst {})".format(bone) if bone else ""
 
 
 def _shown(value: float, digits: int = 0) -> str:
@@ -266,9 +301,10 @@ def format_report(name: str, report: Report) -> str:
         "  {} chains mapped, {} left at rest{}".format(report.chains_mapped, len(report.left_at_rest), left),
         "  reach {} cm to {} cm, arms corrected by up to {} deg".format(
             _shown(report.reach_source_cm), _shown(report.reach_target_cm), _shown(report.arm_correction_max_deg)),
-        "  arms match {:.3f} (worst {}), pelvis {} cm, lowest toe {} cm, travelled {} cm over {:.1f} s".format(
-            report.arms_match, report.arms_match_worst_bone, _shown(report.pelvis_cm), _shown(report.lowest_toe_cm),
-            _shown(report.travelled_cm), report.duration_s),
+        "  arms match {:.3f} (worst {}), legs match {:.3f} (worst {}), pelvis {} cm, lowest toe {} cm, travelled {} cm "
+        "over {:.1f} s".format(
+            report.arms_match, report.arms_match_worst_bone, report.legs_match, report.legs_match_worst_bone,
+            _shown(report.pelvis_cm), _shown(report.lowest_toe_cm), _shown(report.travelled_cm), report.duration_s),
     ) + ((_feet_line(report),) if report.foot_skate_cm_per_frame is not None or report.planted_sole_cm is not None
          else ()))
 

@@ -202,7 +202,11 @@ def test_a_kneel_keeps_the_legs_as_kimodo_has_them(tmp_path, rig):
     and forearms of the mean cosine, not only their mean), the planted feet keep the skate and sink bars;
     the mannequin's hips sink and rise to share the kneel between its legs and all its planted soles
     stay within 1 cm of the floor. The dress character cannot kneel so: there the toe's height is let go
-    (it floats, still pinned horizontally), only while the toe alone is down, and the report warns."""
+    (it floats, still pinned horizontally), only while the toe alone is down, and the report warns. On a
+    G1 clip the lock may take 0.02 off a segment's mean cosine (G1's bar is 0.97), so it floats at most
+    13.2 cm per 1.7 m (17.4 with SOMA's 0.01) and every segment keeps 0.975 (measured 0.980): at the
+    frames it floats most the knee is on the floor and the foot already points straight down, the
+    ankle 38 cm up for a foot that reaches 21 (no turn of the foot grounds it)."""
     clip = "g1_02_multi_text_ee_constraint"
     out, report, result, contacts, figures, scale = _judged(tmp_path, clip, rig)
     cosines = _segment_cosines(out, clip, rig)
@@ -217,7 +221,8 @@ def test_a_kneel_keeps_the_legs_as_kimodo_has_them(tmp_path, rig):
         assert np.abs(toe_alone).max() <= 1.0 * scale
         assert "warning" not in result.stderr, result.stderr
     else:
-        assert toe_alone.max() > 10.0 * scale  # it floats: the bar it trades for the limbs' (no sinking instead)
+        assert 10.0 * scale < toe_alone.max() <= 13.5 * scale  # it floats: the bar it trades for the limbs'
+        assert min(cosines.values()) >= 0.975, cosines
         assert "planted feet float" in result.stderr
     assert report["foot_skate_cm_per_frame"] == pytest.approx(figures["skate"] * 100.0, abs=0.02 * scale)
 

@@ -16,9 +16,11 @@ contacts, the feet placed on the floor and locked where they land.
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
   coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
-  take more than its budget (`_reach_budget`) off a thigh's or shin's mean cosine over the clip, the frames that
-  turn them most let the pin's height go (the sole floats there); eased in before and out after each span
-  over BLEND_FRAMES. Nothing ends under the rest floor.
+  take more than its budget (`_reach_budget`: 0.01, 0.02 on a G1 clip) off a thigh's or shin's mean
+  cosine over the clip, the hips first drop on the side of the foot that must come down (`_drop_hip`, a
+  kneel on a long shin), then the frames that still turn them most let the pin's height go (the sole
+  floats there); eased in before and out after each span over BLEND_FRAMES. Nothing ends under the rest
+  floor; no knee goes deeper under it than Kimodo's own.
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
   much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
   the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole

@@ -193,33 +193,51 @@ def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig
     assert report["limb_cosine_mean"] == pytest.approx(cosine, abs=0.01)
 
 
-@pytest.mark.parametrize("rig", ["mannequin", "dress"])
+@pytest.mark.parametrize("rig", ["mannequin", "robot", "dress"])
 def test_a_kneel_keeps_the_legs_as_kimodo_has_them(tmp_path, rig):
     """G1's g1_02 kneels on its left knee for 3 s, the left toe alone down. The character's other
     proportions put that toe above the floor with the clip's limb directions (11 cm on the mannequin;
     the dress character's shin is 1.56 times its thigh: 64 cm), and grounding it by the leg alone turned
     the shin 40-80 deg. Every segment keeps the G1 bar over the clip (min over thighs, shins, upper arms
-    and forearms of the mean cosine, not only their mean), the planted feet keep the skate and sink bars;
-    the mannequin's hips sink and rise to share the kneel between its legs and all its planted soles
-    stay within 1 cm of the floor. The dress character cannot kneel so: there the toe's height is let go
-    (it floats, still pinned horizontally), only while the toe alone is down, and the report warns."""
+    and forearms of the mean cosine, not only their mean), the planted feet keep the skate and sink bars,
+    and every planted sole is within 1 cm of the floor, the kneeling toe's too: the mannequin's hips
+    sink and rise to share the kneel between its legs; the dress character's knee is on the floor where
+    its foot behind, pointing straight down, still cannot reach it (the ankle 38 cm up per 1.7 m, the
+    foot 21 long), so its hips drop on the kneeling side (up to 35 deg) and the lock may take 0.02 off a
+    segment's mean cosine on a G1 clip (its bar is 0.97): every segment keeps 0.975. No knee goes deeper
+    under the floor than Kimodo's own around that frame (its G1 kneels with the knee joint 11 cm under
+    its floor), scaled by the legs' length; the report has nothing to warn of."""
     clip = "g1_02_multi_text_ee_constraint"
     out, report, result, contacts, figures, scale = _judged(tmp_path, clip, rig)
     cosines = _segment_cosines(out, clip, rig)
-    assert min(cosines.values()) >= 0.97, cosines
+    assert min(cosines.values()) >= 0.975, cosines
     assert figures["skate"] * 100.0 <= 0.15 * scale
     assert min(figures["lowest"][s].min() for s in "lr") * 100.0 >= -2.0 * scale
-    heel_down = np.concatenate([figures["lowest"][s][contacts[:, 2 * i]] for i, s in enumerate("lr")]) * 100.0
+    planted = np.concatenate([figures["lowest"][s][contacts[:, 2 * i] | contacts[:, 2 * i + 1]] for i, s in enumerate("lr")]) * 100.0
     toe_alone = np.concatenate([figures["lowest"][s][contacts[:, 2 * i + 1] & ~contacts[:, 2 * i]]
                                 for i, s in enumerate("lr")]) * 100.0
-    assert np.abs(heel_down).max() <= 1.0 * scale
-    if rig == "mannequin":
-        assert np.abs(toe_alone).max() <= 1.0 * scale
-        assert "warning" not in result.stderr, result.stderr
-    else:
-        assert toe_alone.max() > 10.0 * scale  # it floats: the bar it trades for the limbs' (no sinking instead)
-        assert "planted feet float" in result.stderr
+    assert len(toe_alone) >= 90
+    assert np.abs(planted).max() <= 1.0 * scale, np.sort(np.abs(planted))[-5:]
+    # (The robot's file is saved in another pose than its bind pose, which the report says.)
+    assert [line for line in result.stderr.splitlines() if "warning" in line and "saved in another pose" not in line] == []
     assert report["foot_skate_cm_per_frame"] == pytest.approx(figures["skate"] * 100.0, abs=0.02 * scale)
+    # The knees: numpy FK of the output against Kimodo's posed_joints, depth scaled by the legs' length.
+    stored = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["posed_joints"]
+    names = skeletons.data("g1skel34")["joint_names"]
+    glb = Glb(out)
+    positions = glb.animated_world_matrices()[..., :3, 3]
+    by_name = {n.name: i for i, n in enumerate(glb.gltf.nodes)}
+    for s in "lr":
+        source = [stored[:, names.index(_names(n, s))] for n in SOURCE_LIMBS["g1"][0]]
+        target = [positions[:, by_name[_names(n, s)]] for n in RIG[rig][4]]
+        ratio = sum(np.linalg.norm(b[0] - a[0]) for a, b in zip(target, target[1:])) / sum(
+            np.linalg.norm(b[0] - a[0]) for a, b in zip(source, source[1:]))
+        depth = np.minimum(0.0, source[1][:, 1]) * ratio
+        # As deep as Kimodo's knee gets within 4 frames (0.13 s: the lock eases and averages over as
+        # many; Kimodo's knee goes down 4.5 cm a frame per 1.7 m there), within 1 cm.
+        window = np.lib.stride_tricks.sliding_window_view(np.pad(depth, 4, mode="edge"), 9).min(axis=1)
+        allowed = window - 0.01 * scale
+        assert (target[1][:, 1] - figures["rest_floor"] >= allowed).all(), (s, (target[1][:, 1] - figures["rest_floor"] - allowed).min())
 
 
 def test_one_bone_legs_stand_on_the_floor_unlocked_and_the_report_says_so(tmp_path):

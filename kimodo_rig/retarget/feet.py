@@ -16,9 +16,11 @@ contacts, the feet placed on the floor and locked where they land.
   and shin turned, the knee kept in the leg's own plane, the foot keeping its world rotation), the hips
   coming down where a leg cannot reach and up where it cannot fold so far, and up or down by what turns
   the legs least where both feet are planted at different heights (a kneel); where the lock would still
-  take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the clip, the frames that
-  turn them most let the pin's height go (the sole floats there); eased in before and out after each span
-  over BLEND_FRAMES. Nothing ends under the rest floor. Before that the hips are carried horizontally by
+  take more than its budget (`_reach_budget`: 0.01, 0.02 on a G1 clip) off a thigh's or shin's mean
+  cosine over the clip, the hips first drop on the side of the foot that must come down (`_drop_hip`, a
+  kneel on a long shin), then the frames that still turn them most let the pin's height go (the sole
+  floats there); eased in before and out after each span over BLEND_FRAMES. Nothing ends under the rest
+  floor; no knee goes deeper under it than Kimodo's own. Before that the hips are carried horizontally by
   the planted feet, and with both down also turned about the vertical by most of what keeps both where
   they landed (hips wider than Kimodo's, turned as its own are, swing the feet round with them).
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
@@ -443,7 +445,15 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
               for side in SIDES}
     goals = {side: _foot_goals(tmap, soles, side, contacts[side], poses, floor, leash, tracks[side]) if lock and side in lockable
              else [None] * frames for side in SIDES}
-    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor)
+    # How low each knee may go: under the floor only as far as Kimodo's own does (G1 kneels with its
+    # knee joint 11 cm under its floor), scaled by the legs' length.
+    knee_floors = {}
+    for side in lockable:
+        if smap.has("calf_" + side) and leg_chain(smap, side) is not None:
+            legs = _leg_length(tmap, side) / max(1e-9, _leg_length(smap, side))
+            knee = smap.bones["calf_" + side]
+            knee_floors[side] = [floor + min(0.0, positions[knee][1] * legs) for positions in source_positions]
+    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor, _reach_budget(source.skeleton.name), knee_floors)
     _lift_torso(skeleton, tmap, soles, poses, floor)
     for side in SIDES:
         _pitch_hand(tmap, soles, side, poses, floor)
@@ -838,21 +848,27 @@ def _at_most(turn: Quat, degrees: float) -> Quat:
 
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
-                 poses, roots: array, floor: float) -> None:
+                 poses, roots: array, floor: float, budget: float, knee_floors: Mapping[str, Sequence[float]]) -> None:
     """Bring each foot to its goal with two-bone IK, turning the legs as little as the goals allow:
     where both feet have goals at different heights (one on its heel, the other on its toes or kneeling
     behind it) the hips first go up or down by what turns the legs least (`_shared_lift`). Where the
-    lock would still take more than LOCK_COSINE_BUDGET off a thigh's or shin's mean cosine over the
-    clip, the frames that turn them most have their goals' heights let go towards where the legs have
-    the feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
+    lock would still take more than `budget` off a thigh's or shin's mean cosine over the
+    clip, the hips first drop the side of the foot that must come down most (`_drop_hip`), then the
+    frames that still turn them most have their goals' heights let go towards where the legs have the
+    feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
     reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
     letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
     settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
-    bar = _turn_bar([turns for _, turns in settled])
+    bar = _turn_bar([turns for _, turns in settled], budget)
     amounts = [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
                for frame in range(frames)]
+    if _drop_hip(skeleton, tmap, sides, goals, poses, roots, amounts, knee_floors):
+        settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
+        bar = _turn_bar([turns for _, turns in settled], budget)
+        amounts = [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
+                   for frame in range(frames)]
     for frame, amount in enumerate(centred_average(_ease(amounts), BLEND_FRAMES)):
         if amount > 0.0:
             for side in sides:
@@ -907,6 +923,78 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                          subtree(skeleton, calf), subtree(skeleton, foot))
 
 
+def _leg_length(hmap: HumanoidMap, side: str) -> float:
+    """Thigh and shin, hip to ankle, at rest."""
+    hip, knee, ankle = leg_chain(hmap, side)  # type: ignore[misc]
+    positions = rest_pose(hmap.skeleton)[1]
+    return length(subtract(positions[knee], positions[hip])) + length(subtract(positions[ankle], positions[knee]))
+
+
+HIP_DROP_MAX_DEG = 35.0  # the most the hips roll to bring one leg's hip down (a kneel)
+
+
+def _drop_hip(skeleton: Skeleton, tmap: HumanoidMap, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]],
+              poses, roots: array, amounts: Sequence[float], knee_floors: Mapping[str, Sequence[float]]) -> bool:
+    """On the frames whose goals the lock would let go (`amounts`), the hips roll about the other leg's
+    hip so that the hip of the leg whose foot must come down most drops by as much, at most
+    HIP_DROP_MAX_DEG and never taking its knee lower than `knee_floors` (as deep as Kimodo's own); the
+    spine and both thighs keep their world rotations, so the legs and the back stay as Kimodo has them
+    and that foot comes down with its hip. A kneel on a character whose shin is long for its thigh: the
+    kneeling knee is on the floor and the foot behind it points straight down, still above the floor
+    (the Quaternius female's toe floated 13 cm per 1.7 m); one hip lower than the other grounds it.
+    Eased (and averaged) over BLEND_FRAMES like the letting go; True if any frame rolled."""
+    hips = tmap.bones["hips"]
+    if len(sides) < 2 or hips != 0 or not any(amount > 0.0 for amount in amounts):
+        return False
+    frames = len(poses)
+    thighs = {side: tmap.bones["thigh_" + side] for side in sides}
+    limit = math.radians(HIP_DROP_MAX_DEG)
+    raw = [0.0] * frames
+    lowered: List[Optional[str]] = [None] * frames
+    for frame in range(frames):
+        if amounts[frame] <= 0.0:
+            continue
+        positions = poses[frame][1]
+        gaps = {side: positions[tmap.bones["foot_" + side]][1] - goals[side][frame][1]  # type: ignore[index]
+                for side in sides if goals[side][frame] is not None and side in knee_floors}
+        if not gaps:
+            continue
+        side = max(gaps, key=lambda s: gaps[s])
+        knee = positions[leg_chain(tmap, side)[1]]  # type: ignore[index]
+        drop = min(gaps[side], knee[1] - knee_floors[side][frame])
+        width = length(subtract(positions[thighs["l"]], positions[thighs["r"]]))
+        if drop > 0.0 and width > 0.0:
+            raw[frame] = min(limit, math.asin(min(1.0, drop / width)))
+            lowered[frame] = side
+    rolling = [u for u in range(frames) if lowered[u] is not None]
+    if not rolling:
+        return False
+    # What keeps its world rotation: the thighs, and whatever else hangs off the hips (the spine).
+    keep = [j for j in range(skeleton.joint_count) if skeleton.parents[j] == hips
+            and not any(t in subtree(skeleton, j) for t in thighs.values())] + list(thighs.values())
+    for frame, angle in enumerate(centred_average(_ease(raw), BLEND_FRAMES)):
+        if angle <= 0.0:
+            continue
+        side = lowered[min(rolling, key=lambda u: abs(u - frame))]  # eased in or out: the nearest's side
+        rotations, positions = poses[frame]
+        room = positions[leg_chain(tmap, side)[1]][1] - knee_floors[side][frame]  # type: ignore[index]
+        width = length(subtract(positions[thighs["l"]], positions[thighs["r"]]))
+        angle = min(angle, math.asin(max(0.0, min(1.0, room / width))))  # the easing never takes a knee deeper
+        if angle <= 0.0:
+            continue
+        other = thighs["r" if side == "l" else "l"]
+        pivot, line = positions[other], subtract(positions[thighs[side]], positions[other])  # type: ignore[index]
+        turn = quat_from_axis_angle(normalize(cross((0.0, 1.0, 0.0), line)), angle)  # brings `line`'s end down
+        before = positions[hips]
+        _turn_about(subtree(skeleton, hips), rotations, positions, pivot, turn)
+        for k in range(3):
+            roots[frame * 3 + k] += positions[hips][k] - before[k]
+        back = quat_conjugate(turn)
+        for joint in keep:
+            _turn_about(subtree(skeleton, joint), rotations, positions, positions[joint], back)
+    return True
+
+
 def _lateral(tmap: HumanoidMap, side: str, positions: Sequence[Vec3]) -> Vec3:
     """The leg's plane normal where it is straight: the hip line (the knee bends forward)."""
     other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
@@ -914,6 +1002,11 @@ def _lateral(tmap: HumanoidMap, side: str, positions: Sequence[Vec3]) -> Vec3:
 
 
 LOCK_COSINE_BUDGET = 0.01  # the most the lock takes off a thigh's or a shin's mean cosine over a clip
+# Per Kimodo skeleton, the most the lock's reach may take (`_reach_budget`): G1's legs are judged at 0.97
+# (its hips, knees and feet are not a human's), SOMA's at 0.99, so on a G1 clip the lock may spend 0.02
+# and still keep 0.01 over that bar: a kneeling toe then floats 13 cm per 1.7 m on the long-shinned
+# Quaternius female instead of 17 (measured; every segment stays >= 0.98 on the shared rigs).
+REACH_BUDGETS = {"g1skel34": 0.02}
 LIFT_GRID = 12
 LIFT_STEPS = 8
 LET_GO_STEPS = 10
@@ -997,21 +1090,26 @@ def _loosened(goal: Vec3, ankle: Vec3, amount: float) -> Vec3:
     return (goal[0], goal[1] + amount * (ankle[1] - goal[1]), goal[2])
 
 
-def _turn_bar(turns: Sequence[Sequence[float]]) -> float:
-    """The cosine no frame's thigh or shin may turn below so that the lock takes no more than
-    LOCK_COSINE_BUDGET off any one's mean cosine over the clip (-1: the lock as it is takes less)."""
+def _reach_budget(source_skeleton: str) -> float:
+    """The most the lock's reach takes off a thigh's or shin's mean cosine over a clip of that skeleton."""
+    return REACH_BUDGETS.get(source_skeleton, LOCK_COSINE_BUDGET)
+
+
+def _turn_bar(turns: Sequence[Sequence[float]], budget: float) -> float:
+    """The cosine no frame's thigh or shin may turn below so that the lock takes no more than `budget`
+    off any one's mean cosine over the clip (-1: the lock as it is takes less)."""
     frames = max(1, len(turns))
     segments = len(turns[0]) if turns else 0
 
     def cost(bar: float) -> float:
         return max([sum(1.0 - max(t[k], bar) for t in turns) / frames for k in range(segments)] or [0.0])
 
-    if cost(-1.0) <= LOCK_COSINE_BUDGET:
+    if cost(-1.0) <= budget:
         return -1.0
     low, high = -1.0, 1.0
     for _ in range(30):
         middle = (low + high) / 2.0
-        if cost(middle) <= LOCK_COSINE_BUDGET:
+        if cost(middle) <= budget:
             high = middle
         else:
             low = middle

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs every judge the tests need, then runs them.
-#   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb)
+#   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb; -n 0 for one process, as --pdb needs)
 # Installs (each only when its requirements file changed since the last run):
-#   .venvs/test-*     pytest, numpy, pygltflib, mujoco, vermin, unreal-stub    (tests/requirements.txt)
+#   .venvs/test-*     pytest(-xdist), numpy, pygltflib, mujoco, vermin, unreal-stub (tests/requirements.txt)
 #   .venvs/unreal-stub-*  the UE 5.4 and 5.5 API stubs, one folder each     (tests/requirements-unreal-stubs.txt)
 #   .venvs/blender-*  bpy + numpy<2 on Python 3.11                             (tests/requirements-blender.txt)
 #   .venvs/blender42-*  bpy 4.2 LTS, the oldest Blender the extension supports  (tests/requirements-blender42.txt)
@@ -90,4 +90,9 @@ export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
 echo "vermin: the runtime must run on Python 3.8+"
 "$TEST_VENV/bin/vermin" -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
 
-exec "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+# The suite starts hundreds of `kimodo-rig` subprocesses: each starts faster from bytecode cached in
+# __pycache__ (git ignores it), even where the environment says PYTHONDONTWRITEBYTECODE.
+unset PYTHONDONTWRITEBYTECODE
+
+# On every core (pytest-xdist), each test file whole on one worker, so a module's fixtures are built once.
+exec "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider --numprocesses=auto --dist=loadfile tests "$@"

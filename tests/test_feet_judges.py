@@ -461,8 +461,8 @@ def bar_problems(case: Case, got: dict) -> list:
         problems.append("hands sink {:.2f} cm".format(-got["hand_lowest_cm"]))
     if got["skate_cm"] > SKATE_CM * scale:
         problems.append("slides {:.3f} cm a frame".format(got["skate_cm"]))
-    if got["limb_cosine"] < LIMB_BAR[case.kind]:
-        problems.append("limbs off (cosine {:.4f}: {})".format(got["limb_cosine"], np.round(got["limb_cosines"], 3)))
+    if min(got["limb_cosines"]) < LIMB_BAR[case.kind]:  # every limb, not only their mean (issue 8's bar per segment)
+        problems.append("limbs off (worst cosine {:.4f}: {})".format(min(got["limb_cosines"]), np.round(got["limb_cosines"], 3)))
     if got["travel_cosine"] <= 0.99:
         problems.append("travel off its facing (cosine {:.3f})".format(got["travel_cosine"]))
     return problems

@@ -131,6 +131,11 @@ NOT_MET = {
     "feet_mesh_behind_soma07": {"skate_cm": 0.17},
     # The kneel on such feet: the kneeling toe floats (the let-go trade, feet._reach_goals) and slides (0.29).
     "feet_mesh_behind_kneel": {"planted_cm": 29.0, "skate_cm": 0.32},
+    # Every limb held to the bar, not only their mean: on soma_04 the planted left foot's goal lies 4-10 cm
+    # under where the animation has its ankle, more than the left leg reaches; the hips come down for it
+    # (feet._reach_goals) and fold the right leg: thigh_r 0.9894 (on main before this session too; the
+    # Blender-exported robot meets it, 0.994). Session notes 2026-12-01, "skate".
+    "robot_small_soma04": {"worst_limb_cosine": 0.989},
 }
 # Bars held tighter than issue 8's test bar, to the issue's goal (planted feet <= 0.1 cm a frame, better than
 # Kimodo's own) where that was missed: the robot on soma_04 has both feet down on all 151 frames while
@@ -157,13 +162,13 @@ def bar_figures(got: dict) -> dict:
     return {"planted_cm": float(np.abs(planted).max()) / scale if len(planted) else float("inf"),
             "planted_frames": len(planted), "lowest_cm": got["lowest_cm"] / scale,
             "hand_lowest_cm": got["hand_lowest_cm"] / scale, "skate_cm": got["skate_cm"] / scale,
-            "limb_cosine": got["limb_cosine"], "travel_cosine": got["travel_cosine"], "travelled_cm": got["travelled_cm"]}
+            "worst_limb_cosine": min(got["limb_cosines"]), "travel_cosine": got["travel_cosine"], "travelled_cm": got["travelled_cm"]}
 
 
 def missed_bars(case: tfj.Case, figures: dict, instead: dict) -> list:
     """Each bar the figures miss (against `instead`'s figure where given), in words."""
     bars = {"planted_cm": ("<=", tfj.FLOAT_CM), "lowest_cm": (">=", -tfj.SINK_CM), "hand_lowest_cm": (">=", -tfj.SINK_CM),
-            "skate_cm": ("<=", tfj.SKATE_CM), "limb_cosine": (">=", tfj.LIMB_BAR[case.kind])}
+            "skate_cm": ("<=", tfj.SKATE_CM), "worst_limb_cosine": (">=", tfj.LIMB_BAR[case.kind])}
     missed = []
     for key, (way, bar) in bars.items():
         bar = instead.get(key, bar)

@@ -182,8 +182,9 @@ def test_planted_soles_on_the_rest_floor_locked_and_reported(tmp_path, clip, rig
     assert np.abs(planted).max() <= 1.0 * scale, np.sort(np.abs(planted))[-10:]
     assert lowest >= -2.0 * scale
     assert figures["skate"] * 100.0 <= 0.15 * scale
-    cosine = _limb_cosines(out, clip, rig)
-    assert cosine >= (0.97 if clip.startswith("g1") else 0.99)
+    segments = _segment_cosines(out, clip, rig)
+    assert min(segments.values()) >= (0.97 if clip.startswith("g1") else 0.99), segments  # every limb, not their mean
+    cosine = float(np.mean(list(segments.values())))
     # Every report number agrees with the judge's own.
     assert report["facing"] == "+Z"
     assert report["lowest_toe_cm"] == pytest.approx(lowest, abs=0.3 * scale)

@@ -860,15 +860,16 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
-    settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
-    bar = _turn_bar([turns for _, turns in settled], budget)
-    amounts = [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
-               for frame in range(frames)]
-    if _drop_hip(skeleton, tmap, sides, goals, poses, roots, amounts, knee_floors):
+
+    def let_go_amounts() -> List[float]:
         settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
         bar = _turn_bar([turns for _, turns in settled], budget)
-        amounts = [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
-                   for frame in range(frames)]
+        return [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
+                for frame in range(frames)]
+
+    amounts = let_go_amounts()
+    if _drop_hip(skeleton, tmap, sides, goals, poses, roots, amounts, knee_floors):
+        amounts = let_go_amounts()  # the hips rolled: what the lock must still let go
     for frame, amount in enumerate(centred_average(_ease(amounts), BLEND_FRAMES)):
         if amount > 0.0:
             for side in sides:

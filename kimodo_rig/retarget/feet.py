@@ -582,8 +582,8 @@ def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
 
 # The most the pin takes off a one-bone leg's mean cosine over a clip (its bar: 0.99 on SOMA, 0.97 on G1),
 # per Kimodo skeleton; the rest of the bar is left for what the solve and the measure differ by.
-ONE_BONE_BUDGETS = {"g1skel34": 0.025}
-ONE_BONE_BUDGET = 0.008
+ONE_BONE_BUDGETS = {"g1skel34": 0.02}
+ONE_BONE_BUDGET = 0.005
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
 ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
@@ -639,14 +639,20 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             planted[side][frame] = True
         if not here:
             continue
-        move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
-        for side, point, goal in here:
-            hip = add(positions[tmap.bones["thigh_" + side]], move)
-            turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
-            turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
-            ends = (heels[side], soles.toe_points.get(side) or heels[side])
-            last[side] = {id(end): add(hip, quat_rotate(turn, subtract(add(posed_point(end, rotations, positions), move), hip)))
-                          for end in ends}
+        for _ in range(2):  # the turn pitches the foot: its lowest point goes back onto the floor once more
+            move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
+            again = []
+            for side, point, goal in here:
+                hip = add(positions[tmap.bones["thigh_" + side]], move)
+                turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
+                turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
+                ends = (heels[side], soles.toe_points.get(side) or heels[side])
+                last[side] = {id(end): add(hip, quat_rotate(turn, subtract(add(posed_point(end, rotations, positions), move), hip)))
+                              for end in ends}
+                low = min(hip[1] + quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip))[1]
+                          for p in soles.feet[side])
+                again.append((side, point, add(goal, (0.0, floor - low, 0.0))))
+            here = again
     moved = [m or (0.0, 0.0, 0.0) for m in _blend_offsets(moves, [m is not None for m in moves])]
     for side in sides:
         eased = [v or (0.0, 0.0, 0.0) for v in _blend_offsets(turns[side], planted[side])]

@@ -153,11 +153,14 @@ def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
 
 
 def unlocked_legs(tmap: HumanoidMap) -> List[str]:
-    """The sides whose leg the foot lock leaves as the solve has it, in words for the report."""
-    return ["{}: {} leg (no thigh-shin-foot chain): stands on the floor, {}not foot-locked".format(
-        tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless",
-        "carries the hips while planted, " if tmap.has("foot_" + side) else "")
-        for side in SIDES if leg_chain(tmap, side) is None]
+    """The sides whose leg two-bone IK cannot lock, in words for the report: a one-bone leg is locked by
+    the hips and its own direction (`_pin_one_bone_legs`), a leg without a foot is not locked."""
+    return ["{}: one-bone leg (no thigh-shin-foot chain): foot-locked by the hips and the leg's own direction, "
+            "its sole rocking heel to toe".format(tmap.joint_name("thigh_" + side))
+            if not tmap.has("calf_" + side) and tmap.has("foot_" + side) else
+            "{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
+                tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless")
+            for side in SIDES if leg_chain(tmap, side) is None]
 
 
 def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:

@@ -589,6 +589,9 @@ ONE_BONE_BUDGETS = {"g1skel34": 0.02}
 ONE_BONE_BUDGET = 0.005
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
+ONE_BONE_STIFFNESS = 0.001  # m²/m²: what the hips' move costs beside the legs' misses of their pins (squared)
+ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
+ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)
 ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
 ONE_BONE_CLEAR_MAX_DEG = 45.0
 ONE_BONE_ROCK = 0.002  # metres: how much lower a flat foot's other end must go before it rocks onto it
@@ -642,9 +645,9 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             planted[side][frame] = True
         if not here:
             continue
-        for _ in range(2):  # the turn pitches the foot: its lowest point goes back onto the floor once more
+        for _ in range(ONE_BONE_SETTLE):  # the turn pitches the foot: its lowest point goes back onto the floor
             move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
-            again = []
+            again, off = [], 0.0
             for side, point, goal in here:
                 hip = add(positions[tmap.bones["thigh_" + side]], move)
                 turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
@@ -654,7 +657,10 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                               for end in ends}
                 low = min(hip[1] + quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip))[1]
                           for p in soles.feet[side])
-                again.append((side, point, add(goal, (0.0, floor - low, 0.0))))
+                again.append((side, point, add(goal, (0.0, ONE_BONE_DAMPING * (floor - low), 0.0))))
+                off = max(off, abs(floor - low))
+            if off < 1e-3:
+                break
             here = again
     moved = [m or (0.0, 0.0, 0.0) for m in _blend_offsets(moves, [m is not None for m in moves])]
     for side in sides:
@@ -755,32 +761,30 @@ def _hips_reaching(tmap: HumanoidMap, wanted: Sequence[Tuple[str, Point, Vec3]],
     inverse = (1.0 / ONE_BONE_HIPS_LEVEL, 1.0, 1.0 / ONE_BONE_HIPS_LEVEL)
     move = (0.0, 0.0, 0.0)
     for _ in range(ONE_BONE_STEPS):
-        rows, misses = [], []
+        rows, rests = [], []
         for towards, reach in legs:
             gap = subtract(towards, move)
             distance = length(gap)
             if distance < 1e-9:
                 continue
-            rows.append(scale(gap, -1.0 / distance))  # d|towards - move| / d move
-            misses.append(distance - reach)
-        if not rows or max(abs(m) for m in misses) < 1e-6:
+            row = scale(gap, -1.0 / distance)  # d|towards - move| / d move
+            rows.append(row)
+            rests.append(distance - reach - dot(row, move))  # the miss, linear in the move, at no move
+        if not rows:
             break
         weighted = [tuple(r[k] * inverse[k] for k in range(3)) for r in rows]
-        gram = [[dot(a, b) for b in rows] for a in weighted]
+        gram = [[dot(a, b) + (ONE_BONE_STIFFNESS if i == j else 0.0) for j, b in enumerate(rows)] for i, a in enumerate(weighted)]
         if len(rows) == 1:
-            factors = [-misses[0] / max(gram[0][0], 1e-12)]
+            factors = [-rests[0] / gram[0][0]]
         else:
             (a, b), (c, d) = gram
-            a, d = a + 1e-9, d + 1e-9
             det = a * d - b * c
-            if abs(det) < 1e-12:
-                factors = [-(misses[0] + misses[1]) / max(a + b + c + d, 1e-12)] * 2
-            else:
-                factors = [(-misses[0] * d + misses[1] * b) / det, (misses[0] * c - misses[1] * a) / det]
-        step = (0.0, 0.0, 0.0)
+            factors = [(-rests[0] * d + rests[1] * b) / det, (rests[0] * c - rests[1] * a) / det]
+        previous, move = move, (0.0, 0.0, 0.0)
         for f, w in zip(factors, weighted):
-            step = add(step, scale(w, f))
-        move = add(move, step)
+            move = add(move, scale(w, f))
+        if length(subtract(move, previous)) < 1e-6:
+            break
     return move
 
 

@@ -687,65 +687,52 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
 def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float) -> None:
     """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
     and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
-    least that keeps its lowest sole point on the floor, about one axis for each run of such frames: along
-    the leg's mean lean over the run and out to the side (ONE_BONE_OUTWARD of its reach, so a leg hanging
-    straight down swings out), eased over BLEND_FRAMES; not in contact."""
+    least that keeps its lowest sole point on the floor, further along its own lean and out to the side
+    (ONE_BONE_OUTWARD of its lean where it hangs straight down), eased over BLEND_FRAMES; not in contact."""
     skeleton = tmap.skeleton
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
     lateral = 1.0 if side == SIDES[0] else -1.0
-    frames = len(poses)
-    placed, under = [], []
+    needs, axes = [], []
     for frame, (rotations, positions) in enumerate(poses):
-        placed.append([posed_point(p, rotations, positions) for p in soles.feet[side]])
-        under.append(not planted[frame] and min(q[1] for q in placed[-1]) < floor)
-    needs, axes = [0.0] * frames, [None] * frames  # type: List[float], List[Optional[Vec3]]
-    frame = 0
-    while frame < frames:
-        if not under[frame]:
-            frame += 1
+        hip = positions[thigh]
+        placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
+        low = min(placed, key=lambda q: q[1])
+        axes.append(None)
+        needs.append(0.0)
+        if planted[frame] or low[1] >= floor:
             continue
-        end = frame
-        while end + 1 < frames and under[end + 1]:
-            end += 1
-        lean = (0.0, 0.0, 0.0)
-        for u in range(frame, end + 1):
-            positions = poses[u][1]
-            low = min(placed[u], key=lambda q: q[1])
-            outward = normalize(subtract(positions[tmap.bones["thigh_" + SIDES[0]]], positions[tmap.bones["thigh_" + SIDES[1]]]))
-            reach = subtract(low, positions[thigh])
-            lean = add(lean, add((reach[0], 0.0, reach[2]), scale(outward, lateral * ONE_BONE_OUTWARD * length(reach))))
+        outward = normalize(subtract(positions[tmap.bones["thigh_" + SIDES[0]]], positions[tmap.bones["thigh_" + SIDES[1]]]))
+        lean = subtract(low, hip)
+        reach = length(lean)
+        lean = (lean[0] + lateral * outward[0] * ONE_BONE_OUTWARD * reach, 0.0, lean[2] + lateral * outward[2] * ONE_BONE_OUTWARD * reach)
         axis = normalize(cross((0.0, -1.0, 0.0), normalize(lean)))
-        for u in range(max(0, frame - BLEND_FRAMES), min(frames, end + BLEND_FRAMES + 1)):
-            axes[u] = axes[u] or axis
-        if length(axis) > 0.5:
-            for u in range(frame, end + 1):
-                needs[u] = _clearing_turn(placed[u], poses[u][1][thigh], axis, floor)
-        frame = end + 1
-    for frame, angle in enumerate(_ease(needs)):
-        axis = axes[frame]
-        if angle > 0.0 and not planted[frame] and axis is not None:
-            rotations, positions = poses[frame]
-            _turn_about(joints, rotations, positions, positions[thigh], quat_from_axis_angle(axis, angle))
+        if length(axis) < 0.5:
+            continue
 
+        def lowest(angle: float) -> float:
+            turn = quat_from_axis_angle(axis, angle)
+            return min(hip[1] + quat_rotate(turn, subtract(q, hip))[1] for q in placed)
 
-def _clearing_turn(placed: Sequence[Vec3], hip: Vec3, axis: Vec3, floor: float) -> float:
-    """The least turn about `axis` through `hip` (at most ONE_BONE_CLEAR_MAX_DEG) that lifts these points
-    onto the floor."""
-    def lowest(angle: float) -> float:
-        turn = quat_from_axis_angle(axis, angle)
-        return min(hip[1] + quat_rotate(turn, subtract(q, hip))[1] for q in placed)
-
-    low, high = 0.0, math.radians(ONE_BONE_CLEAR_MAX_DEG)
-    if lowest(high) < floor:
-        return high
-    for _ in range(20):
-        middle = (low + high) / 2.0
-        if lowest(middle) >= floor:
-            high = middle
-        else:
-            low = middle
-    return high
+        low_angle, high_angle = 0.0, math.radians(ONE_BONE_CLEAR_MAX_DEG)
+        if lowest(high_angle) < floor:
+            low_angle = high_angle
+        for _ in range(20):
+            middle = (low_angle + high_angle) / 2.0
+            if lowest(middle) >= floor:
+                high_angle = middle
+            else:
+                low_angle = middle
+        needs[frame], axes[frame] = high_angle, axis
+    eased = _ease(needs)
+    for frame, angle in enumerate(eased):
+        if angle <= 0.0 or planted[frame]:
+            continue
+        axis = axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
+        if axis is None:
+            continue
+        rotations, positions = poses[frame]
+        _turn_about(joints, rotations, positions, positions[thigh], quat_from_axis_angle(axis, angle))
 
 
 def _sole_back(soles: Soles, side: str, rotations, positions, height: float) -> Point:

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
 
+import one_bone_judge  # noqa: E402
 import rig_variants as rv  # noqa: E402
 import test_feet_judges as tfj  # noqa: E402
 import test_feet_variants as tfv  # noqa: E402
@@ -61,6 +62,7 @@ class Variant:
     limbs: tuple = tfj.LIMBS
     skip_report: tuple = ()  # report keys the judge cannot place the same way (say why where used)
     hands: str = "hand"  # the part whose bone and everything under it is the hand
+    one_bone_legs: dict = dataclasses.field(default_factory=dict)  # side -> leg bone: skate judged at the sole's touching vertices
 
 
 def _anon(g):
@@ -90,11 +92,14 @@ VARIANTS = {
     # Names and tables.
     "cesium": Variant(rv.MANNEQUIN, (rv.cesium_like,), tfj._parts(tfj.MANNEQUIN_PARTS, lambda n: rv.CESIUM_NAMES.get(n, n))),
     # One-bone limbs: the judge follows the original ankle and hand, carried by the leg and arm bones; the
-    # report measures reach, skate and the limbs' lines at the limb's tip instead (not comparable: the limbs'
-    # means agree within 0.01, their worst frame not, g1_03 upper arm 0.919 at the tip vs 0.945).
+    # report measures reach and the limbs' lines at the limb's tip instead (not comparable: the limbs'
+    # means agree within 0.01, their worst frame not, g1_03 upper arm 0.919 at the tip vs 0.945). A rigid
+    # leg rocks on its sole: the skate is judged at the sole's vertices on the floor (tests/one_bone_judge.py),
+    # as the report measures it (its own vertices and code).
     "kenney": Variant(rv.MANNEQUIN, (rv.kenney_like,), KENNEY, carried=KENNEY_CARRIED,
                       limbs=(("thigh", "foot"), ("upperarm", "hand")),
-                      skip_report=("reach_target_cm", "foot_skate_cm_per_frame", "limb_cosine_min")),
+                      skip_report=("reach_target_cm", "limb_cosine_min"),
+                      one_bone_legs={"l": "leg-left", "r": "leg-right"}),
     "vrm0_back": Variant(rv.MANNEQUIN, (_anon, _vrm(0), lambda g: rv.turn_scene(g, 180.0)), ANON, 180.0, ".vrm"),
     "vrm1": Variant(rv.MANNEQUIN, (_anon, _vrm(1)), ANON, 0.0, ".vrm"),
     "vrm0_cm_z_up": Variant(rv.MANNEQUIN, (_anon, _vrm(0), lambda g: rv.turn_scene(g, 180.0),
@@ -229,6 +234,9 @@ def run_pair(clip: str, name: str, out: Path) -> dict:
     except Exception:  # a judge failure is a finding of its own
         record["problems"].append("judge failed: " + traceback.format_exc().strip().splitlines()[-1])
         return record
+    if variant.one_bone_legs:
+        got["skate_cm_at_channel_points"] = got["skate_cm"]
+        got["skate_cm"] = one_bone_judge.sole_slide(glb, judged, variant.one_bone_legs, contacts)["skate_cm"]
     record["problems"] += tfv.missed_bars(case, tfv.bar_figures(got), {})
     record["problems"] += tfv.report_differences(case, report, got, {key: float("inf") for key in variant.skip_report})
     planted = got["planted_cm"]
@@ -239,6 +247,8 @@ def run_pair(clip: str, name: str, out: Path) -> dict:
         "skate_cm": round(got["skate_cm"], 3), "limb_cosine": round(got["limb_cosine"], 4),
         "limb_cosine_min_segment": round(min(got["limb_cosines"]), 4), "limb_cosine_min": round(got["limb_cosine_min"], 4),
         "legs_match": round(got["legs_match"], 4), "facing": got["facing"], "travel_cosine": round(got["travel_cosine"], 4)}
+    if "skate_cm_at_channel_points" in got:
+        record["figures"]["skate_cm_at_channel_points"] = round(got["skate_cm_at_channel_points"], 3)
     record["report"] = {k: report.get(k) for k in ("facing", "lowest_toe_cm", "planted_sole_cm", "foot_skate_cm_per_frame",
                                                    "limb_cosine_mean", "limb_cosine_min", "arms_match", "legs_match",
                                                    "travel_cosine", "notes", "facing_warning")}

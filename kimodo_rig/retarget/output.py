@@ -16,11 +16,11 @@ from ..formats import glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
-from ..rotations import Vec3, dot, sphere_directions, subtract
+from ..rotations import Vec3, dot, length, sphere_directions, subtract
 from . import character_glb, feet
 from .character import Target
 from .mapping import SIDES
-from .report import FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report
+from .report import REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
@@ -221,8 +221,9 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
     contacts = feet.source_contacts(source, info.source_map, source_positions)
     figures = FeetFigures(
         lowest_cm=100.0 * (min(min(track) for track in geometry.lowest.values()) - geometry.rest_floor),
-        skate_cm=foot_skate({side: (_on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill))
-                             for side in SIDES}, contacts),
+        skate_cm=_one_bone_skate(geometry, treadmill, contacts) if geometry.soles else foot_skate(
+            {side: (_on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill))
+             for side in SIDES}, contacts),
         planted_cm=_planted(geometry, contacts),
         height_cm=100.0 * geometry.height,
         measured_at="skinned mesh" if geometry.from_mesh else "joints",
@@ -246,6 +247,37 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         facing_warning=facing_warning,
         feet=figures,
     )
+
+
+SOLE_TOUCH_CM = 1.0  # per 1.7 m: a sole vertex this close to the rest floor is on it
+
+
+def _one_bone_skate(geometry: "_Feet", treadmill, contacts) -> Optional[float]:
+    """Planted feet's slide, cm a frame, where a leg is one bone (it rocks on its sole, so the end Kimodo's
+    heel or toe channel names may lift): the mean horizontal step of the followed sole vertices on the
+    floor (within SOLE_TOUCH_CM) at both ends of a step the foot is planted at; the other legs as
+    `foot_skate` has them. None without such a step."""
+    touch = SOLE_TOUCH_CM / 100.0 * geometry.height / (REFERENCE_HEIGHT_CM / 100.0)
+    steps = []
+    for side in SIDES:
+        flags = contacts[side]
+        if side not in geometry.soles:
+            heel, toe = _on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill)
+            for channel, track in ((0, heel), (1, toe)):
+                steps.extend(length(subtract(track[t + 1], track[t])) for t in range(min(len(track), len(flags)) - 1)
+                             if flags[t][channel] and flags[t + 1][channel])
+            continue
+        frames = geometry.soles[side]
+        shift = treadmill or [(0.0, 0.0)] * len(frames)
+        for t in range(min(len(frames), len(flags)) - 1):
+            if not (any(flags[t]) and any(flags[t + 1])):
+                continue
+            moved = [math.hypot(b[0] + shift[t + 1][0] - a[0] - shift[t][0], b[2] + shift[t + 1][1] - a[2] - shift[t][1])
+                     for a, b in zip(frames[t], frames[t + 1])
+                     if a[1] - geometry.rest_floor <= touch and b[1] - geometry.rest_floor <= touch]
+            if moved:
+                steps.append(sum(moved) / len(moved))
+    return 100.0 * sum(steps) / len(steps) if steps else None
 
 
 def _facing(geometry: "_Feet") -> Tuple[float, str, str]:
@@ -286,6 +318,7 @@ class _Feet:
     from_mesh: bool = False
     notes: List[str] = field(default_factory=list)
     bone_toe: Dict[str, Vec3] = field(default_factory=dict)  # the foot joint's first child at bind, per side
+    soles: Dict[str, List[List[Vec3]]] = field(default_factory=dict)  # a one-bone leg's followed vertices, per frame
 
 
 def _planted(geometry: _Feet, contacts) -> Optional[float]:
@@ -450,6 +483,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     lowest: Dict[str, List[float]] = {side: [] for side in SIDES}
     bind_toe: Dict[str, Vec3] = {}
     front: Dict[str, Optional[Tuple]] = {}
+    soles: Dict[str, List[List[Vec3]]] = {}
     if with_mesh:
         rest_floor = min(p[0][1] for side in SIDES for p in points[side])
         height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
@@ -481,13 +515,15 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             if with_mesh:
                 posed = [_skin(world, v, terms, joint_matrices) for _, v, terms in points[side]]
                 lowest[side].append(min(p[1] for p in posed))
+                if feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side):
+                    soles.setdefault(side, []).append(posed)
                 toe[side].append(_skin(world, front[side][1], front[side][2], joint_matrices) if toe_nodes[side] is None else  # type: ignore[index]
                                  tuple(world[toe_nodes[side]][12:15]))  # type: ignore[index]
             else:
                 lowest[side].append(min(world[n][13] for n in foot_nodes[side]))
                 tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
                 toe[side].append(tuple(world[tip_node][12:15]))  # type: ignore[arg-type]
-    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes, bone_toe)
+    return _Feet(heel, toe, lowest, rest_floor, height, bind, bind_toe, with_mesh, notes, bone_toe, soles)
 
 
 def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle: Vec3,

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from ..errors import KimodoError
 from ..model import Skeleton
@@ -184,7 +184,8 @@ _SUFFIX_SIDE = re.compile(r"(?:[._\- ])(l|r|left|right)$", re.I)
 _WORD_SIDE = re.compile(r"^(left|right)", re.I)
 _CAMEL_SIDE = re.compile(r"[a-z0-9]([LR])$")
 _LETTER_SIDE = re.compile(r"^([LRlr])(?:[A-Z_.\-]|(?=(?:hand|foot|thumb|fingers|shoulder|collar|hip|knee|ankle|toe|elbow|wrist|arm|leg)))")
-_FINGER_WORD = re.compile(r"^(?:hand)?f?(thumb|index|middle|ring|pinky|little|pinkie)(\d*)$")
+# Unity's humanoid names number the phalanges in words (LeftIndexProximal .. Distal), CC and Daz say Mid.
+_FINGER_WORD = re.compile(r"^(?:hand)?f?(thumb|index|middle|mid|ring|pinky|little|pinkie)(\d*|proximal|intermediate|distal)$")
 
 _WORDS = {
     "thigh": "thigh", "upleg": "thigh", "upperleg": "thigh", "legupper": "thigh",
@@ -192,10 +193,11 @@ _WORDS = {
     "calf": "calf", "shin": "calf", "lowerleg": "calf", "leglower": "calf", "knee": "calf", "crus": "calf",
     "foot": "foot", "ankle": "foot",
     "toe": "toe", "toes": "toe", "toebase": "toe", "ball": "toe", "toe0": "toe",
+    "thighbend": "thigh",  # Daz Genesis 8: lThighBend > lThighTwist > lShin (the twist is in the chain)
     "clavicle": "clavicle", "collar": "clavicle", "collarbone": "clavicle",
     "shoulder": "shoulder", "arm": "arm",
-    "upperarm": "upperarm", "uparm": "upperarm", "armupper": "upperarm",
-    "forearm": "lowerarm", "lowerarm": "lowerarm", "elbow": "lowerarm", "armlower": "lowerarm",
+    "upperarm": "upperarm", "uparm": "upperarm", "armupper": "upperarm", "shldr": "upperarm", "shldrbend": "upperarm",
+    "forearm": "lowerarm", "lowerarm": "lowerarm", "elbow": "lowerarm", "armlower": "lowerarm", "forearmbend": "lowerarm",
     "hand": "hand", "wrist": "hand",
 }
 _CENTRE_WORDS = {
@@ -293,8 +295,21 @@ def _common_ancestor(skeleton: Skeleton, a: int, b: int) -> int:
     return 0
 
 
-def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
-    """Canonical part -> joint from names; also finger end joints. Missing parts are simply absent."""
+_DEFORM_RANK = ((re.compile(r"^def[-_.]", re.I), 0), (re.compile(r"^org[-_.]", re.I), 2), (re.compile(r"^mch[-_.]", re.I), 3))
+
+
+def _preference(skeleton: Skeleton, joint: int, skinned: Optional[FrozenSet[int]]) -> Tuple[int, int]:
+    """Which of several bones with the same part's name plays it, best first: one that carries skinned
+    vertices (where the file has a mesh), then by Blender's prefixes a deform bone (Rigify's DEF-) before a
+    plain one (a control) before an original (ORG-) before a mechanism bone (MCH-)."""
+    name = skeleton.joint_names[joint]
+    rank = next((rank for pattern, rank in _DEFORM_RANK if pattern.match(name)), 1)
+    return (0 if skinned is None or joint in skinned else 1, rank)
+
+
+def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """Canonical part -> joint from names; also finger end joints. Missing parts are simply absent.
+    `skinned`: the joints that carry vertices (None: not known), preferred where names tie."""
     positions = rest_positions(skeleton)
     words: Dict[Tuple[str, str], List[int]] = {}
     centre: Dict[str, List[int]] = {}
@@ -327,7 +342,7 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         if word:
             words.setdefault((side, word), []).append(joint)
         elif finger:
-            kind = "pinky" if finger.group(1) in ("little", "pinkie") else finger.group(1)
+            kind = {"little": "pinky", "pinkie": "pinky", "mid": "middle"}.get(finger.group(1), finger.group(1))
             fingers.setdefault((side, kind), []).append((joint, base))
         elif re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)\w*(end|nub|tip)$", base):
             kind = re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)", base).group(1)  # type: ignore[union-attr]
@@ -346,7 +361,7 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
 
     def first(side: str, *kinds: str) -> Optional[int]:
         found = [j for kind in kinds for j in words.get((side, kind), [])]
-        return min(found, key=lambda j: _depth(skeleton, j)) if found else None
+        return min(found, key=lambda j: (_preference(skeleton, j, skinned), _depth(skeleton, j))) if found else None
 
     for side in SIDES:
         _spread_numbered_chain(skeleton, words, side)
@@ -388,6 +403,9 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         for finger in FINGERS:
             joints = sorted(fingers.get((side, finger), []), key=lambda item: _depth(skeleton, item[0]))
             chain = [j for j, base in joints if not base.endswith(("end", "nub", "tip"))]
+            if chain:  # the finger's deform chain only (Rigify's DEF-f_index.01.L .. beside ORG- copies)
+                best = min(_preference(skeleton, j, skinned) for j in chain)
+                chain = [j for j in chain if _preference(skeleton, j, skinned) == best]
             if len(chain) > FINGER_JOINTS:
                 chain = chain[-FINGER_JOINTS:]  # a metacarpal first
             for k, joint in enumerate(chain):
@@ -396,15 +414,25 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
             ends += [j for j, _ in fingers.get((side, finger + ":end"), [])]
             if ends:
                 finger_ends[finger + "_" + side] = ends[0]
+    def hips_above(joint: int) -> int:
+        """The hips: the named hips bone at or above `joint` (the deepest, skinned first), else `joint`."""
+        named = [j for j in centre.get("hips", []) if j in _ancestors(skeleton, joint)]
+        if not named:
+            return joint
+        return min(named, key=lambda j: (_preference(skeleton, j, skinned), -_depth(skeleton, j)))
+
     thighs = [bones.get("thigh_l"), bones.get("thigh_r")]
     if None not in thighs:
-        lca = _common_ancestor(skeleton, thighs[0], thighs[1])  # type: ignore[arg-type]
-        named = [j for j in centre.get("hips", []) if j in _ancestors(skeleton, lca)]
-        bones["hips"] = max(named, key=lambda j: _depth(skeleton, j)) if named else lca
+        bones["hips"] = hips_above(_common_ancestor(skeleton, thighs[0], thighs[1]))  # type: ignore[arg-type]
     arms = [bones.get("clavicle_l", bones.get("upperarm_l")), bones.get("clavicle_r", bones.get("upperarm_r"))]
     if "hips" in bones and None not in arms:
         chest = _common_ancestor(skeleton, arms[0], arms[1])  # type: ignore[arg-type]
         path = _ancestors(skeleton, chest)
+        if bones["hips"] not in path:
+            # The thighs hang off a pelvis bone beside the spine (Character Creator's CC_Base_Hip >
+            # CC_Base_Pelvis > thighs and CC_Base_Hip > CC_Base_Waist > spine; Daz's hip > pelvis): the hips
+            # are the bone that carries both.
+            bones["hips"] = hips_above(_common_ancestor(skeleton, bones["hips"], chest))
         if bones["hips"] in path:
             spine = list(reversed(path[: path.index(bones["hips"])]))
             for k, joint in enumerate(spine):
@@ -507,17 +535,20 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
 
 
 def map_humanoid(skeleton: Skeleton, source: str = "",
-                 feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None) -> HumanoidMap:
+                 feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None,
+                 skinned: Optional[FrozenSet[int]] = None) -> HumanoidMap:
     """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
     legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
     the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
-    (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing."""
+    (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing;
+    `skinned` (the joints that carry vertices, None where not known) picks the deform bone among bones
+    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls)."""
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
         # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
         # rest feet average 2 degrees off).
         return _map_from_table(skeleton, _kimodo_tables()[kimodo])
-    bones, finger_ends = _map_by_names(skeleton)
+    bones, finger_ends = _map_by_names(skeleton, skinned)
     whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
                     "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)

@@ -824,3 +824,12 @@ def unity_humanoid_like(gltf: pygltflib.GLTF2) -> None:
     UpperChest, LeftUpperLeg, LeftLowerLeg, LeftToes, LeftUpperArm, LeftLowerArm, LeftIndexProximal ...),
     as a character saved from a Unity project carries them."""
     rename(gltf, lambda n: UNITY_NAMES.get(n[len("mixamorig:"):], n) if n.startswith("mixamorig:") else n)
+
+
+def rigify_split_like(gltf: pygltflib.GLTF2) -> None:
+    """A Rigify rig whose deform bones are not one tree (as older Rigify generates them): the DEF- thighs
+    and shoulders hang off the ORG- spine, so the skinned DEF- spine is on a branch of its own."""
+    rigify_like(gltf)
+    for s in "LR":
+        reparent(gltf, "DEF-thigh." + s, "ORG-spine")
+        reparent(gltf, "DEF-shoulder." + s, "ORG-spine.003")

@@ -562,7 +562,33 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
                                       "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
         LOG.warning("%s", message)
         hmap = replace(hmap, warnings=hmap.warnings + (message,))
+    if skinned:
+        stranded = _stranded_skinned(hmap, skinned)
+        if stranded:
+            names = [skeleton.joint_names[j] for j in stranded]
+            message = ("{}: {} skinned bone{} outside the bones the map drives (the hips {} and the mapped parts, "
+                       "with all below them) will not move: {}{} (deform bones that hang off control or ORG- bones, as "
+                       "a Rigify rig's DEF- bones can: parent each to the deform bone above it before exporting)".format(
+                           source or skeleton.name, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
+                           ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
+            LOG.warning("%s", message)
+            hmap = replace(hmap, warnings=hmap.warnings + (message,))
     return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
+
+
+def _stranded_skinned(hmap: HumanoidMap, skinned: FrozenSet[int]) -> List[int]:
+    """Skinned joints that nothing the retarget drives moves: neither a mapped part nor below one, nor
+    above the hips (a root bone carries the root motion)."""
+    skeleton = hmap.skeleton
+    moving = set()
+    stack = list(hmap.bones.values())
+    while stack:
+        joint = stack.pop()
+        if joint not in moving:
+            moving.add(joint)
+            stack.extend(skeleton.children(joint))
+    above = set(_ancestors(skeleton, hmap.bones["hips"]))
+    return [j for j in sorted(skinned, key=lambda j: (_depth(skeleton, j), j)) if j not in moving and j not in above]
 
 
 def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...]:

@@ -761,17 +761,33 @@ DAZ_NAMES.update(_mannequin_names(lambda part, s, finger, k: s + (DAZ_PARTS[part
                                                                   else DAZ_FINGERS[finger] + str(k))))
 
 
+DAZ9_PARTS = {"clavicle": "shoulder", "upperarm": "upperarm", "lowerarm": "forearm", "hand": "hand", "thigh": "thigh",
+              "calf": "shin", "foot": "foot", "ball": "toes"}
+DAZ9_NAMES = {"Root": "Genesis9", "mpfb_rig": "Genesis9.Armature", "pelvis": "hip", "spine_01": "spine1",
+              "spine_02": "spine2", "spine_03": "spine3", "neck_01": "neck1", "head": "head"}
+DAZ9_NAMES.update(_mannequin_names(lambda part, s, finger, k: "{}_{}".format(
+    s, DAZ9_PARTS[part] if part != "finger" else ("mid" if finger == "middle" else finger) + str(k))))
+
+
+def _daz_trunk(gltf: pygltflib.GLTF2, thighs: Sequence[str], chest: Sequence[str], collars: Sequence[str],
+               neck: Sequence[str]) -> None:
+    """Daz's trunk on the renamed mannequin: a pelvis under the hip holding the thighs, an upper chest
+    (chest = (lower chest, its new name, the neck above)) holding the collars, a second neck bone."""
+    add_joint_above(gltf, "pelvis", "hip", thighs)
+    insert_joint(gltf, chest[1], chest[0], chest[2], 0.5)
+    for collar in collars:
+        reparent(gltf, collar, chest[1])
+    insert_joint(gltf, neck[1], neck[0], "head", 0.5)
+
+
 def daz_genesis8_like(gltf: pygltflib.GLTF2) -> None:
     """The mannequin as Daz Genesis 8 is rigged: hip > pelvis > lThighBend > lThighTwist > lShin > lFoot >
     lMetatarsals > lToe; hip > abdomenLower > abdomenUpper > chestLower > chestUpper > neckLower > neckUpper >
     head; chestUpper > lCollar > lShldrBend > lShldrTwist > lForearmBend > lForearmTwist > lHand. The twist
     bones sit IN the chain, halfway, carrying the far half of the bone's vertices."""
     rename(gltf, DAZ_NAMES)
-    add_joint_above(gltf, "pelvis", "hip", ["lThighBend", "rThighBend"])
-    insert_joint(gltf, "chestUpper", "chestLower", "neckLower", 0.5)
-    for s in "lr":
-        reparent(gltf, s + "Collar", "chestUpper")
-    insert_joint(gltf, "neckUpper", "neckLower", "head", 0.5)
+    _daz_trunk(gltf, ["lThighBend", "rThighBend"], ("chestLower", "chestUpper", "neckLower"), ["lCollar", "rCollar"],
+               ("neckLower", "neckUpper"))
     for s in "lr":
         for bone, toward in (("ThighBend", "Shin"), ("ShldrBend", "ForearmBend"), ("ForearmBend", "Hand")):
             twist = s + bone.replace("Bend", "Twist")
@@ -783,18 +799,8 @@ def daz_genesis9_like(gltf: pygltflib.GLTF2) -> None:
     """The mannequin as Daz Genesis 9 names it: hip > pelvis > l_thigh > l_shin > l_foot > l_toes,
     spine1..4, neck1/2, head, l_shoulder > l_upperarm > l_forearm > l_hand, twist bones l_thightwist1,
     l_upperarmtwist1, l_forearmtwist1 as children lying along their limb bone."""
-    parts = {"clavicle": "shoulder", "upperarm": "upperarm", "lowerarm": "forearm", "hand": "hand", "thigh": "thigh",
-             "calf": "shin", "foot": "foot", "ball": "toes"}
-    names = {"Root": "Genesis9", "mpfb_rig": "Genesis9.Armature", "pelvis": "hip", "spine_01": "spine1",
-             "spine_02": "spine2", "spine_03": "spine3", "neck_01": "neck1", "head": "head"}
-    names.update(_mannequin_names(lambda part, s, finger, k: "{}_{}".format(
-        s, parts[part] if part != "finger" else ("mid" if finger == "middle" else finger) + str(k))))
-    rename(gltf, names)
-    add_joint_above(gltf, "pelvis", "hip", ["l_thigh", "r_thigh"])
-    insert_joint(gltf, "spine4", "spine3", "neck1", 0.5)
-    for s in "lr":
-        reparent(gltf, s + "_shoulder", "spine4")
-    insert_joint(gltf, "neck2", "neck1", "head", 0.5)
+    rename(gltf, DAZ9_NAMES)
+    _daz_trunk(gltf, ["l_thigh", "r_thigh"], ("spine3", "spine4", "neck1"), ["l_shoulder", "r_shoulder"], ("neck1", "neck2"))
     for s in "lr":
         for bone, toward in (("thigh", "shin"), ("upperarm", "forearm"), ("forearm", "hand")):
             insert_joint(gltf, "{}_{}twist1".format(s, bone), "{}_{}".format(s, bone), "{}_{}".format(s, toward), 0.5,

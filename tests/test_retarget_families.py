@@ -40,7 +40,7 @@ FAMILIES = {
                      ["hip", "abdomenLower", "abdomenUpper", "chestLower", "chestUpper", "", "neckLower", "neckUpper", "head"],
                      rv.DAZ_NAMES),
     "daz_genesis9": (rv.MANNEQUIN, rv.daz_genesis9_like,
-                     ["hip", "spine1", "spine2", "spine3", "spine4", "", "neck1", "neck2", "head"], None),
+                     ["hip", "spine1", "spine2", "spine3", "spine4", "", "neck1", "neck2", "head"], rv.DAZ9_NAMES),
     "mixamorig1": (rv.MIXAMO, rv.mixamo_prefix("mixamorig1:"), None, lambda n: n.replace("mixamorig:", "mixamorig1:")),
     "mixamorig2": (rv.MIXAMO, rv.mixamo_prefix("mixamorig2:"), None, lambda n: n.replace("mixamorig:", "mixamorig2:")),
     "mixamo_no_prefix": (rv.MIXAMO, rv.mixamo_prefix(""), None, lambda n: n.replace("mixamorig:", "")),
@@ -49,20 +49,11 @@ FAMILIES = {
 }
 
 
-def _daz9_name(name: str) -> str:
-    parts = {"clavicle": "shoulder", "lowerarm": "forearm", "calf": "shin", "ball": "toes", "middle": "mid"}
-    word, _, side = name.rpartition("_")
-    word = word.replace("_0", "")
-    for old, new in parts.items():
-        word = word.replace(old, new)
-    return "{}_{}".format(side, word)
-
-
 def expected_map(family: str) -> dict:
     """The base rig's automatic map with each bone under the family's name, the trunk as listed."""
     base, _, trunk, names = FAMILIES[family]
     base_map = json.loads(run_cli("map", base, "--json").stdout)
-    rename = _daz9_name if family == "daz_genesis9" else names if callable(names) else lambda n: names.get(n, n)
+    rename = names if callable(names) else lambda n: names.get(n, n)
     expected = {part: rename(bone) for part, bone in base_map.items() if trunk is None or part not in TRUNK}
     if trunk is not None:
         expected.update({part: bone for part, bone in zip(TRUNK, trunk) if bone})

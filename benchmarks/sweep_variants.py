@@ -94,6 +94,9 @@ FAMILY_PARTS = {
                      "upperarm": "{s}_upperarm", "lowerarm": "{s}_forearm", "hand": "{s}_hand"},
     "unity_humanoid": {"hips": "Hips", "thigh": "{Side}UpperLeg", "calf": "{Side}LowerLeg", "foot": "{Side}Foot",
                        "toe": "{Side}Toes", "upperarm": "{Side}UpperArm", "lowerarm": "{Side}LowerArm", "hand": "{Side}Hand"},
+    "biped": {"hips": "Bip01 Pelvis", "thigh": "Bip01 {S} Thigh", "calf": "Bip01 {S} Calf", "foot": "Bip01 {S} Foot",
+              "toe": "Bip01 {S} Toe0", "upperarm": "Bip01 {S} UpperArm", "lowerarm": "Bip01 {S} Forearm",
+              "hand": "Bip01 {S} Hand"},
 }
 for _name, _prefix in (("mixamorig1", "mixamorig1:"), ("mixamorig2", "mixamorig2:"), ("mixamo_no_prefix", "")):
     FAMILY_PARTS[_name] = {k: _prefix + v[len("mixamorig:"):] for k, v in tfj.MIXAMO_PARTS.items()}
@@ -155,6 +158,7 @@ VARIANTS = {
     "mixamorig2": Variant(rv.MIXAMO, (rv.mixamo_prefix("mixamorig2:"),), tfj._parts(FAMILY_PARTS["mixamorig2"])),
     "mixamo_no_prefix": Variant(rv.MIXAMO, (rv.mixamo_prefix(""),), tfj._parts(FAMILY_PARTS["mixamo_no_prefix"])),
     "unity_humanoid": Variant(rv.MIXAMO, (rv.unity_humanoid_like,), tfj._parts(FAMILY_PARTS["unity_humanoid"])),
+    "biped": Variant(rv.MANNEQUIN, (rv.biped_like,), tfj._parts(FAMILY_PARTS["biped"])),
 }
 
 

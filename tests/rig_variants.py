@@ -839,3 +839,24 @@ def rigify_split_like(gltf: pygltflib.GLTF2) -> None:
     for s in "LR":
         reparent(gltf, "DEF-thigh." + s, "ORG-spine")
         reparent(gltf, "DEF-shoulder." + s, "ORG-spine.003")
+
+
+BIPED_PARTS = {"clavicle": "Clavicle", "upperarm": "UpperArm", "lowerarm": "Forearm", "hand": "Hand", "thigh": "Thigh",
+               "calf": "Calf", "foot": "Foot", "ball": "Toe0"}
+BIPED_NAMES = {"Root": "Bip01", "mpfb_rig": "Biped", "pelvis": "Bip01 Pelvis", "spine_01": "Bip01 Spine",
+               "spine_02": "Bip01 Spine1", "spine_03": "Bip01 Spine2", "neck_01": "Bip01 Neck", "head": "Bip01 Head"}
+BIPED_NAMES.update(_mannequin_names(lambda part, s, finger, k: "Bip01 {} {}".format(
+    s.upper(), BIPED_PARTS[part] if part != "finger" else "Finger{}{}".format(
+        _FINGER_WORDS.index(finger), "" if k == 1 else k - 1))))
+
+
+def biped_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as 3ds Max's Biped (Character Studio) names and parents it: `Bip01 L Thigh` with a
+    space, the thighs off `Bip01 Spine` (not the pelvis), the clavicles off `Bip01 Neck`, fingers
+    `Bip01 L Finger0` (thumb) .. `Finger4` (pinky) with their joints `Finger01`, `Finger02`, and an unskinned
+    `Bip01 Footsteps` under the root."""
+    rename(gltf, BIPED_NAMES)
+    for s in "LR":
+        reparent(gltf, "Bip01 {} Thigh".format(s), "Bip01 Spine")
+        reparent(gltf, "Bip01 {} Clavicle".format(s), "Bip01 Neck")
+    add_controls(gltf, [("Bip01 Footsteps", "Bip01", "Bip01")])

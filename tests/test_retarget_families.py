@@ -1,7 +1,7 @@
 """`kimodo-rig map` and `kimodo-rig retarget` onto the rig FAMILIES users bring most, built the way their
 exporters write them (tests/rig_variants.py: a Rigify generated rig with all its bones, the UE5
 mannequin's twist and IK bones, Character Creator / iClone, Daz Genesis 8 and 9, Mixamo's other
-prefixes and none, Unity's humanoid names). The printed map must name the family's deform chain part for
+prefixes and none, Unity's humanoid names, 3ds Max Biped). The printed map must name the family's deform chain part for
 part (never an ORG- copy, a control, an IK bone or a twist segment); the retarget is judged from the
 written file by numpy skinning and FK (tests/feet_judge.judge_case through benchmarks/sweep_variants:
 limb cosine >= 0.99 SOMA / 0.97 G1 per limb in the character's frame, planted soles within 1 cm of the
@@ -46,6 +46,8 @@ FAMILIES = {
     "mixamo_no_prefix": (rv.MIXAMO, rv.mixamo_prefix(""), None, lambda n: n.replace("mixamorig:", "")),
     "unity_humanoid": (rv.MIXAMO, rv.unity_humanoid_like, None,
                        lambda n: rv.UNITY_NAMES.get(n.replace("mixamorig:", ""), n)),
+    "biped": (rv.MANNEQUIN, rv.biped_like, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2", "", "",
+                                            "Bip01 Neck", "", "Bip01 Head"], rv.BIPED_NAMES),
 }
 
 

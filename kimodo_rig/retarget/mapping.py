@@ -183,7 +183,9 @@ _PREFIX = re.compile(r"^(mixamorig\d*[:_]?|def[-_]|org[-_]|mch[-_]|bip\d*[ _]|b_
 _SUFFIX_SIDE = re.compile(r"(?:[._\- ])(l|r|left|right)$", re.I)
 _WORD_SIDE = re.compile(r"^(left|right)", re.I)
 _CAMEL_SIDE = re.compile(r"[a-z0-9]([LR])$")
-_LETTER_SIDE = re.compile(r"^([LRlr])(?:[A-Z_.\-]|(?=(?:hand|foot|thumb|fingers|shoulder|collar|hip|knee|ankle|toe|elbow|wrist|arm|leg)))")
+_LETTER_SIDE = re.compile(r"^([LRlr])(?:[A-Z_.\- ]|(?=(?:hand|foot|thumb|fingers|shoulder|collar|hip|knee|ankle|toe|elbow|wrist|arm|leg)))")
+# 3ds Max Biped: `Bip01 L Finger0` is the thumb .. `Finger4` the pinky, `Finger01`, `Finger02` its joints.
+_BIPED_FINGER = re.compile(r"^finger([0-4])\d?$")
 # Unity's humanoid names number the phalanges in words (LeftIndexProximal .. Distal), CC and Daz say Mid.
 _FINGER_WORD = re.compile(r"^(?:hand)?f?(thumb|index|middle|mid|ring|pinky|little|pinkie)(\d*|proximal|intermediate|distal)$")
 
@@ -320,7 +322,8 @@ def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) 
         side, base = split_side(name)
         word = _WORDS.get(base)
         finger = _FINGER_WORD.match(base)
-        if word is None and not finger:
+        biped_finger = _BIPED_FINGER.match(base)
+        if word is None and not finger and not biped_finger:
             numbered = _numbered_limb(name)
             if numbered is not None:
                 side, word = numbered
@@ -344,6 +347,8 @@ def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) 
         elif finger:
             kind = {"little": "pinky", "pinkie": "pinky", "mid": "middle"}.get(finger.group(1), finger.group(1))
             fingers.setdefault((side, kind), []).append((joint, base))
+        elif biped_finger:
+            fingers.setdefault((side, FINGERS[int(biped_finger.group(1))]), []).append((joint, base))
         elif re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)\w*(end|nub|tip)$", base):
             kind = re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)", base).group(1)  # type: ignore[union-attr]
             fingers.setdefault((side, kind + ":end"), []).append((joint, base))
@@ -435,14 +440,16 @@ def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) 
             bones["hips"] = hips_above(_common_ancestor(skeleton, bones["hips"], chest))
         if bones["hips"] in path:
             spine = list(reversed(path[: path.index(bones["hips"])]))
-            for k, joint in enumerate(spine):
+            # 3ds Max Biped hangs the clavicles off `Bip01 Neck`: a bone named neck there starts the neck.
+            neck_at_chest = len(spine) > 1 and split_side(skeleton.joint_names[chest])[1].startswith("neck")
+            for k, joint in enumerate(spine[:-1] if neck_at_chest else spine):
                 bones["spine_{}".format(k)] = joint
             heads = [j for j in centre.get("head", []) if chest in _ancestors(skeleton, j) and j != chest]
             if heads:
                 head = min(heads, key=lambda j: _depth(skeleton, j))
                 bones["head"] = head
                 neck = list(reversed(_ancestors(skeleton, head)[1: _ancestors(skeleton, head).index(chest)]))
-                for k, joint in enumerate(neck):
+                for k, joint in enumerate(([chest] if neck_at_chest else []) + neck):
                     bones["neck_{}".format(k)] = joint
             else:
                 _map_head_by_geometry(skeleton, positions, chest, bones)

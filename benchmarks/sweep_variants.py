@@ -159,6 +159,8 @@ VARIANTS = {
     "mixamo_no_prefix": Variant(rv.MIXAMO, (rv.mixamo_prefix(""),), tfj._parts(FAMILY_PARTS["mixamo_no_prefix"])),
     "unity_humanoid": Variant(rv.MIXAMO, (rv.unity_humanoid_like,), tfj._parts(FAMILY_PARTS["unity_humanoid"])),
     "biped": Variant(rv.MANNEQUIN, (rv.biped_like,), tfj._parts(FAMILY_PARTS["biped"])),
+    # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
+    "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }
 
 

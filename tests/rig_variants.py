@@ -671,8 +671,9 @@ RIGIFY_NAMES.update(_mannequin_names(lambda part, s, finger, k: "DEF-{}.{}".form
 def rigify_like(gltf: pygltflib.GLTF2) -> None:
     """The mannequin as a Rigify GENERATED rig exported to glTF with all its bones: the skinned DEF- chain
     with its bendy segments (DEF-thigh.L.001, DEF-shin.L.001, DEF-upper_arm.L.001, DEF-forearm.L.001,
-    DEF-spine.005 in the neck), an unskinned ORG- copy of every bone at the same places (no segments), and
-    controls and mechanism bones no vertex follows (root, torso, hips, chest, neck, head, shoulder.L,
+    DEF-spine.005 in the neck), an unskinned ORG- copy of every bone at the same places (no segments), the
+    DEF- fingers hanging off the ORG- hand (as Rigify parents them, off its ORG- palms), and controls and
+    mechanism bones no vertex follows (root, torso, hips, chest, neck, head, shoulder.L,
     thigh_fk.L .. toe.L, foot_ik.L, MCH-thigh_ik.L, thigh_parent.L, hand_ik.L, tweaks)."""
     copy_tree(gltf, "pelvis", "Root", lambda n: "ORG-" + RIGIFY_NAMES.get(n, n)[4:] if n in RIGIFY_NAMES else "ORG-" + n)
     rename(gltf, RIGIFY_NAMES)
@@ -701,6 +702,10 @@ def rigify_like(gltf: pygltflib.GLTF2) -> None:
                      ("foot_heel_ik." + s, "foot_ik." + s, d("foot")), ("MCH-thigh_ik_target." + s, "foot_ik." + s, d("foot")),
                      ("thigh_tweak." + s, "thigh_fk." + s, d("thigh")), ("shin_tweak." + s, "shin_fk." + s, d("shin"))]
     add_controls(gltf, controls)
+    # Rigify's DEF- fingers hang off ORG- bones (its palms), not off DEF-hand.L.
+    for s in "LR":
+        for finger in ("thumb", "f_index", "f_middle", "f_ring", "f_pinky"):
+            reparent(gltf, "DEF-{}.01.{}".format(finger, s), "ORG-hand." + s)
 
 
 def ue5_like(gltf: pygltflib.GLTF2) -> None:

@@ -13,10 +13,12 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rig_variants as rv
 from conftest import ROOT, run_cli
+from gltf_judge import Glb
 from kimodo_rig.retarget import character, mapping
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -46,6 +48,9 @@ FAMILIES = {
     "mixamo_no_prefix": (rv.MIXAMO, rv.mixamo_prefix(""), None, lambda n: n.replace("mixamorig:", "")),
     "unity_humanoid": (rv.MIXAMO, rv.unity_humanoid_like, None,
                        lambda n: rv.UNITY_NAMES.get(n.replace("mixamorig:", ""), n)),
+    "rigify_split": (rv.MANNEQUIN, rv.rigify_split_like,
+                     ["ORG-spine", "ORG-spine.001", "ORG-spine.002", "ORG-spine.003", "", "", "ORG-spine.004", "",
+                      "ORG-spine.006"], rv.RIGIFY_NAMES),
     "biped": (rv.MANNEQUIN, rv.biped_like, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2", "", "",
                                             "Bip01 Neck", "", "Bip01 Head"], rv.BIPED_NAMES),
 }
@@ -89,21 +94,46 @@ def sweep_folder(tmp_path_factory):
     return tmp_path_factory.mktemp("families")
 
 
+# Bones that must keep their bind relation to another in every frame of the output: Rigify's DEF- fingers
+# (off the ORG- hand) to the DEF- hand they skin beside; the split rig's skinned DEF- spine to its ORG- twin.
+RIDES_WITH = {
+    "rigify": [("DEF-{}.01.{}".format(f, s), "DEF-hand." + s) for s in "LR" for f in ("thumb", "f_index", "f_pinky")],
+    "rigify_split": [("DEF-spine" + k, "ORG-spine" + k) for k in ("", ".001", ".002", ".003", ".004", ".006")],
+}
+
+
 @pytest.mark.parametrize("clip", [SOMA_CLIP, G1_CLIP])
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_retarget_onto_the_family_meets_the_bars(sweep_folder, family, clip):
     record = sweep.run_pair(clip, family, sweep_folder)
     assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
+    if family in RIDES_WITH:
+        glb = Glb(sweep_folder / "{}__{}.glb".format(clip, family))
+        world = glb.animated_world_matrices()
+        index = {node.name: k for k, node in enumerate(glb.gltf.nodes)}
+        for bone, other in RIDES_WITH[family]:
+            relation = np.linalg.inv(world[:, index[other]]) @ world[:, index[bone]]
+            moved = world[:, index[other], :3, 3] - world[0, index[other], :3, 3]
+            assert np.abs(moved).max() > 0.05  # the reference bone moves in the clip
+            assert np.abs(relation - relation[0]).max() < 1e-4, (bone, other)
 
 
-def test_a_rigify_rig_whose_deform_bones_are_not_one_tree_says_what_will_not_move(tmp_path):
-    rig = rv.variant(rv.MANNEQUIN, tmp_path, "split.glb", rv.rigify_split_like)
+def _hat_off_the_root(gltf):
+    """The mannequin's top of the head skinned to a `hat` bone under Root, beside the body."""
+    rv.add_controls(gltf, [("hat", "Root", "head")])
+    height = rv.world_matrices(gltf)[rv.node_index(gltf, "head")][1, 3] + 0.08
+    rv.move_weights(gltf, "head", "hat", lambda p: p[:, 1] > height)
+
+
+def test_skinned_bones_nothing_drives_get_one_line_naming_them(tmp_path):
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "hat.glb", _hat_off_the_root)
     mapped = run_cli("map", rig)
     lines = mapped.stderr.splitlines()
     assert mapped.returncode == 0 and len(lines) == 1, mapped.stderr
-    assert "7 skinned bones outside the bones the map drives" in lines[0] and "DEF-spine, DEF-spine.001" in lines[0]
-    output = tmp_path / "split_out.glb"
+    assert "1 skinned bone outside the bones the map drives (the hips pelvis" in lines[0]
+    assert lines[0].split(" will not move: ")[1].startswith("hat (")
+    output = tmp_path / "hat_out.glb"
     result = run_cli("retarget", ROOT / "tests" / "data" / "npz" / SOMA_CLIP / "motion.npz", "--target", rig, "-o", output)
     assert result.returncode == 0 and output.exists(), result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning")]
-    assert len(warnings) == 1 and "will not move: DEF-spine" in warnings[0] and "Traceback" not in result.stderr
+    assert len(warnings) == 1 and "will not move: hat" in warnings[0] and "Traceback" not in result.stderr

@@ -574,8 +574,8 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
         if stranded:
             names = [skeleton.joint_names[j] for j in stranded]
             message = ("{}: {} skinned bone{} outside the bones the map drives (the hips {} and the mapped parts, "
-                       "with all below them) will not move: {}{} (deform bones that hang off control or ORG- bones, as "
-                       "a Rigify rig's DEF- bones can: parent each to the deform bone above it before exporting)".format(
+                       "with all below them) will not move: {}{} (deform bones that hang off control bones: parent "
+                       "each to the deform bone above it before exporting)".format(
                            source or skeleton.name, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
                            ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
             LOG.warning("%s", message)
@@ -583,17 +583,46 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
     return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
 
 
-def _stranded_skinned(hmap: HumanoidMap, skinned: FrozenSet[int]) -> List[int]:
-    """Skinned joints that nothing the retarget drives moves: neither a mapped part nor below one, nor
-    above the hips (a root bone carries the root motion)."""
-    skeleton = hmap.skeleton
-    moving = set()
-    stack = list(hmap.bones.values())
+_TWIN = re.compile(r"^(def|org)([-_.].+)$", re.I)
+
+
+def twin_followers(names: Sequence[str], moving: Sequence[str]) -> Dict[str, str]:
+    """{bone: the bone it follows}: Rigify's DEF-x and ORG-x are one bone twice (in Blender the DEF copies
+    the ORG's transform by a constraint, which glTF does not keep), so of the two the one the retarget does
+    not move follows the one it moves (its world = the leader's world times their bind offset). A rig
+    whose DEF- bones hang off ORG- bones (the deform bones not one tree) then moves as one body."""
+    driven = set(moving)
+    by_lower = {name.lower(): name for name in driven}
+    followers: Dict[str, str] = {}
+    for name in names:
+        match = _TWIN.match(name)
+        if name in driven or not match:
+            continue
+        twin = ("org" if match.group(1).lower() == "def" else "def") + match.group(2)
+        leader = by_lower.get(twin.lower())
+        if leader is not None:
+            followers[name] = leader
+    return followers
+
+
+def _add_subtrees(skeleton: Skeleton, starts, into: set) -> None:
+    stack = list(starts)
     while stack:
         joint = stack.pop()
-        if joint not in moving:
-            moving.add(joint)
+        if joint not in into:
+            into.add(joint)
             stack.extend(skeleton.children(joint))
+
+
+def _stranded_skinned(hmap: HumanoidMap, skinned: FrozenSet[int]) -> List[int]:
+    """Skinned joints that nothing the retarget drives moves: neither a mapped part nor below one, nor
+    below a twin that follows one (`twin_followers`), nor above the hips (a root bone carries the root
+    motion)."""
+    skeleton = hmap.skeleton
+    names = skeleton.joint_names
+    moving: set = set()
+    _add_subtrees(skeleton, hmap.bones.values(), moving)
+    _add_subtrees(skeleton, [names.index(name) for name in twin_followers(names, [names[j] for j in moving])], moving)
     above = set(_ancestors(skeleton, hmap.bones["hips"]))
     return [j for j in sorted(skinned, key=lambda j: (_depth(skeleton, j), j)) if j not in moving and j not in above]
 

@@ -97,6 +97,8 @@ FAMILY_PARTS = {
     "biped": {"hips": "Bip01 Pelvis", "thigh": "Bip01 {S} Thigh", "calf": "Bip01 {S} Calf", "foot": "Bip01 {S} Foot",
               "toe": "Bip01 {S} Toe0", "upperarm": "Bip01 {S} UpperArm", "lowerarm": "Bip01 {S} Forearm",
               "hand": "Bip01 {S} Hand"},
+    "auto_rig_pro": {"hips": "root.x", "thigh": "thigh_stretch.{s}", "calf": "leg_stretch.{s}", "foot": "foot.{s}",
+                     "toe": "toes_01.{s}", "upperarm": "arm_stretch.{s}", "lowerarm": "forearm_stretch.{s}", "hand": "hand.{s}"},
 }
 for _name, _prefix in (("mixamorig1", "mixamorig1:"), ("mixamorig2", "mixamorig2:"), ("mixamo_no_prefix", "")):
     FAMILY_PARTS[_name] = {k: _prefix + v[len("mixamorig:"):] for k, v in tfj.MIXAMO_PARTS.items()}
@@ -159,6 +161,7 @@ VARIANTS = {
     "mixamo_no_prefix": Variant(rv.MIXAMO, (rv.mixamo_prefix(""),), tfj._parts(FAMILY_PARTS["mixamo_no_prefix"])),
     "unity_humanoid": Variant(rv.MIXAMO, (rv.unity_humanoid_like,), tfj._parts(FAMILY_PARTS["unity_humanoid"])),
     "biped": Variant(rv.MANNEQUIN, (rv.biped_like,), tfj._parts(FAMILY_PARTS["biped"])),
+    "auto_rig_pro": Variant(rv.MANNEQUIN, (rv.auto_rig_pro_like,), tfj._parts(FAMILY_PARTS["auto_rig_pro"])),
     # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
     "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }

@@ -602,12 +602,7 @@ def insert_joint(gltf: pygltflib.GLTF2, name: str, bone: str, toward: str, fract
     if in_chain:
         reparent(gltf, toward, name)
     if weights:
-        skin = gltf.skins[0]
-        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
-        head = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, bone))])[:3, 3]
-        tail = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, toward))])[:3, 3]
-        axis = tail - head
-        move_weights(gltf, bone, name, lambda p: (p - head) @ axis / (axis @ axis) > fraction)
+        move_weights(gltf, bone, name, _beyond(gltf, bone, toward, fraction))
 
 
 def add_joint_above(gltf: pygltflib.GLTF2, name: str, bone: str, children: Sequence[str]) -> None:
@@ -865,3 +860,36 @@ def biped_like(gltf: pygltflib.GLTF2) -> None:
         reparent(gltf, "Bip01 {} Thigh".format(s), "Bip01 Spine")
         reparent(gltf, "Bip01 {} Clavicle".format(s), "Bip01 Neck")
     add_controls(gltf, [("Bip01 Footsteps", "Bip01", "Bip01")])
+
+
+ARP_PARTS = {"clavicle": "shoulder", "upperarm": "arm_stretch", "lowerarm": "forearm_stretch", "hand": "hand",
+             "thigh": "thigh_stretch", "calf": "leg_stretch", "foot": "foot", "ball": "toes_01"}
+ARP_NAMES = {"Root": "c_traj", "mpfb_rig": "rig", "pelvis": "root.x", "spine_01": "spine_01.x", "spine_02": "spine_02.x",
+             "spine_03": "spine_03.x", "neck_01": "neck.x", "head": "head.x"}
+ARP_NAMES.update(_mannequin_names(lambda part, s, finger, k: "{}.{}".format(
+    ARP_PARTS[part] if part != "finger" else "{}{}".format(finger, k), s)))
+
+
+def auto_rig_pro_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Auto-Rig Pro's game-engine export names it: `.x` on the centre bones (`root.x` is the
+    hips, `spine_01.x`, `neck.x`, `head.x`), the limbs' deforming `_stretch` bones (`thigh_stretch.l`,
+    `leg_stretch.l` = the shin, `arm_stretch.l`, `forearm_stretch.l`), `toes_01.l`, and the `_twist` bones at
+    the start of each limb bone as its children, carrying its upper half (`thigh_twist.l`, `leg_twist.l`,
+    `arm_twist.l`, `forearm_twist.l`)."""
+    rename(gltf, ARP_NAMES)
+    for s in "lr":
+        for bone, toward in (("thigh", "leg"), ("leg", "foot"), ("arm", "forearm"), ("forearm", "hand")):
+            start = "{}_stretch.{}".format(bone, s)
+            end = "{}{}.{}".format(toward, "" if toward in ("foot", "hand") else "_stretch", s)
+            insert_joint(gltf, "{}_twist.{}".format(bone, s), start, end, 0.0, in_chain=False)
+            move_weights(gltf, "{}_twist.{}".format(bone, s), start, _beyond(gltf, start, end, 0.5))
+
+
+def _beyond(gltf: pygltflib.GLTF2, bone: str, toward: str, fraction: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Vertices further than `fraction` of the way from `bone` to `toward` (bind space)."""
+    skin = gltf.skins[0]
+    ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+    head = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, bone))])[:3, 3]
+    tail = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, toward))])[:3, 3]
+    axis = tail - head
+    return lambda p: (p - head) @ axis / (axis @ axis) > fraction

@@ -1,7 +1,7 @@
 """`kimodo-rig map` and `kimodo-rig retarget` onto the rig FAMILIES users bring most, built the way their
 exporters write them (tests/rig_variants.py: a Rigify generated rig with all its bones, the UE5
 mannequin's twist and IK bones, Character Creator / iClone, Daz Genesis 8 and 9, Mixamo's other
-prefixes and none, Unity's humanoid names, 3ds Max Biped). The printed map must name the family's deform chain part for
+prefixes and none, Unity's humanoid names, 3ds Max Biped, Auto-Rig Pro's export). The printed map must name the family's deform chain part for
 part (never an ORG- copy, a control, an IK bone or a twist segment); the retarget is judged from the
 written file by numpy skinning and FK (tests/feet_judge.judge_case through benchmarks/sweep_variants:
 limb cosine >= 0.99 SOMA / 0.97 G1 per limb in the character's frame, planted soles within 1 cm of the
@@ -51,6 +51,8 @@ FAMILIES = {
     "rigify_split": (rv.MANNEQUIN, rv.rigify_split_like,
                      ["ORG-spine", "ORG-spine.001", "ORG-spine.002", "ORG-spine.003", "", "", "ORG-spine.004", "",
                       "ORG-spine.006"], rv.RIGIFY_NAMES),
+    "auto_rig_pro": (rv.MANNEQUIN, rv.auto_rig_pro_like, ["root.x", "spine_01.x", "spine_02.x", "spine_03.x", "", "",
+                                                          "neck.x", "", "head.x"], rv.ARP_NAMES),
     "biped": (rv.MANNEQUIN, rv.biped_like, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2", "", "",
                                             "Bip01 Neck", "", "Bip01 Head"], rv.BIPED_NAMES),
 }

@@ -196,6 +196,8 @@ _WORDS = {
     "foot": "foot", "ankle": "foot",
     "toe": "toe", "toes": "toe", "toebase": "toe", "ball": "toe", "toe0": "toe",
     "thighbend": "thigh",  # Daz Genesis 8: lThighBend > lThighTwist > lShin (the twist is in the chain)
+    # Auto-Rig Pro's deforming bones: thigh_stretch.l, leg_stretch.l (the shin), arm_stretch.l, forearm_stretch.l
+    "thighstretch": "thigh", "legstretch": "calf", "armstretch": "upperarm", "forearmstretch": "lowerarm", "toes01": "toe",
     "clavicle": "clavicle", "collar": "clavicle", "collarbone": "clavicle",
     "shoulder": "shoulder", "arm": "arm",
     "upperarm": "upperarm", "uparm": "upperarm", "armupper": "upperarm", "shldr": "upperarm", "shldrbend": "upperarm",
@@ -211,6 +213,7 @@ _CENTRE_WORDS = {
 def split_side(name: str) -> Tuple[Optional[str], str]:
     """(side "l"/"r"/None, base word lower-case without separators) of a bone name."""
     text = _PREFIX.sub("", name.strip())
+    text = re.sub(r"\.x$", "", text)  # Auto-Rig Pro's centre bones: root.x, spine_01.x, head.x
     text = re.sub(r"\.\d{3}$", "", text) if not re.search(r"\.\d{3}\.", text) else text
     side: Optional[str] = None
     match = _SUFFIX_SIDE.search(text)

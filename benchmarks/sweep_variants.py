@@ -83,6 +83,28 @@ for _s in "lr":
     KENNEY_CARRIED.update({"foot_" + _s: (KENNEY["thigh_" + _s], "foot_" + _s),
                            "hand_" + _s: (KENNEY["upperarm_" + _s], "hand_" + _s)})
 
+# The judged bones of each rig family (their names as the family's exporter writes them).
+FAMILY_PARTS = {
+    "rigify": {"hips": "DEF-spine", "thigh": "DEF-thigh.{S}", "calf": "DEF-shin.{S}", "foot": "DEF-foot.{S}", "toe": "DEF-toe.{S}",
+               "upperarm": "DEF-upper_arm.{S}", "lowerarm": "DEF-forearm.{S}", "hand": "DEF-hand.{S}"},
+    "character_creator": {"hips": "CC_Base_Hip", "thigh": "CC_Base_{S}_Thigh", "calf": "CC_Base_{S}_Calf",
+                          "foot": "CC_Base_{S}_Foot", "toe": "CC_Base_{S}_ToeBase", "upperarm": "CC_Base_{S}_Upperarm",
+                          "lowerarm": "CC_Base_{S}_Forearm", "hand": "CC_Base_{S}_Hand"},
+    "daz_genesis8": {"hips": "hip", "thigh": "{s}ThighBend", "calf": "{s}Shin", "foot": "{s}Foot", "toe": "{s}Toe",
+                     "upperarm": "{s}ShldrBend", "lowerarm": "{s}ForearmBend", "hand": "{s}Hand"},
+    "daz_genesis9": {"hips": "hip", "thigh": "{s}_thigh", "calf": "{s}_shin", "foot": "{s}_foot", "toe": "{s}_toes",
+                     "upperarm": "{s}_upperarm", "lowerarm": "{s}_forearm", "hand": "{s}_hand"},
+    "unity_humanoid": {"hips": "Hips", "thigh": "{Side}UpperLeg", "calf": "{Side}LowerLeg", "foot": "{Side}Foot",
+                       "toe": "{Side}Toes", "upperarm": "{Side}UpperArm", "lowerarm": "{Side}LowerArm", "hand": "{Side}Hand"},
+    "biped": {"hips": "Bip01 Pelvis", "thigh": "Bip01 {S} Thigh", "calf": "Bip01 {S} Calf", "foot": "Bip01 {S} Foot",
+              "toe": "Bip01 {S} Toe0", "upperarm": "Bip01 {S} UpperArm", "lowerarm": "Bip01 {S} Forearm",
+              "hand": "Bip01 {S} Hand"},
+    "auto_rig_pro": {"hips": "root.x", "thigh": "thigh_stretch.{s}", "calf": "leg_stretch.{s}", "foot": "foot.{s}",
+                     "toe": "toes_01.{s}", "upperarm": "arm_stretch.{s}", "lowerarm": "forearm_stretch.{s}", "hand": "hand.{s}"},
+}
+for _name, _prefix in (("mixamorig1", "mixamorig1:"), ("mixamorig2", "mixamorig2:"), ("mixamo_no_prefix", "")):
+    FAMILY_PARTS[_name] = {k: _prefix + v[len("mixamorig:"):] for k, v in tfj.MIXAMO_PARTS.items()}
+
 VARIANTS = {
     # The shared rigs as they are.
     "mannequin": Variant(BUILTIN / "mpfb2_game_engine.glb", (), MANNEQUIN),
@@ -132,6 +154,21 @@ VARIANTS = {
     "cm_mannequin": Variant(rv.MANNEQUIN, (lambda g: rv.wrap_armature(g, scale=0.01),), MANNEQUIN),
     "giant_mixamo": Variant(rv.MIXAMO, (lambda g: rv.scale_scene(g, 2.7),), tfj._parts(tfj.MIXAMO_PARTS)),
     "small_robot": Variant(rv.ROBOT, (lambda g: rv.scale_scene(g, 0.3),), tfv.ROBOT, warnings=(tfv.POSED,), hands=tfv.ROBOT_HANDS),
+    # Rig families as their exporters write them (tests/test_retarget_families.py): twist / bendy segments
+    # in or beside the limb chain, controls and ORG copies beside the deform bones, a pelvis beside the spine.
+    "rigify": Variant(rv.MANNEQUIN, (rv.rigify_like,), tfj._parts(FAMILY_PARTS["rigify"])),
+    "ue5": Variant(rv.MANNEQUIN, (rv.ue5_like,), MANNEQUIN),
+    "character_creator": Variant(rv.MANNEQUIN, (rv.character_creator_like,), tfj._parts(FAMILY_PARTS["character_creator"])),
+    "daz_genesis8": Variant(rv.MANNEQUIN, (rv.daz_genesis8_like,), tfj._parts(FAMILY_PARTS["daz_genesis8"])),
+    "daz_genesis9": Variant(rv.MANNEQUIN, (rv.daz_genesis9_like,), tfj._parts(FAMILY_PARTS["daz_genesis9"])),
+    "mixamorig1": Variant(rv.MIXAMO, (rv.mixamo_prefix("mixamorig1:"),), tfj._parts(FAMILY_PARTS["mixamorig1"])),
+    "mixamorig2": Variant(rv.MIXAMO, (rv.mixamo_prefix("mixamorig2:"),), tfj._parts(FAMILY_PARTS["mixamorig2"])),
+    "mixamo_no_prefix": Variant(rv.MIXAMO, (rv.mixamo_prefix(""),), tfj._parts(FAMILY_PARTS["mixamo_no_prefix"])),
+    "unity_humanoid": Variant(rv.MIXAMO, (rv.unity_humanoid_like,), tfj._parts(FAMILY_PARTS["unity_humanoid"])),
+    "biped": Variant(rv.MANNEQUIN, (rv.biped_like,), tfj._parts(FAMILY_PARTS["biped"])),
+    "auto_rig_pro": Variant(rv.MANNEQUIN, (rv.auto_rig_pro_like,), tfj._parts(FAMILY_PARTS["auto_rig_pro"])),
+    # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
+    "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }
 
 

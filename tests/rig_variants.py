@@ -527,3 +527,369 @@ def _ancestry(parent: Sequence[int], node: int) -> List[int]:
         node = parent[node]
         chain.append(node)
     return chain
+
+
+# --- rig families as their exporters write them (Rigify, UE5, Character Creator, Daz, Mixamo, Unity) --------
+
+def _skin_slots(gltf: pygltflib.GLTF2, node: int) -> List[tuple]:
+    return [(skin, list(skin.joints).index(node)) for skin in gltf.skins if node in skin.joints]
+
+
+def _add_joint_node(gltf: pygltflib.GLTF2, name: str, parent: int, world: np.ndarray) -> int:
+    """A new joint node `name` under `parent` whose world (bind) matrix is `world`, in every skin that
+    holds the parent (its inverse bind matrix from the parent's bind times the node's local transform)."""
+    worlds = world_matrices(gltf)
+    node = pygltflib.Node(name=name)
+    set_local_matrix(node, np.linalg.inv(worlds[parent]) @ world)
+    gltf.nodes.append(node)
+    new = len(gltf.nodes) - 1
+    gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [new]
+    local = local_matrix(node)
+    for skin, slot in _skin_slots(gltf, parent):
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        bind = np.linalg.inv(ibm[slot]) @ local
+        skin.joints = list(skin.joints) + [new]
+        skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
+    return new
+
+
+def reparent(gltf: pygltflib.GLTF2, name: str, new_parent: str) -> None:
+    """Move a node under another, keeping where it stands in the scene."""
+    node, parent = node_index(gltf, name), node_index(gltf, new_parent)
+    worlds = world_matrices(gltf)
+    for other in gltf.nodes:
+        if other.children and node in other.children:
+            other.children = [c for c in other.children if c != node]
+    set_local_matrix(gltf.nodes[node], np.linalg.inv(worlds[parent]) @ worlds[node])
+    gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [node]
+
+
+def move_weights(gltf: pygltflib.GLTF2, source: str, target: str, where: Callable[[np.ndarray], np.ndarray]) -> None:
+    """The weights `source` carries on vertices whose bind-space position passes `where` ((n, 3) -> bool
+    mask) go to `target` (both joints of the same skins)."""
+    a, b = node_index(gltf, source), node_index(gltf, target)
+    done = set()
+    for node in gltf.nodes:
+        if node.mesh is None or node.skin is None:
+            continue
+        joints_of_skin = list(gltf.skins[node.skin].joints)
+        if a not in joints_of_skin or b not in joints_of_skin:
+            continue
+        slot_a, slot_b = joints_of_skin.index(a), joints_of_skin.index(b)
+        for primitive in gltf.meshes[node.mesh].primitives:
+            key = primitive.attributes.JOINTS_0
+            if key in done:
+                continue
+            done.add(key)
+            positions = read_accessor(gltf, primitive.attributes.POSITION).astype(np.float64)
+            joints = read_accessor(gltf, key).astype(np.int64)
+            chosen = where(positions)[:, None] & (joints == slot_a)
+            joints[chosen] = slot_b
+            component = 5123 if joints.max() > 255 else gltf.accessors[key].componentType
+            primitive.attributes.JOINTS_0 = add_accessor(gltf, joints, "VEC4", component=component)
+
+
+def insert_joint(gltf: pygltflib.GLTF2, name: str, bone: str, toward: str, fraction: float, *,
+                 in_chain: bool = True, weights: bool = True) -> None:
+    """A joint `fraction` of the way from `bone` to its child `toward`, turned as `bone` is. In the chain
+    (Rigify's DEF-thigh.L.001, Daz's lThighTwist): `toward` hangs from it. Otherwise a leaf child lying
+    along the bone (Unreal's thigh_twist_01_l). With `weights`, it carries the bone's vertices beyond it."""
+    worlds = world_matrices(gltf)
+    start, end = worlds[node_index(gltf, bone)], worlds[node_index(gltf, toward)]
+    place = start.copy()
+    place[:3, 3] = start[:3, 3] + fraction * (end[:3, 3] - start[:3, 3])
+    _add_joint_node(gltf, name, node_index(gltf, bone), place)
+    if in_chain:
+        reparent(gltf, toward, name)
+    if weights:
+        move_weights(gltf, bone, name, _beyond(gltf, bone, toward, fraction))
+
+
+def add_joint_above(gltf: pygltflib.GLTF2, name: str, bone: str, children: Sequence[str]) -> None:
+    """A joint at `bone`'s place under it, the named children moved under it (Character Creator's
+    CC_Base_Pelvis and Daz's pelvis between the hip and the thighs), carrying the bone's vertices below it."""
+    bone_node = node_index(gltf, bone)
+    place = world_matrices(gltf)[bone_node]
+    _add_joint_node(gltf, name, bone_node, place)
+    for child in children:
+        reparent(gltf, child, name)
+    skin = gltf.skins[0]
+    ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+    height = np.linalg.inv(ibm[list(skin.joints).index(bone_node)])[1, 3]
+    move_weights(gltf, bone, name, lambda p: p[:, 1] < height)
+
+
+def copy_tree(gltf: pygltflib.GLTF2, top: str, under: str, name: Callable[[str], str]) -> None:
+    """An unskinned copy of the joint tree from `top` (each joint at its place, named by `name`) under
+    the joint `under`: Rigify's ORG- bones beside the DEF- ones."""
+    worlds = world_matrices(gltf)
+
+    def copy(node: int, parent: int) -> None:
+        new = _add_joint_node(gltf, name(gltf.nodes[node].name), parent, worlds[node])
+        for child in list(gltf.nodes[node].children or []):
+            if any(child in skin.joints for skin in gltf.skins):
+                copy(child, new)
+
+    copy(node_index(gltf, top), node_index(gltf, under))
+
+
+def add_controls(gltf: pygltflib.GLTF2, controls: Sequence[tuple]) -> None:
+    """Joints no vertex follows: (name, parent name, name of the joint whose place it takes), in order."""
+    for name, parent, at in controls:
+        add_helper_joint(gltf, name, parent, world_matrices(gltf)[node_index(gltf, at)][:3, 3].tolist())
+
+
+_FINGER_WORDS = ("thumb", "index", "middle", "ring", "pinky")
+
+
+def _mannequin_names(pattern: Callable[[str, str, str, int], str]) -> Dict[str, str]:
+    """{mannequin bone: family's name} for the sided bones: pattern(part, side "l"/"r", finger or "", k)."""
+    names = {}
+    for s in "lr":
+        for part in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "ball"):
+            names[part + "_" + s] = pattern(part, s, "", 0)
+        for finger in _FINGER_WORDS:
+            for k in (1, 2, 3):
+                names["{}_{:02d}_{}".format(finger, k, s)] = pattern("finger", s, finger, k)
+    return names
+
+
+RIGIFY_PARTS = {"clavicle": "shoulder", "upperarm": "upper_arm", "lowerarm": "forearm", "hand": "hand", "thigh": "thigh",
+                "calf": "shin", "foot": "foot", "ball": "toe"}
+RIGIFY_NAMES = {"Root": "root", "mpfb_rig": "rig", "pelvis": "DEF-spine", "spine_01": "DEF-spine.001",
+                "spine_02": "DEF-spine.002", "spine_03": "DEF-spine.003", "neck_01": "DEF-spine.004", "head": "DEF-spine.006"}
+RIGIFY_NAMES.update(_mannequin_names(lambda part, s, finger, k: "DEF-{}.{}".format(
+    RIGIFY_PARTS[part] if part != "finger" else ("thumb" if finger == "thumb" else "f_" + finger) + ".{:02d}".format(k),
+    s.upper())))
+
+
+def rigify_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as a Rigify GENERATED rig exported to glTF with all its bones: the skinned DEF- chain
+    with its bendy segments (DEF-thigh.L.001, DEF-shin.L.001, DEF-upper_arm.L.001, DEF-forearm.L.001,
+    DEF-spine.005 in the neck), an unskinned ORG- copy of every bone at the same places (no segments), the
+    DEF- fingers hanging off the ORG- hand (as Rigify parents them, off its ORG- palms), and controls and
+    mechanism bones no vertex follows (root, torso, hips, chest, neck, head, shoulder.L,
+    thigh_fk.L .. toe.L, foot_ik.L, MCH-thigh_ik.L, thigh_parent.L, hand_ik.L, tweaks)."""
+    copy_tree(gltf, "pelvis", "Root", lambda n: "ORG-" + RIGIFY_NAMES.get(n, n)[4:] if n in RIGIFY_NAMES else "ORG-" + n)
+    rename(gltf, RIGIFY_NAMES)
+    insert_joint(gltf, "DEF-spine.005", "DEF-spine.004", "DEF-spine.006", 0.5)
+    for s in "LR":
+        for bone, toward in (("thigh", "shin"), ("shin", "foot"), ("upper_arm", "forearm"), ("forearm", "hand")):
+            insert_joint(gltf, "DEF-{}.{}.001".format(bone, s), "DEF-{}.{}".format(bone, s), "DEF-{}.{}".format(toward, s), 0.5)
+    controls = [("torso", "root", "DEF-spine"), ("hips", "torso", "DEF-spine"), ("chest", "torso", "DEF-spine.003"),
+                ("neck", "chest", "DEF-spine.004"), ("head", "neck", "DEF-spine.006"), ("MCH-torso.parent", "root", "DEF-spine")]
+    for s in "LR":
+        d = lambda bone: "DEF-{}.{}".format(bone, s)  # noqa: E731
+        controls += [("shoulder." + s, "chest", d("shoulder")),
+                     ("upper_arm_parent." + s, "shoulder." + s, d("upper_arm")),
+                     ("upper_arm_fk." + s, "upper_arm_parent." + s, d("upper_arm")),
+                     ("forearm_fk." + s, "upper_arm_fk." + s, d("forearm")), ("hand_fk." + s, "forearm_fk." + s, d("hand")),
+                     ("MCH-upper_arm_ik." + s, "upper_arm_parent." + s, d("upper_arm")),
+                     ("MCH-forearm_ik." + s, "MCH-upper_arm_ik." + s, d("forearm")),
+                     ("upper_arm_ik." + s, "upper_arm_parent." + s, d("upper_arm")), ("hand_ik." + s, "root", d("hand")),
+                     ("upper_arm_tweak." + s, "upper_arm_fk." + s, d("upper_arm")),
+                     ("forearm_tweak." + s, "forearm_fk." + s, d("forearm")),
+                     ("thigh_parent." + s, "hips", d("thigh")), ("thigh_fk." + s, "thigh_parent." + s, d("thigh")),
+                     ("shin_fk." + s, "thigh_fk." + s, d("shin")), ("foot_fk." + s, "shin_fk." + s, d("foot")),
+                     ("toe." + s, "foot_fk." + s, d("toe")), ("MCH-thigh_ik." + s, "thigh_parent." + s, d("thigh")),
+                     ("MCH-shin_ik." + s, "MCH-thigh_ik." + s, d("shin")), ("thigh_ik." + s, "thigh_parent." + s, d("thigh")),
+                     ("foot_ik." + s, "root", d("foot")), ("MCH-foot_roll." + s, "foot_ik." + s, d("foot")),
+                     ("foot_heel_ik." + s, "foot_ik." + s, d("foot")), ("MCH-thigh_ik_target." + s, "foot_ik." + s, d("foot")),
+                     ("thigh_tweak." + s, "thigh_fk." + s, d("thigh")), ("shin_tweak." + s, "shin_fk." + s, d("shin"))]
+    add_controls(gltf, controls)
+    # Rigify's DEF- fingers hang off ORG- bones (its palms), not off DEF-hand.L.
+    for s in "LR":
+        for finger in ("thumb", "f_index", "f_middle", "f_ring", "f_pinky"):
+            reparent(gltf, "DEF-{}.01.{}".format(finger, s), "ORG-hand." + s)
+
+
+def ue5_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Unreal 5's mannequin is rigged: spine_01..05 (clavicles off spine_05), neck_01/02,
+    twist bones lying along each limb bone as its children (thigh_twist_01_l, calf_twist_01_l,
+    upperarm_twist_01_l, lowerarm_twist_01_l, skinned to the bone's far half) and IK bones no vertex
+    follows (ik_foot_root > ik_foot_l/r, ik_hand_root > ik_hand_gun > ik_hand_l/r)."""
+    insert_joint(gltf, "spine_04", "spine_03", "neck_01", 1.0 / 3.0)
+    insert_joint(gltf, "spine_05", "spine_04", "neck_01", 0.5)
+    for s in "lr":
+        reparent(gltf, "clavicle_" + s, "spine_05")
+    insert_joint(gltf, "neck_02", "neck_01", "head", 0.5)
+    for s in "lr":
+        for bone, toward in (("thigh", "calf"), ("calf", "foot"), ("upperarm", "lowerarm"), ("lowerarm", "hand")):
+            insert_joint(gltf, "{}_twist_01_{}".format(bone, s), "{}_{}".format(bone, s), "{}_{}".format(toward, s), 0.5,
+                         in_chain=False)
+    add_controls(gltf, [("ik_foot_root", "Root", "Root"), ("ik_foot_l", "ik_foot_root", "foot_l"),
+                        ("ik_foot_r", "ik_foot_root", "foot_r"), ("ik_hand_root", "Root", "Root"),
+                        ("ik_hand_gun", "ik_hand_root", "hand_r"), ("ik_hand_l", "ik_hand_gun", "hand_l"),
+                        ("ik_hand_r", "ik_hand_gun", "hand_r")])
+
+
+CC_PARTS = {"clavicle": "Clavicle", "upperarm": "Upperarm", "lowerarm": "Forearm", "hand": "Hand", "thigh": "Thigh",
+            "calf": "Calf", "foot": "Foot", "ball": "ToeBase"}
+CC_FINGERS = {"thumb": "Thumb", "index": "Index", "middle": "Mid", "ring": "Ring", "pinky": "Pinky"}
+CC_NAMES = {"Root": "CC_Base_BoneRoot", "mpfb_rig": "Armature", "pelvis": "CC_Base_Hip", "spine_01": "CC_Base_Waist",
+            "spine_02": "CC_Base_Spine01", "spine_03": "CC_Base_Spine02", "neck_01": "CC_Base_NeckTwist01",
+            "head": "CC_Base_Head"}
+CC_NAMES.update(_mannequin_names(lambda part, s, finger, k: "CC_Base_{}_{}".format(
+    s.upper(), CC_PARTS[part] if part != "finger" else CC_FINGERS[finger] + str(k))))
+
+
+def character_creator_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Character Creator / iClone exports it: CC_Base_ names, the thighs off CC_Base_Pelvis
+    which sits under CC_Base_Hip beside the spine (CC_Base_Waist), CC_Base_NeckTwist01/02, and twist
+    bones as children of each limb bone (CC_Base_L_ThighTwist01 at the hip carrying the thigh's upper
+    half, ThighTwist02 its lower half, so the thigh bone itself carries no vertex; CalfTwist01/02,
+    UpperarmTwist01/02, ForearmTwist01/02 alike)."""
+    rename(gltf, CC_NAMES)
+    add_joint_above(gltf, "CC_Base_Pelvis", "CC_Base_Hip", ["CC_Base_L_Thigh", "CC_Base_R_Thigh"])
+    insert_joint(gltf, "CC_Base_NeckTwist02", "CC_Base_NeckTwist01", "CC_Base_Head", 0.5)
+    for s in "LR":
+        for bone, toward in (("Thigh", "Calf"), ("Calf", "Foot"), ("Upperarm", "Forearm"), ("Forearm", "Hand")):
+            start, end = "CC_Base_{}_{}".format(s, bone), "CC_Base_{}_{}".format(s, toward)
+            insert_joint(gltf, "CC_Base_{}_{}Twist02".format(s, bone), start, end, 0.5, in_chain=False)
+            insert_joint(gltf, "CC_Base_{}_{}Twist01".format(s, bone), start, end, 0.0, in_chain=False)
+        add_controls(gltf, [("CC_Base_{}_KneeShareBone".format(s), "CC_Base_{}_Calf".format(s), "CC_Base_{}_Calf".format(s)),
+                            ("CC_Base_{}_ElbowShareBone".format(s), "CC_Base_{}_Forearm".format(s),
+                             "CC_Base_{}_Forearm".format(s))])
+
+
+DAZ_PARTS = {"clavicle": "Collar", "upperarm": "ShldrBend", "lowerarm": "ForearmBend", "hand": "Hand",
+             "thigh": "ThighBend", "calf": "Shin", "foot": "Foot", "ball": "Toe"}
+DAZ_FINGERS = {"thumb": "Thumb", "index": "Index", "middle": "Mid", "ring": "Ring", "pinky": "Pinky"}
+DAZ_NAMES = {"Root": "Genesis8Female", "mpfb_rig": "Genesis8Female.Armature", "pelvis": "hip", "spine_01": "abdomenLower",
+             "spine_02": "abdomenUpper", "spine_03": "chestLower", "neck_01": "neckLower", "head": "head"}
+DAZ_NAMES.update(_mannequin_names(lambda part, s, finger, k: s + (DAZ_PARTS[part] if part != "finger"
+                                                                  else DAZ_FINGERS[finger] + str(k))))
+
+
+DAZ9_PARTS = {"clavicle": "shoulder", "upperarm": "upperarm", "lowerarm": "forearm", "hand": "hand", "thigh": "thigh",
+              "calf": "shin", "foot": "foot", "ball": "toes"}
+DAZ9_NAMES = {"Root": "Genesis9", "mpfb_rig": "Genesis9.Armature", "pelvis": "hip", "spine_01": "spine1",
+              "spine_02": "spine2", "spine_03": "spine3", "neck_01": "neck1", "head": "head"}
+DAZ9_NAMES.update(_mannequin_names(lambda part, s, finger, k: "{}_{}".format(
+    s, DAZ9_PARTS[part] if part != "finger" else ("mid" if finger == "middle" else finger) + str(k))))
+
+
+def _daz_trunk(gltf: pygltflib.GLTF2, thighs: Sequence[str], chest: Sequence[str], collars: Sequence[str],
+               neck: Sequence[str]) -> None:
+    """Daz's trunk on the renamed mannequin: a pelvis under the hip holding the thighs, an upper chest
+    (chest = (lower chest, its new name, the neck above)) holding the collars, a second neck bone."""
+    add_joint_above(gltf, "pelvis", "hip", thighs)
+    insert_joint(gltf, chest[1], chest[0], chest[2], 0.5)
+    for collar in collars:
+        reparent(gltf, collar, chest[1])
+    insert_joint(gltf, neck[1], neck[0], "head", 0.5)
+
+
+def daz_genesis8_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Daz Genesis 8 is rigged: hip > pelvis > lThighBend > lThighTwist > lShin > lFoot >
+    lMetatarsals > lToe; hip > abdomenLower > abdomenUpper > chestLower > chestUpper > neckLower > neckUpper >
+    head; chestUpper > lCollar > lShldrBend > lShldrTwist > lForearmBend > lForearmTwist > lHand. The twist
+    bones sit IN the chain, halfway, carrying the far half of the bone's vertices."""
+    rename(gltf, DAZ_NAMES)
+    _daz_trunk(gltf, ["lThighBend", "rThighBend"], ("chestLower", "chestUpper", "neckLower"), ["lCollar", "rCollar"],
+               ("neckLower", "neckUpper"))
+    for s in "lr":
+        for bone, toward in (("ThighBend", "Shin"), ("ShldrBend", "ForearmBend"), ("ForearmBend", "Hand")):
+            twist = s + bone.replace("Bend", "Twist")
+            insert_joint(gltf, twist, s + bone, s + toward, 0.5)
+        insert_joint(gltf, s + "Metatarsals", s + "Foot", s + "Toe", 0.5)
+
+
+def daz_genesis9_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Daz Genesis 9 names it: hip > pelvis > l_thigh > l_shin > l_foot > l_toes,
+    spine1..4, neck1/2, head, l_shoulder > l_upperarm > l_forearm > l_hand, twist bones l_thightwist1,
+    l_upperarmtwist1, l_forearmtwist1 as children lying along their limb bone."""
+    rename(gltf, DAZ9_NAMES)
+    _daz_trunk(gltf, ["l_thigh", "r_thigh"], ("spine3", "spine4", "neck1"), ["l_shoulder", "r_shoulder"], ("neck1", "neck2"))
+    for s in "lr":
+        for bone, toward in (("thigh", "shin"), ("upperarm", "forearm"), ("forearm", "hand")):
+            insert_joint(gltf, "{}_{}twist1".format(s, bone), "{}_{}".format(s, bone), "{}_{}".format(s, toward), 0.5,
+                         in_chain=False)
+
+
+def mixamo_prefix(prefix: str) -> Callable[[pygltflib.GLTF2], None]:
+    """The Mixamo rig with `mixamorig:` replaced (`mixamorig1:`, `mixamorig2:` from a second download into
+    one scene, "" as FBX converters that strip namespaces write it)."""
+    return lambda gltf: rename(gltf, lambda n: prefix + n[len("mixamorig:"):] if n.startswith("mixamorig:") else n)
+
+
+UNITY_NAMES = {"Hips": "Hips", "Spine": "Spine", "Spine1": "Chest", "Spine2": "UpperChest", "Neck": "Neck", "Head": "Head"}
+for _side in ("Left", "Right"):
+    UNITY_NAMES.update({_side + "Shoulder": _side + "Shoulder", _side + "Arm": _side + "UpperArm",
+                        _side + "ForeArm": _side + "LowerArm", _side + "Hand": _side + "Hand",
+                        _side + "UpLeg": _side + "UpperLeg", _side + "Leg": _side + "LowerLeg", _side + "Foot": _side + "Foot",
+                        _side + "ToeBase": _side + "Toes"})
+    for _finger in ("Thumb", "Index", "Middle", "Ring", "Pinky"):
+        for _k, _word in enumerate(("Proximal", "Intermediate", "Distal"), 1):
+            UNITY_NAMES["{}Hand{}{}".format(_side, _finger, _k)] = "{}{}{}".format(
+                _side, "Little" if _finger == "Pinky" else _finger, _word)
+
+
+def unity_humanoid_like(gltf: pygltflib.GLTF2) -> None:
+    """The Mixamo rig named as Unity's humanoid avatar names its bones (HumanBodyBones: Hips, Spine, Chest,
+    UpperChest, LeftUpperLeg, LeftLowerLeg, LeftToes, LeftUpperArm, LeftLowerArm, LeftIndexProximal ...),
+    as a character saved from a Unity project carries them."""
+    rename(gltf, lambda n: UNITY_NAMES.get(n[len("mixamorig:"):], n) if n.startswith("mixamorig:") else n)
+
+
+def rigify_split_like(gltf: pygltflib.GLTF2) -> None:
+    """A Rigify rig whose deform bones are not one tree (as older Rigify generates them): the DEF- thighs
+    and shoulders hang off the ORG- spine, so the skinned DEF- spine is on a branch of its own."""
+    rigify_like(gltf)
+    for s in "LR":
+        reparent(gltf, "DEF-thigh." + s, "ORG-spine")
+        reparent(gltf, "DEF-shoulder." + s, "ORG-spine.003")
+
+
+BIPED_PARTS = {"clavicle": "Clavicle", "upperarm": "UpperArm", "lowerarm": "Forearm", "hand": "Hand", "thigh": "Thigh",
+               "calf": "Calf", "foot": "Foot", "ball": "Toe0"}
+BIPED_NAMES = {"Root": "Bip01", "mpfb_rig": "Biped", "pelvis": "Bip01 Pelvis", "spine_01": "Bip01 Spine",
+               "spine_02": "Bip01 Spine1", "spine_03": "Bip01 Spine2", "neck_01": "Bip01 Neck", "head": "Bip01 Head"}
+BIPED_NAMES.update(_mannequin_names(lambda part, s, finger, k: "Bip01 {} {}".format(
+    s.upper(), BIPED_PARTS[part] if part != "finger" else "Finger{}{}".format(
+        _FINGER_WORDS.index(finger), "" if k == 1 else k - 1))))
+
+
+def biped_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as 3ds Max's Biped (Character Studio) names and parents it: `Bip01 L Thigh` with a
+    space, the thighs off `Bip01 Spine` (not the pelvis), the clavicles off `Bip01 Neck`, fingers
+    `Bip01 L Finger0` (thumb) .. `Finger4` (pinky) with their joints `Finger01`, `Finger02`, and an unskinned
+    `Bip01 Footsteps` under the root."""
+    rename(gltf, BIPED_NAMES)
+    for s in "LR":
+        reparent(gltf, "Bip01 {} Thigh".format(s), "Bip01 Spine")
+        reparent(gltf, "Bip01 {} Clavicle".format(s), "Bip01 Neck")
+    add_controls(gltf, [("Bip01 Footsteps", "Bip01", "Bip01")])
+
+
+ARP_PARTS = {"clavicle": "shoulder", "upperarm": "arm_stretch", "lowerarm": "forearm_stretch", "hand": "hand",
+             "thigh": "thigh_stretch", "calf": "leg_stretch", "foot": "foot", "ball": "toes_01"}
+ARP_NAMES = {"Root": "c_traj", "mpfb_rig": "rig", "pelvis": "root.x", "spine_01": "spine_01.x", "spine_02": "spine_02.x",
+             "spine_03": "spine_03.x", "neck_01": "neck.x", "head": "head.x"}
+ARP_NAMES.update(_mannequin_names(lambda part, s, finger, k: "{}.{}".format(
+    ARP_PARTS[part] if part != "finger" else "{}{}".format(finger, k), s)))
+
+
+def auto_rig_pro_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Auto-Rig Pro's game-engine export names it: `.x` on the centre bones (`root.x` is the
+    hips, `spine_01.x`, `neck.x`, `head.x`), the limbs' deforming `_stretch` bones (`thigh_stretch.l`,
+    `leg_stretch.l` = the shin, `arm_stretch.l`, `forearm_stretch.l`), `toes_01.l`, and the `_twist` bones at
+    the start of each limb bone as its children, carrying its upper half (`thigh_twist.l`, `leg_twist.l`,
+    `arm_twist.l`, `forearm_twist.l`)."""
+    rename(gltf, ARP_NAMES)
+    for s in "lr":
+        for bone, toward in (("thigh", "leg"), ("leg", "foot"), ("arm", "forearm"), ("forearm", "hand")):
+            start = "{}_stretch.{}".format(bone, s)
+            end = "{}{}.{}".format(toward, "" if toward in ("foot", "hand") else "_stretch", s)
+            insert_joint(gltf, "{}_twist.{}".format(bone, s), start, end, 0.0, in_chain=False)
+            move_weights(gltf, "{}_twist.{}".format(bone, s), start, _beyond(gltf, start, end, 0.5))
+
+
+def _beyond(gltf: pygltflib.GLTF2, bone: str, toward: str, fraction: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Vertices further than `fraction` of the way from `bone` to `toward` (bind space)."""
+    skin = gltf.skins[0]
+    ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+    head = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, bone))])[:3, 3]
+    tail = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, toward))])[:3, 3]
+    axis = tail - head
+    return lambda p: (p - head) @ axis / (axis @ axis) > fraction

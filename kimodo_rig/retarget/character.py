@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
@@ -82,7 +82,42 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
         return map_from_parts(target.skeleton, user_map, map_source or "--map")
     if target.humanoid_table:
         return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
-    return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap))
+    return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
+                        skinned=skinned_joints(target))
+
+
+def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:
+    """The joints that carry vertices: a weight above zero in a skinned mesh, or a mesh hanging rigidly
+    under the joint's node. None for a target without a mesh (nothing to tell deform bones by)."""
+    document = target.document
+    if document is None or not target.has_mesh:
+        return None
+    gltf = document.gltf
+    joint_of = {node: j for j, node in enumerate(target.nodes)}
+    parents = gd.node_parents(gltf)
+    found = set()
+    for index, node in enumerate(gltf.get("nodes", [])):
+        if "mesh" not in node:
+            continue
+        if "skin" not in node:
+            holder = parents[index]
+            while holder >= 0 and holder not in joint_of:
+                holder = parents[holder]
+            if holder >= 0:
+                found.add(joint_of[holder])
+            continue
+        slots = [joint_of.get(n) for n in gltf["skins"][node["skin"]].get("joints", [])]
+        for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            for joints_key, weights_key in (("JOINTS_0", "WEIGHTS_0"), ("JOINTS_1", "WEIGHTS_1")):
+                if joints_key not in attributes or weights_key not in attributes:
+                    continue
+                for js, ws in zip(document.accessor(attributes[joints_key]), document.accessor(attributes[weights_key])):
+                    for slot, w in zip(js, ws):
+                        slot = int(slot)
+                        if w > 0.0 and 0 <= slot < len(slots) and slots[slot] is not None:
+                            found.add(slots[slot])  # type: ignore[arg-type]
+    return frozenset(found)
 
 
 def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:

@@ -17,6 +17,7 @@ from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import Quat, Vec3, quat_normalize
 from ..formats import gltf_document as gd
+from .mapping import twin_followers
 
 Matrix4 = gd.Matrix4
 SELF_CHECK_TOLERANCE_M = 1e-3  # float32 keys on a 100x-scaled armature stay well inside this
@@ -179,6 +180,19 @@ def document_accessor(builder: gd.DocumentBuilder, document: gd.Document, index:
     return gd.Document(builder.gltf, bytes(builder.binary), document.source).accessor(index)
 
 
+def _add_twin_followers(animated: Dict[int, List[Matrix4]], joint_nodes: Dict[str, int], bind_worlds: Dict[str, Matrix4],
+                        driven: Sequence[str], source: str) -> None:
+    """Bones the motion does not drive that follow their DEF-/ORG- twin (mapping.twin_followers): each
+    frame's world is the leader's times inverse(leader's bind) times its own bind, as Blender's Copy
+    Transforms had it (a Rigify rig's DEF- bones off ORG- bones, its DEF- fingers off ORG- palms)."""
+    followers = twin_followers([name for name in joint_nodes if name in bind_worlds], driven)
+    for name, leader in sorted(followers.items()):
+        if leader not in bind_worlds or joint_nodes[leader] not in animated:
+            continue
+        offset = gd.multiply4(_inverse(bind_worlds[leader], source), bind_worlds[name])
+        animated[joint_nodes[name]] = [gd.multiply4(world, offset) for world in animated[joint_nodes[leader]]]
+
+
 def encode(
     document: gd.Document,
     motion: Motion,
@@ -230,6 +244,8 @@ def encode(
             root = joint_nodes[root_node_name or ""]
             scale = gd.decompose4(static_world[root])[2]
         animated[root] = [gd.trs_matrix(p, quat_normalize(q), scale) for p, q in root_track]
+    if bind_worlds:
+        _add_twin_followers(animated, joint_nodes, bind_worlds, skeleton.joint_names, document.source)
 
     parents = gd.node_parents(gltf)
     frames = motion.frame_count

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from ..errors import KimodoError
 from ..model import Skeleton
@@ -183,8 +183,11 @@ _PREFIX = re.compile(r"^(mixamorig\d*[:_]?|def[-_]|org[-_]|mch[-_]|bip\d*[ _]|b_
 _SUFFIX_SIDE = re.compile(r"(?:[._\- ])(l|r|left|right)$", re.I)
 _WORD_SIDE = re.compile(r"^(left|right)", re.I)
 _CAMEL_SIDE = re.compile(r"[a-z0-9]([LR])$")
-_LETTER_SIDE = re.compile(r"^([LRlr])(?:[A-Z_.\-]|(?=(?:hand|foot|thumb|fingers|shoulder|collar|hip|knee|ankle|toe|elbow|wrist|arm|leg)))")
-_FINGER_WORD = re.compile(r"^(?:hand)?f?(thumb|index|middle|ring|pinky|little|pinkie)(\d*)$")
+_LETTER_SIDE = re.compile(r"^([LRlr])(?:[A-Z_.\- ]|(?=(?:hand|foot|thumb|fingers|shoulder|collar|hip|knee|ankle|toe|elbow|wrist|arm|leg)))")
+# 3ds Max Biped: `Bip01 L Finger0` is the thumb .. `Finger4` the pinky, `Finger01`, `Finger02` its joints.
+_BIPED_FINGER = re.compile(r"^finger([0-4])\d?$")
+# Unity's humanoid names number the phalanges in words (LeftIndexProximal .. Distal), CC and Daz say Mid.
+_FINGER_WORD = re.compile(r"^(?:hand)?f?(thumb|index|middle|mid|ring|pinky|little|pinkie)(\d*|proximal|intermediate|distal)$")
 
 _WORDS = {
     "thigh": "thigh", "upleg": "thigh", "upperleg": "thigh", "legupper": "thigh",
@@ -192,10 +195,13 @@ _WORDS = {
     "calf": "calf", "shin": "calf", "lowerleg": "calf", "leglower": "calf", "knee": "calf", "crus": "calf",
     "foot": "foot", "ankle": "foot",
     "toe": "toe", "toes": "toe", "toebase": "toe", "ball": "toe", "toe0": "toe",
+    "thighbend": "thigh",  # Daz Genesis 8: lThighBend > lThighTwist > lShin (the twist is in the chain)
+    # Auto-Rig Pro's deforming bones: thigh_stretch.l, leg_stretch.l (the shin), arm_stretch.l, forearm_stretch.l
+    "thighstretch": "thigh", "legstretch": "calf", "armstretch": "upperarm", "forearmstretch": "lowerarm", "toes01": "toe",
     "clavicle": "clavicle", "collar": "clavicle", "collarbone": "clavicle",
     "shoulder": "shoulder", "arm": "arm",
-    "upperarm": "upperarm", "uparm": "upperarm", "armupper": "upperarm",
-    "forearm": "lowerarm", "lowerarm": "lowerarm", "elbow": "lowerarm", "armlower": "lowerarm",
+    "upperarm": "upperarm", "uparm": "upperarm", "armupper": "upperarm", "shldr": "upperarm", "shldrbend": "upperarm",
+    "forearm": "lowerarm", "lowerarm": "lowerarm", "elbow": "lowerarm", "armlower": "lowerarm", "forearmbend": "lowerarm",
     "hand": "hand", "wrist": "hand",
 }
 _CENTRE_WORDS = {
@@ -207,6 +213,7 @@ _CENTRE_WORDS = {
 def split_side(name: str) -> Tuple[Optional[str], str]:
     """(side "l"/"r"/None, base word lower-case without separators) of a bone name."""
     text = _PREFIX.sub("", name.strip())
+    text = re.sub(r"\.x$", "", text)  # Auto-Rig Pro's centre bones: root.x, spine_01.x, head.x
     text = re.sub(r"\.\d{3}$", "", text) if not re.search(r"\.\d{3}\.", text) else text
     side: Optional[str] = None
     match = _SUFFIX_SIDE.search(text)
@@ -293,8 +300,21 @@ def _common_ancestor(skeleton: Skeleton, a: int, b: int) -> int:
     return 0
 
 
-def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
-    """Canonical part -> joint from names; also finger end joints. Missing parts are simply absent."""
+_DEFORM_RANK = ((re.compile(r"^def[-_.]", re.I), 0), (re.compile(r"^org[-_.]", re.I), 2), (re.compile(r"^mch[-_.]", re.I), 3))
+
+
+def _preference(skeleton: Skeleton, joint: int, skinned: Optional[FrozenSet[int]]) -> Tuple[int, int]:
+    """Which of several bones with the same part's name plays it, best first: one that carries skinned
+    vertices (where the file has a mesh), then by Blender's prefixes a deform bone (Rigify's DEF-) before a
+    plain one (a control) before an original (ORG-) before a mechanism bone (MCH-)."""
+    name = skeleton.joint_names[joint]
+    rank = next((rank for pattern, rank in _DEFORM_RANK if pattern.match(name)), 1)
+    return (0 if skinned is None or joint in skinned else 1, rank)
+
+
+def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """Canonical part -> joint from names; also finger end joints. Missing parts are simply absent.
+    `skinned`: the joints that carry vertices (None: not known), preferred where names tie."""
     positions = rest_positions(skeleton)
     words: Dict[Tuple[str, str], List[int]] = {}
     centre: Dict[str, List[int]] = {}
@@ -305,7 +325,8 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         side, base = split_side(name)
         word = _WORDS.get(base)
         finger = _FINGER_WORD.match(base)
-        if word is None and not finger:
+        biped_finger = _BIPED_FINGER.match(base)
+        if word is None and not finger and not biped_finger:
             numbered = _numbered_limb(name)
             if numbered is not None:
                 side, word = numbered
@@ -327,8 +348,10 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         if word:
             words.setdefault((side, word), []).append(joint)
         elif finger:
-            kind = "pinky" if finger.group(1) in ("little", "pinkie") else finger.group(1)
+            kind = {"little": "pinky", "pinkie": "pinky", "mid": "middle"}.get(finger.group(1), finger.group(1))
             fingers.setdefault((side, kind), []).append((joint, base))
+        elif biped_finger:
+            fingers.setdefault((side, FINGERS[int(biped_finger.group(1))]), []).append((joint, base))
         elif re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)\w*(end|nub|tip)$", base):
             kind = re.match(r"^(?:hand)?f?(thumb|index|middle|ring|pinky)", base).group(1)  # type: ignore[union-attr]
             fingers.setdefault((side, kind + ":end"), []).append((joint, base))
@@ -346,7 +369,7 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
 
     def first(side: str, *kinds: str) -> Optional[int]:
         found = [j for kind in kinds for j in words.get((side, kind), [])]
-        return min(found, key=lambda j: _depth(skeleton, j)) if found else None
+        return min(found, key=lambda j: (_preference(skeleton, j, skinned), _depth(skeleton, j))) if found else None
 
     for side in SIDES:
         _spread_numbered_chain(skeleton, words, side)
@@ -388,6 +411,9 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
         for finger in FINGERS:
             joints = sorted(fingers.get((side, finger), []), key=lambda item: _depth(skeleton, item[0]))
             chain = [j for j, base in joints if not base.endswith(("end", "nub", "tip"))]
+            if chain:  # the finger's deform chain only (Rigify's DEF-f_index.01.L .. beside ORG- copies)
+                best = min(_preference(skeleton, j, skinned) for j in chain)
+                chain = [j for j in chain if _preference(skeleton, j, skinned) == best]
             if len(chain) > FINGER_JOINTS:
                 chain = chain[-FINGER_JOINTS:]  # a metacarpal first
             for k, joint in enumerate(chain):
@@ -396,25 +422,37 @@ def _map_by_names(skeleton: Skeleton) -> Tuple[Dict[str, int], Dict[str, int]]:
             ends += [j for j, _ in fingers.get((side, finger + ":end"), [])]
             if ends:
                 finger_ends[finger + "_" + side] = ends[0]
+    def hips_above(joint: int) -> int:
+        """The hips: the named hips bone at or above `joint` (the deepest, skinned first), else `joint`."""
+        named = [j for j in centre.get("hips", []) if j in _ancestors(skeleton, joint)]
+        if not named:
+            return joint
+        return min(named, key=lambda j: (_preference(skeleton, j, skinned), -_depth(skeleton, j)))
+
     thighs = [bones.get("thigh_l"), bones.get("thigh_r")]
     if None not in thighs:
-        lca = _common_ancestor(skeleton, thighs[0], thighs[1])  # type: ignore[arg-type]
-        named = [j for j in centre.get("hips", []) if j in _ancestors(skeleton, lca)]
-        bones["hips"] = max(named, key=lambda j: _depth(skeleton, j)) if named else lca
+        bones["hips"] = hips_above(_common_ancestor(skeleton, thighs[0], thighs[1]))  # type: ignore[arg-type]
     arms = [bones.get("clavicle_l", bones.get("upperarm_l")), bones.get("clavicle_r", bones.get("upperarm_r"))]
     if "hips" in bones and None not in arms:
         chest = _common_ancestor(skeleton, arms[0], arms[1])  # type: ignore[arg-type]
         path = _ancestors(skeleton, chest)
+        if bones["hips"] not in path:
+            # The thighs hang off a pelvis bone beside the spine (Character Creator's CC_Base_Hip >
+            # CC_Base_Pelvis > thighs and CC_Base_Hip > CC_Base_Waist > spine; Daz's hip > pelvis): the hips
+            # are the bone that carries both.
+            bones["hips"] = hips_above(_common_ancestor(skeleton, bones["hips"], chest))
         if bones["hips"] in path:
             spine = list(reversed(path[: path.index(bones["hips"])]))
-            for k, joint in enumerate(spine):
+            # 3ds Max Biped hangs the clavicles off `Bip01 Neck`: a bone named neck there starts the neck.
+            neck_at_chest = len(spine) > 1 and split_side(skeleton.joint_names[chest])[1].startswith("neck")
+            for k, joint in enumerate(spine[:-1] if neck_at_chest else spine):
                 bones["spine_{}".format(k)] = joint
             heads = [j for j in centre.get("head", []) if chest in _ancestors(skeleton, j) and j != chest]
             if heads:
                 head = min(heads, key=lambda j: _depth(skeleton, j))
                 bones["head"] = head
                 neck = list(reversed(_ancestors(skeleton, head)[1: _ancestors(skeleton, head).index(chest)]))
-                for k, joint in enumerate(neck):
+                for k, joint in enumerate(([chest] if neck_at_chest else []) + neck):
                     bones["neck_{}".format(k)] = joint
             else:
                 _map_head_by_geometry(skeleton, positions, chest, bones)
@@ -507,17 +545,20 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
 
 
 def map_humanoid(skeleton: Skeleton, source: str = "",
-                 feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None) -> HumanoidMap:
+                 feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None,
+                 skinned: Optional[FrozenSet[int]] = None) -> HumanoidMap:
     """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
     legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
     the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
-    (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing."""
+    (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing;
+    `skinned` (the joints that carry vertices, None where not known) picks the deform bone among bones
+    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls)."""
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
         # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
         # rest feet average 2 degrees off).
         return _map_from_table(skeleton, _kimodo_tables()[kimodo])
-    bones, finger_ends = _map_by_names(skeleton)
+    bones, finger_ends = _map_by_names(skeleton, skinned)
     whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
                     "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
@@ -531,7 +572,62 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
                                       "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
         LOG.warning("%s", message)
         hmap = replace(hmap, warnings=hmap.warnings + (message,))
+    if skinned:
+        stranded = _stranded_skinned(hmap, skinned)
+        if stranded:
+            names = [skeleton.joint_names[j] for j in stranded]
+            message = ("{}: {} skinned bone{} outside the bones the map drives (the hips {} and the mapped parts, "
+                       "with all below them) will not move: {}{} (deform bones that hang off control bones: parent "
+                       "each to the deform bone above it before exporting)".format(
+                           source or skeleton.name, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
+                           ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
+            LOG.warning("%s", message)
+            hmap = replace(hmap, warnings=hmap.warnings + (message,))
     return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
+
+
+_TWIN = re.compile(r"^(def|org)([-_.].+)$", re.I)
+
+
+def twin_followers(names: Sequence[str], moving: Sequence[str]) -> Dict[str, str]:
+    """{bone: the bone it follows}: Rigify's DEF-x and ORG-x are one bone twice (in Blender the DEF copies
+    the ORG's transform by a constraint, which glTF does not keep), so of the two the one the retarget does
+    not move follows the one it moves (its world = the leader's world times their bind offset). A rig
+    whose DEF- bones hang off ORG- bones (the deform bones not one tree) then moves as one body."""
+    driven = set(moving)
+    by_lower = {name.lower(): name for name in driven}
+    followers: Dict[str, str] = {}
+    for name in names:
+        match = _TWIN.match(name)
+        if name in driven or not match:
+            continue
+        twin = ("org" if match.group(1).lower() == "def" else "def") + match.group(2)
+        leader = by_lower.get(twin.lower())
+        if leader is not None:
+            followers[name] = leader
+    return followers
+
+
+def _add_subtrees(skeleton: Skeleton, starts, into: set) -> None:
+    stack = list(starts)
+    while stack:
+        joint = stack.pop()
+        if joint not in into:
+            into.add(joint)
+            stack.extend(skeleton.children(joint))
+
+
+def _stranded_skinned(hmap: HumanoidMap, skinned: FrozenSet[int]) -> List[int]:
+    """Skinned joints that nothing the retarget drives moves: neither a mapped part nor below one, nor
+    below a twin that follows one (`twin_followers`), nor above the hips (a root bone carries the root
+    motion)."""
+    skeleton = hmap.skeleton
+    names = skeleton.joint_names
+    moving: set = set()
+    _add_subtrees(skeleton, hmap.bones.values(), moving)
+    _add_subtrees(skeleton, [names.index(name) for name in twin_followers(names, [names[j] for j in moving])], moving)
+    above = set(_ancestors(skeleton, hmap.bones["hips"]))
+    return [j for j in sorted(skinned, key=lambda j: (_depth(skeleton, j), j)) if j not in moving and j not in above]
 
 
 def _one_bone_limbs(skeleton: Skeleton, bones: Dict[str, int]) -> Tuple[str, ...]:

@@ -440,9 +440,13 @@ def kimodos_contacts(clip):
 # Quaternius female now kneels with that toe on the floor (its hips drop on the kneeling side, its knee as
 # deep under the floor as Kimodo's own). The robot as Blender has it carries its foot mesh 28 cm per 1.7 m
 # behind the ankle, and its knee reaches Kimodo's depth first: the lock keeps the limbs and lets the
-# kneeling toe's height go, so it floats while the toe alone is down (cm, as measured, rounded up: 17.99;
-# 50.81 before the hip drop; 7.8 cm per 1.7 m). Frames with a heel down stay within the 1 cm bar.
-KNEEL_FLOATS_CM = {"robot_g1_02": 18.5}
+# kneeling toe's height go, so it floats while the toe alone is down (cm, as measured, rounded up: 15.20,
+# 6.6 cm per 1.7 m; 17.99 while its toe point was the back of its heel, the sole vertex farthest from the
+# ankle; 50.81 before the hip drop). Its front reaches only 20 cm of its 4.5 m ahead of the ankle, so a
+# foot pointed down as Kimodo's leaves the ankle higher than Kimodo's knee depth lets the hips come down
+# (the kneeling ankle must come 38-58 cm down, the knee has 23-39). Frames with a heel down stay within
+# the 1 cm bar.
+KNEEL_FLOATS_CM = {"robot_g1_02": 15.5}
 
 
 @pytest.mark.parametrize("version, case", on_each_blender(SOLE_CASES))
@@ -478,9 +482,12 @@ def test_the_deformed_mesh_soles_are_on_the_floor_at_every_planted_frame(blender
 
 # Cases whose planted feet slide more than issue 8's bar on Blender's mesh, with the figure met (none).
 SKATE_NOT_MET = {}
+# An in-place import slides its planted feet on purpose (the travel taken out of the hips after the lock:
+# the report adds it back, this test does not): those cases are not held here.
+SKATE_CASES = [name for name in SOLE_CASES if not next(c for c in CASES if c[0] == name)[3].get("in_place")]
 
 
-@pytest.mark.parametrize("version, case", on_each_blender(SOLE_CASES))
+@pytest.mark.parametrize("version, case", on_each_blender(SKATE_CASES))
 def test_the_planted_feet_stay_where_they_land_on_blenders_mesh(blender, case):
     """Issue 8's planted-foot speed, Kimodo's measure on what Blender evaluates, at Kimodo's labels (as
     above): the foot bone's head while the heel is down, the toe bone's head (or, on a foot without one,

@@ -789,6 +789,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
+    lifted: Optional[Tuple[Vec3, int]] = None  # the heel's pin when it last lifted off its toe, and the frame
     anchor: Vec3 = (0.0, 0.0, 0.0)
     dragged: Vec3 = (0.0, 0.0, 0.0)
     for frame in range(frames):
@@ -797,7 +798,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if toe_point is None:
             heel_on, toe_on = heel_on or toe_on, False
         if not (heel_on or toe_on):
-            pin_heel = pin_toe = None
+            pin_heel = pin_toe = lifted = None
             continue
         ankle = positions[foot]
         toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
@@ -810,8 +811,17 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if heel_on:
             if pin_heel is None:
                 # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
-                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat).
-                pin_heel = add(ankle, start) if pin_toe is None else add(pin_toe, subtract(ankle, toe))
+                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat);
+                # a toe-less foot back where it stood when it was up on its front only a moment (a one-frame
+                # toe-only label in a stance: re-placed about that front, the Blender robot's heel moved 4 cm
+                # and stayed there, bending its leg; kept to toe-less feet, whose front is wherever their mesh
+                # is: with toe bones, as before, the mannequin's outputs unchanged).
+                if pin_toe is None:
+                    pin_heel = add(ankle, start)
+                elif lifted is not None and frame - lifted[1] <= BLEND_FRAMES and not tmap.has("toe_" + side):
+                    pin_heel = lifted[0]
+                else:
+                    pin_heel = add(pin_toe, subtract(ankle, toe))
             goal = pin_heel
         else:
             if pin_toe is None:
@@ -854,6 +864,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if heel_on and toe_on:
             pin_toe = add(toe, offset)
         elif toe_on:
+            if pin_heel is not None:
+                lifted = (pin_heel, frame)
             pin_heel = None
     for frame, roll in enumerate(_eased_turns(rolls, [o is None for o in offsets])):
         if roll is not None and offsets[frame] is None:  # eased out into the air (and in from it)
@@ -869,7 +881,7 @@ TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the anima
 # TOE_ROLL_MAX_DEG (30) the mannequin-shaped foot whose mesh hangs 25 cm behind its ankle kneels (g1_02)
 # with its toe 10 cm per 1.7 m up; with 90, on the floor.
 FRONT_ROLL_MAX_DEG = 90.0
-FRONT_ROLL_STEPS = 10
+FRONT_ROLL_STEPS = 24  # bisection steps: 90 deg / 2**24, so float noise between two readers of one rig turns no foot visibly
 
 
 def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3], roll: Quat,

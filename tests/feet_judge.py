@@ -101,11 +101,27 @@ class Skinned:
         return np.concatenate(out, 1) if out else np.zeros((world.shape[0], 0, 3))
 
 
+def sole_front(vertices: np.ndarray, ankle: np.ndarray, forward: Sequence[float], height: float) -> int:
+    """Index of a toe-less foot's front among its vertices at rest: of the sole (within 2% of the height
+    of the foot's lowest), the vertex a foot pitched toe-down stands on, found along the facing the rig
+    was BUILT with (not the retarget's): reach ahead of the ankle, less the height over the sole (a 45 deg
+    pitch) and a tenth of the distance aside from the ankle's line (the toe's middle, not a corner). Not
+    the vertex farthest from the ankle: on a foot whose mesh hangs behind the ankle, that is the heel."""
+    forward = np.array([forward[0], 0.0, forward[2]], dtype=np.float64)
+    forward /= np.linalg.norm(forward)
+    aside = np.array([forward[2], 0.0, -forward[0]])
+    offset = (np.asarray(vertices, dtype=np.float64) - ankle) * [1.0, 0.0, 1.0]
+    low = vertices[:, 1].min()
+    score = offset @ forward - (vertices[:, 1] - low) - 0.1 * np.abs(offset @ aside)
+    return int(np.argmax(np.where(vertices[:, 1] <= low + 0.02 * height, score, -np.inf)))
+
+
 def feet_figures(output: Path, rig: Path, foot_names: Dict[str, str], toe_names: Dict[str, Optional[str]],
-                 contacts: np.ndarray) -> Dict[str, float]:
+                 contacts: np.ndarray, forward: Sequence[float] = (0.0, 0.0, 1.0)) -> Dict[str, float]:
     """Rest floor, per-frame lowest sole of each foot (relative to the rest floor), and planted-foot
     speed (Kimodo's measure: the heel joint while the heel channel is on, the toe joint (or, without
-    one, the foot's front sole vertex) while the toe channel is on; frames in contact at both ends).
+    one, the foot's front sole vertex at rest, `sole_front` along the rig's `forward`, followed) while
+    the toe channel is on; frames in contact at both ends).
     contacts: (frames, 4) left heel, left toe, right heel, right toe."""
     source = Skinned(rig)
     out = Skinned(output)
@@ -127,11 +143,11 @@ def feet_figures(output: Path, rig: Path, foot_names: Dict[str, str], toe_names:
         heel = world[:, by_name[foot_names[side]], :3, 3]
         if toe_names.get(side):
             toe = world[:, by_name[toe_names[side]], :3, 3]
-        else:
-            sole = posed[0][:, 1] <= posed[0][:, 1].min() + 0.02 * _height(out)
-            distance = np.hypot(*(posed[0][:, [0, 2]] - heel[0][[0, 2]]).T)
-            front = np.argmax(np.where(sole, distance, -1.0))
-            toe = posed[:, front]  # no toe bone: the sole's front, the farthest sole vertex from the ankle
+        else:  # no toe bone: the sole's front, chosen at rest (the same vertices of the same mesh in the output)
+            ankle = static[0, nodes_in[0], :3, 3]
+            if len(rest) != posed.shape[1]:
+                raise AssertionError("{}: the output's foot has other vertices than the rig's".format(output))
+            toe = posed[:, sole_front(rest, ankle, forward, _height(source))]
         for channel, point in ((0, heel), (1, toe)):
             on = contacts[:frames, 2 * s + channel].astype(bool)
             both = on[:-1] & on[1:]
@@ -196,18 +212,14 @@ def judge_case(item: dict) -> dict:
     for side, foot in item["feet"].items():
         posed = out.skin(world, _carried_by(out, _descendants(out.glb, foot)))
         lowest[side] = posed[..., 1].min(1).tolist()
-        # The sole's front (where a toe contact is measured without a toe bone): the sole vertex farthest
-        # from the ankle AT REST, followed (the same vertex of the same mesh in the output); Blender's and
-        # three's judges choose it at the output's first frame, which is a heel vertex when the toe is up.
+        # The sole's front (where a toe contact is measured without a toe bone): `sole_front` AT REST along
+        # the facing the rig was built with, followed (the same vertex of the same mesh in the output), as
+        # Blender's and three's judges choose it on the input at rest in their own scenes.
         at_rest = np.asarray(feet[side]["vertices"])
-        ankle = np.asarray(feet[side]["heel"])
-        if len(at_rest) == posed.shape[1]:
-            first = at_rest
-        else:
-            first, ankle = posed[0], world[0, names[foot], :3, 3]
-        sole = first[:, 1] <= first[:, 1].min() + 0.02 * height
-        reach = np.hypot(first[:, 0] - ankle[0], first[:, 2] - ankle[2])
-        front[side] = posed[:, int(np.argmax(np.where(sole, reach, -1.0)))].tolist()
+        if len(at_rest) != posed.shape[1]:
+            raise AssertionError("{}: the output's foot has other vertices than the rig's".format(item["output"]))
+        chosen = sole_front(at_rest, np.asarray(feet[side]["heel"]), item.get("forward", (0.0, 0.0, 1.0)), height)
+        front[side] = posed[:, chosen].tolist()
     hand_lowest = {side: out.skin(world, _carried_by(out, _descendants(out.glb, hand)))[..., 1].min(1).tolist()
                    for side, hand in item.get("hands", {}).items()}
     return {"rest": rest, "output": {"lowest": lowest, "front": front, "points": points, "hand_lowest": hand_lowest,

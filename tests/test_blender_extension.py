@@ -119,6 +119,8 @@ EXPORTED = ("robot",)
 # end in the tip joints the command line reads from the exported file (armature.tip_points; without them the
 # robot faced by its hip line instead of heel to toe, 7e-6 rad off, 1.1e-4 m at its hands).
 BONES_BAR_M = 1e-4
+# Every shared rig faces +Z in its file (glTF axes): the judge finds a toe-less foot's front along it.
+BUILT_FORWARD = [0.0, 0.0, 1.0]
 
 
 def kind(clip):
@@ -253,7 +255,8 @@ def run_blender_cases(version, built, command_line, exported):
     cases = []
     for name, rig, clip, options, select in run:
         case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(CLIPS / clip),
-                "options": options, "select": select, "soles": name in SOLE_CASES, "skin": name in SKINNED_RIGIFY}
+                "options": options, "select": select, "soles": name in SOLE_CASES, "skin": name in SKINNED_RIGIFY,
+                "forward": BUILT_FORWARD}
         if rig != "rigify":
             case["path"] = str(RIG_FILES[rig])
         if name in EDITS:
@@ -437,9 +440,13 @@ def kimodos_contacts(clip):
 # Quaternius female now kneels with that toe on the floor (its hips drop on the kneeling side, its knee as
 # deep under the floor as Kimodo's own). The robot as Blender has it carries its foot mesh 28 cm per 1.7 m
 # behind the ankle, and its knee reaches Kimodo's depth first: the lock keeps the limbs and lets the
-# kneeling toe's height go, so it floats while the toe alone is down (cm, as measured, rounded up: 17.99;
-# 50.81 before the hip drop; 7.8 cm per 1.7 m). Frames with a heel down stay within the 1 cm bar.
-KNEEL_FLOATS_CM = {"robot_g1_02": 18.5}
+# kneeling toe's height go, so it floats while the toe alone is down (cm, as measured, rounded up: 15.20,
+# 6.6 cm per 1.7 m; 17.99 while its toe point was the back of its heel, the sole vertex farthest from the
+# ankle; 50.81 before the hip drop). Its front reaches only 20 cm of its 4.5 m ahead of the ankle, so a
+# foot pointed down as Kimodo's leaves the ankle higher than Kimodo's knee depth lets the hips come down
+# (the kneeling ankle must come 38-58 cm down, the knee has 23-39). Frames with a heel down stay within
+# the 1 cm bar.
+KNEEL_FLOATS_CM = {"robot_g1_02": 15.5}
 
 
 @pytest.mark.parametrize("version, case", on_each_blender(SOLE_CASES))
@@ -471,6 +478,38 @@ def test_the_deformed_mesh_soles_are_on_the_floor_at_every_planted_frame(blender
     worst, under = float(np.abs(planted).max()), float(min(lowest[side].min() for side in "lr"))
     assert worst <= 1.0 * scale, (worst, np.sort(np.abs(planted))[-5:])
     assert under >= -2.0 * scale, under
+
+
+# Cases whose planted feet slide more than issue 8's bar on Blender's mesh, with the figure met (none).
+SKATE_NOT_MET = {}
+# An in-place import slides its planted feet on purpose (the travel taken out of the hips after the lock:
+# the report adds it back, this test does not): those cases are not held here.
+SKATE_CASES = [name for name in SOLE_CASES if not next(c for c in CASES if c[0] == name)[3].get("in_place")]
+
+
+@pytest.mark.parametrize("version, case", on_each_blender(SKATE_CASES))
+def test_the_planted_feet_stay_where_they_land_on_blenders_mesh(blender, case):
+    """Issue 8's planted-foot speed, Kimodo's measure on what Blender evaluates, at Kimodo's labels (as
+    above): the foot bone's head while the heel is down, the toe bone's head (or, on a foot without one,
+    the sole's front vertex of the deformed mesh, chosen at rest along the rig's facing: on the robot as
+    Blender has it, its foot mesh 28 cm per 1.7 m behind the ankle, not the heel's back that is farthest
+    from it) while the toe is, over frame steps in contact at both ends: at most 0.15 cm a frame per
+    1.7 m of character."""
+    _, rig, clip, _, _ = next(c for c in CASES if c[0] == case)
+    record = blender["cases"][case]
+    contacts = kimodos_contacts(clip)
+    heads = blender_positions(record)
+    bone_map = json.loads(record["bone_map"])
+    steps = []
+    for i, side in enumerate("lr"):
+        heel = heads[bone_map["foot_" + side]]
+        toe = heads[bone_map["toe_" + side]] if bone_map.get("toe_" + side) else np.array(record["fronts"][side])
+        assert len(heel) == len(toe) == len(contacts)
+        for channel, point in ((0, heel), (1, toe)):
+            both = contacts[:-1, 2 * i + channel] & contacts[1:, 2 * i + channel]
+            steps.append(np.linalg.norm(np.diff(point, axis=0), axis=1)[both])
+    skate = float(np.concatenate(steps).mean()) * 100.0 / (record["rest_height"] / 1.7)
+    assert skate <= SKATE_NOT_MET.get(case, 0.15), skate
 
 
 @pytest.mark.parametrize("case", [c[0] for c in BOX_CASES])

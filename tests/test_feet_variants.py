@@ -86,18 +86,12 @@ def _robot(folder: Path):
     return str(rv.ROBOT), _at_bind(rv.ROBOT, folder, "robot")
 
 
-def _feet_mesh_behind(folder: Path):
-    """The mannequin with its feet's mesh 25 cm behind the foot bones (as Blender's importer leaves
-    RobotExpressive's) and no toe part (its toe bones named as plain bone ends, like the robot's FootL_end)."""
-    rig = rv.variant(rv.MANNEQUIN, folder, "feet_mesh_behind.glb",
-                     lambda g: rv.rename(g, {"ball_l": "FootEnd_l", "ball_r": "FootEnd_r"}),
-                     lambda g: rv.feet_mesh_moved(g, ["foot_l", "foot_r"], (0.0, 0.0, -0.25)))
-    return str(rig), rig
+_feet_mesh_behind = tfj._feet_mesh_behind  # the feet's mesh 25 cm behind the ankles, no toe part
 
 
 MANNEQUIN = tfj._parts(tfj.MANNEQUIN_PARTS)
 NO_TOE = {k: v for k, v in MANNEQUIN.items() if not k.startswith("toe")}
-MESH_BEHIND = "the feet's mesh points"
+MESH_BEHIND = tfj.MESH_BEHIND
 MIXAMO = tfj._parts(tfj.MIXAMO_PARTS)
 ROBOT = tfj._parts(ROBOT_PARTS)
 CASES = {
@@ -124,14 +118,6 @@ HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "
 # Bars the retarget misses today (feet.py), as the figure it meets instead (per 1.7 m of character, as
 # bar_problems measures; findings in the session notes of 2026-12-01, "sweep"):
 NOT_MET = {
-    # No toe part and the feet's mesh 25 cm behind the ankles (feet_mesh_behind, also how Blender's importer leaves
-    # RobotExpressive's): the toe point is the sole's vertex farthest from the ankle, which here is the back of the
-    # heel; while Kimodo has the toe alone down that point is not the one on the floor, and it comes down 3 cm as
-    # the foot comes flat (0.15-0.16; Kimodo's own 0.115). Session notes 2026-12-01, "skate".
-    "feet_mesh_behind_soma07": {"skate_cm": 0.17},
-    # The kneel on such feet: with the hips' drop on the kneeling side (feet._drop_hip) the kneeling toe floats
-    # 7.9 cm (28 without it) and slides 0.23 (the let-go trade, feet._reach_goals, takes the rest).
-    "feet_mesh_behind_kneel": {"planted_cm": 8.0, "skate_cm": 0.24},
     # Every limb held to the bar, not only their mean: on soma_04 the planted left foot's goal lies 4-10 cm
     # under where the animation has its ankle, more than the left leg reaches; the hips come down for it
     # (feet._reach_goals) and fold the right leg: thigh_r 0.9894 (on main before this session too; the
@@ -151,7 +137,7 @@ def judge_spec(name: str, case: tfj.Case, rig: Path, out: Path, frames: int, han
     under it is a hand; `carried`: {part: (bone, place at bind)} for the parts the rig lost."""
     return {"name": name, "output": str(out), "rig": str(rig), "fps": 30.0, "frames": frames,
             "feet": {s: case.parts["foot_" + s] for s in "lr"}, "toes": {s: case.parts.get("toe_" + s) for s in "lr"},
-            "points": sorted(set(case.parts.values())),
+            "forward": tfj.built_forward(case), "points": sorted(set(case.parts.values())),
             "carried": {part: {"bone": bone, "at": at} for part, (bone, at) in (carried or {}).items()},
             "hands": {s: case.parts.get(hands + "_" + s) or case.parts.get("lowerarm_" + s) or case.parts["upperarm_" + s]
                       for s in "lr"}}
@@ -269,3 +255,41 @@ def test_the_numpy_judge_sees_what_blender_and_three_see_on_a_broken_output(judg
     got = tfj.figures(case, judge_case(judge_spec(name, case, rv.MIXAMO, broken, len(tfj._source(case)[1]))))
     missed = missed_bars(case, bar_figures(got), {})
     assert [m.split()[0] for m in missed] == ["planted_cm"], missed
+
+
+def test_the_core_the_report_and_the_judge_find_a_toe_less_foot_front_ahead_not_its_heel(tmp_path):
+    """On feet whose mesh hangs 25 cm behind the ankles (no toe bone), the sole vertex farthest from the
+    ankle is the back of the heel. Where a toe contact is pinned (the core's `find_soles`), where the report
+    measures it (`output._mesh_feet`) and where the numpy judge measures it (`feet_judge.sole_front`, along
+    the facing the rig was built with, from the rig's own rest mesh) are the same vertex, at the front of
+    the foot: no other sole vertex lies more than 1 cm further ahead."""
+    from kimodo_rig import formats
+    from kimodo_rig.ops.fk import rest_pose
+    from kimodo_rig.retarget import character, feet, output
+    from kimodo_rig.retarget.solve import retarget
+    from feet_judge import Skinned, _carried_by, _descendants, _node_world_static, sole_front
+
+    _, rig = _feet_mesh_behind(tmp_path)
+    target = character.load_target(str(rig))
+    mesh = character.bind_mesh(target)
+    clip = formats.read_file(tfj.NPZ / "soma_01_single_text_prompt" / "motion.npz")
+    info = retarget(clip, target.skeleton, target_map=character.map_target(target))[1]
+    rotations, positions = rest_pose(info.target_map.skeleton)
+    soles = feet.find_soles(mesh, info)
+    reported = output._mesh_feet(info, mesh)
+    judge = Skinned(rig)
+    static = _node_world_static(judge.glb)
+    everything = judge.skin(static[None], [np.ones(len(p[2]), bool) for p in judge.parts])[0]
+    height = float(np.ptp(everything[:, 1]))
+    for side in "lr":
+        nodes = _descendants(judge.glb, "foot_" + side)
+        rest = judge.skin(static[None], _carried_by(judge, nodes))[0]
+        ankle = static[nodes[0], :3, 3]
+        sole = rest[rest[:, 1] <= rest[:, 1].min() + 0.02 * height]
+        farthest = sole[np.argmax(np.hypot(sole[:, 0] - ankle[0], sole[:, 2] - ankle[2]))]
+        assert farthest[2] < ankle[2] - 0.2  # the kind of foot: its farthest sole vertex is the heel's back
+        judged_front = rest[sole_front(rest, ankle, tfj.built_forward(tfj.Case("", None, {})), height)]
+        core_front = np.array(feet.posed_point(soles.toe_points[side], rotations, positions))
+        report_front = np.array(mesh[reported[side][2]][0])
+        assert np.abs(core_front - judged_front).max() < 1e-5 and np.abs(report_front - judged_front).max() < 1e-5
+        assert judged_front[2] >= sole[:, 2].max() - 0.01

@@ -207,6 +207,27 @@ def _on_working_skeleton(mesh: BindMesh, skeleton: Skeleton) -> List[Tuple[Vec3,
     return result
 
 
+FRONT_ASIDE_COST = 0.1  # how much a sole vertex's distance from the ankle's line counts against its reach ahead
+
+
+def sole_front(sole: Sequence[Sequence[float]], ankle: Sequence[float], forward: Vec3) -> int:
+    """Index of the sole's front among `sole` (points at bind): the one a foot pitched toe-down onto the
+    floor stands on, found along the character's FORWARD (its measured facing, horizontal), never as
+    the point farthest from the ankle (a foot whose mesh hangs behind its ankle has its heel there).
+    Each point scores its reach ahead of the ankle less its height over the lowest (a 45 deg pitch) and
+    a tenth of its distance aside from the ankle's line (the toe's middle, not a corner: the score has
+    no exact ties between the corners of a flat toe, so float noise picks no other vertex)."""
+    lowest = min(p[1] for p in sole)
+    side = (forward[2], 0.0, -forward[0])
+
+    def score(k: int) -> float:
+        p = sole[k]
+        offset = (p[0] - ankle[0], 0.0, p[2] - ankle[2])
+        return dot(offset, forward) - (p[1] - lowest) - FRONT_ASIDE_COST * abs(dot(offset, side))
+
+    return max(range(len(sole)), key=score)
+
+
 def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
     """The character's soles, hands and rest floor on the retarget's working skeleton, from its bind mesh
     (`character.bind_mesh`, or a host's own: positions in the glTF frame, weights by joint name)."""
@@ -236,8 +257,7 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
             sole = sorted((item for item in on_foot if item[0][1] <= lowest + SOLE_BAND * height), key=lambda i: i[0][1])
             feet[side] = tuple(_as_point(v, w, rotations, positions) for v, w in _extremes(on_foot, DIRECTIONS))
             if toes[side] is None:  # no toe bone: a toe contact pins the sole's front (a rigid foot rolls on it)
-                ankle = positions[foot]
-                front = max(sole, key=lambda item: math.hypot(item[0][0] - ankle[0], item[0][2] - ankle[2]))
+                front = sole[sole_front([v for v, _ in sole], positions[foot], info.forward)]
                 toes[side] = _as_point(front[0], front[1], rotations, positions)
         else:
             from_mesh = False
@@ -1000,6 +1020,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
+    lifted: Optional[Tuple[Vec3, int]] = None  # the heel's pin when it last lifted off its toe, and the frame
     anchor: Vec3 = (0.0, 0.0, 0.0)
     dragged: Vec3 = (0.0, 0.0, 0.0)
     for frame in range(frames):
@@ -1008,7 +1029,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if toe_point is None:
             heel_on, toe_on = heel_on or toe_on, False
         if not (heel_on or toe_on):
-            pin_heel = pin_toe = None
+            pin_heel = pin_toe = lifted = None
             continue
         ankle = positions[foot]
         toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
@@ -1021,8 +1042,17 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if heel_on:
             if pin_heel is None:
                 # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
-                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat).
-                pin_heel = add(ankle, start) if pin_toe is None else add(pin_toe, subtract(ankle, toe))
+                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat);
+                # a toe-less foot back where it stood when it was up on its front only a moment (a one-frame
+                # toe-only label in a stance: re-placed about that front, the Blender robot's heel moved 4 cm
+                # and stayed there, bending its leg; kept to toe-less feet, whose front is wherever their mesh
+                # is: with toe bones, as before, the mannequin's outputs unchanged).
+                if pin_toe is None:
+                    pin_heel = add(ankle, start)
+                elif lifted is not None and frame - lifted[1] <= BLEND_FRAMES and not tmap.has("toe_" + side):
+                    pin_heel = lifted[0]
+                else:
+                    pin_heel = add(pin_toe, subtract(ankle, toe))
             goal = pin_heel
         else:
             if pin_toe is None:
@@ -1030,7 +1060,12 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             # The foot rolls on its pinned toe: turned about the ankle so that the ankle stays as near
             # where the leg has it as the foot's length allows (grounding a big sole as Kimodo's small
             # foot pitches on its toes took the ankle far down, and the hips with it).
-            rolls[frame] = _at_most(quat_between(subtract(toe, ankle), subtract(pin_toe, ankle)), TOE_ROLL_MAX_DEG)
+            wanted = quat_between(subtract(toe, ankle), subtract(pin_toe, ankle))
+            if tmap.has("toe_" + side):
+                rolls[frame] = _at_most(wanted, TOE_ROLL_MAX_DEG)
+            else:  # the whole foot rolls where a toe would bend, standing on its front
+                rolls[frame] = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
+                                                  toe_point, soles.feet[side])  # type: ignore[arg-type]
             _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
             toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
@@ -1060,6 +1095,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if heel_on and toe_on:
             pin_toe = add(toe, offset)
         elif toe_on:
+            if pin_heel is not None:
+                lifted = (pin_heel, frame)
             pin_heel = None
     for frame, roll in enumerate(_eased_turns(rolls, [o is None for o in offsets])):
         if roll is not None and offsets[frame] is None:  # eased out into the air (and in from it)
@@ -1070,6 +1107,35 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
 
 
 TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
+# A foot with no toe bone rolls as one piece on its sole's front, where Kimodo bends its toe (in a kneel,
+# the toes tucked under, 60-90 deg): it may roll further, never off its front (`_standing_on_front`). With
+# TOE_ROLL_MAX_DEG (30) the mannequin-shaped foot whose mesh hangs 25 cm behind its ankle kneels (g1_02)
+# with its toe 10 cm per 1.7 m up; with 90, on the floor.
+FRONT_ROLL_MAX_DEG = 90.0
+FRONT_ROLL_STEPS = 24  # bisection steps: 90 deg / 2**24, so float noise between two readers of one rig turns no foot visibly
+
+
+def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3], roll: Quat,
+                       front: Point, sole: Sequence[Point]) -> Quat:
+    """As far along `roll` (about the foot's joint, the chain's first) as keeps a toe-less foot's front,
+    its toe point, no higher over the foot's lowest point than it is unrolled: a foot on its toe alone
+    stands on that toe. Pointed at its pin, a foot whose mesh lies behind its ankle would turn heel-down,
+    come down on its heel's back and lift the toe off the floor (4.6 cm in a frame)."""
+    ankle = positions[chain[0]]
+
+    def gap(fraction: float) -> float:
+        turned_rotations, turned_positions = list(rotations), list(positions)
+        _turn_about(chain, turned_rotations, turned_positions, ankle, quat_slerp(IDENTITY, roll, fraction))
+        return posed_point(front, turned_rotations, turned_positions)[1] - _lowest(sole, turned_rotations, turned_positions)
+
+    allowed = gap(0.0) + 1e-6
+    if gap(1.0) <= allowed:
+        return roll
+    low, high = 0.0, 1.0
+    for _ in range(FRONT_ROLL_STEPS):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if gap(middle) <= allowed else (low, middle)
+    return quat_slerp(IDENTITY, roll, low)
 
 
 def _at_most(turn: Quat, degrees: float) -> Quat:

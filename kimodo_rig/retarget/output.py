@@ -171,16 +171,27 @@ def _share(weights, names, bones) -> float:
 def report_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
     """Per side, the indices into `bind_mesh` whose deformed positions a host samples every frame for
     `report_from_positions` (the foot's support vertices, the sole's front last); empty without a mesh."""
+    return {side: chosen + [front] for side, (chosen, _, front) in _mesh_feet(info, bind_mesh).items()}
+
+
+def _mesh_feet(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Tuple[List[int], int, int]]:
+    """Per side, indices into `bind_mesh`: the support vertices, the sole's long end and its front
+    (`_foot_choice`, then `_front_of` along the facing measured at bind); empty without a mesh."""
     height = _mesh_height(bind_mesh)
-    result = {}
-    for side, members in _foot_vertices(info, bind_mesh).items():
-        if not members:
-            return {}
-        ankle = rest_pose(info.target_map.skeleton)[1][feet.standing_joint(info.target_map, side)]
-        chosen, front = _foot_choice([bind_mesh[i][0] for i in members], [_carrier(bind_mesh[i][1]) for i in members],
-                                     ankle, height)  # type: ignore[arg-type]
-        result[side] = [members[i] for i in chosen] + [members[front]]
-    return result
+    tmap = info.target_map
+    joints = _joint_feet([], tmap.skeleton, info)
+    members = _foot_vertices(info, bind_mesh)
+    if not all(members.get(side) for side in SIDES):
+        return {}
+    points = {side: [bind_mesh[i][0] for i in members[side]] for side in SIDES}
+    choices = {side: _foot_choice(points[side], [_carrier(bind_mesh[i][1]) for i in members[side]],
+                                  joints.bind["foot_" + side], height) for side in SIDES}  # type: ignore[arg-type]
+    bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(points[side][choices[side][2]])
+                for side in SIDES}
+    yaw = _facing_at_bind(joints.bind, bind_toe, joints.bone_toe, True)[0]  # type: ignore[arg-type]
+    return {side: ([members[side][i] for i in chosen], members[side][long_end],
+                   members[side][_front_of(points[side], sole, joints.bind["foot_" + side], yaw)])  # type: ignore[arg-type]
+            for side, (chosen, sole, long_end) in choices.items()}
 
 
 def _carrier(weights) -> str:
@@ -197,7 +208,8 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
     sole's front (the last sampled) for a toe contact without a toe bone, the rest floor at the lowest
     foot vertex at bind."""
     members = _foot_vertices(info, bind_mesh)
-    chosen = report_vertices(info, bind_mesh)
+    mesh_feet = _mesh_feet(info, bind_mesh)
+    chosen = {side: support + [front] for side, (support, _, front) in mesh_feet.items()}
     frames = len(joints.heel["l"])
     if not chosen or any(len(foot_vertices.get(side, ())) != frames or any(
             len(sample) != len(chosen[side]) for sample in foot_vertices[side]) for side in SIDES):
@@ -207,8 +219,8 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
     lowest = {side: [min(p[1] for p in sample[:-1]) for sample in foot_vertices[side]] for side in SIDES}
     toe = {side: joints.toe[side] if tmap.has("toe_" + side) else [tuple(sample[-1]) for sample in foot_vertices[side]]
            for side in SIDES}
-    bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(bind_mesh[chosen[side][-1]][0])
-                for side in SIDES}
+    bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(bind_mesh[mesh_feet[side][1]][0])
+                for side in SIDES}  # where the feet's mesh points, for the facing
     rest_floor = min(bind_mesh[i][0][1] for side in SIDES for i in members[side])
     return replace(joints, toe=toe, lowest=lowest, rest_floor=rest_floor, height=_mesh_height(bind_mesh),
                    bind_toe=bind_toe, from_mesh=True)  # type: ignore[arg-type]
@@ -281,14 +293,20 @@ def _one_bone_skate(geometry: "_Feet", treadmill, contacts) -> Optional[float]:
 
 
 def _facing(geometry: "_Feet") -> Tuple[float, str, str]:
-    """The facing at bind (yaw, label) from the hip line and the feet heel to toe, and a warning when the
-    feet's mesh and the foot bones (foot joint to its first child) point opposite ways: a mesh hanging
-    off its bones (Blender's importer moves RobotExpressive's foot meshes 22 cm behind its ankles). Then
-    the bones win, as the skeleton is what moves, and the warning says so."""
-    hips = geometry.bind["thigh_l"], geometry.bind["thigh_r"]
-    yaw, label = measure_facing(*hips, [subtract(geometry.bind_toe[side], geometry.bind["foot_" + side]) for side in SIDES])
-    lines = [subtract(geometry.bone_toe[side], geometry.bind["foot_" + side]) for side in SIDES if geometry.bone_toe.get(side)]
-    if not geometry.from_mesh or len(lines) != len(SIDES):
+    return _facing_at_bind(geometry.bind, geometry.bind_toe, geometry.bone_toe, geometry.from_mesh)
+
+
+def _facing_at_bind(bind: Dict[str, Vec3], bind_toe: Dict[str, Vec3], bone_toe: Dict[str, Vec3],
+                    from_mesh: bool) -> Tuple[float, str, str]:
+    """The facing at bind (yaw, label) from the hip line and the feet heel to toe (`bind_toe`: the toe
+    joint, or where the feet's mesh points), and a warning when the feet's mesh and the foot bones (foot
+    joint to its first child, `bone_toe`) point opposite ways: a mesh hanging off its bones (Blender's
+    importer moves RobotExpressive's foot meshes 22 cm behind its ankles). Then the bones win, as the
+    skeleton is what moves, and the warning says so."""
+    hips = bind["thigh_l"], bind["thigh_r"]
+    yaw, label = measure_facing(*hips, [subtract(bind_toe[side], bind["foot_" + side]) for side in SIDES])
+    lines = [subtract(bone_toe[side], bind["foot_" + side]) for side in SIDES if bone_toe.get(side)]
+    if not from_mesh or len(lines) != len(SIDES):
         return yaw, label, ""
     bone_yaw, bone_label = measure_facing(*hips, lines)
     if math.cos(bone_yaw - yaw) >= 0.0:
@@ -487,14 +505,14 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     if with_mesh:
         rest_floor = min(p[0][1] for side in SIDES for p in points[side])
         height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
-        for side in SIDES:
-            chosen, tip_index = _foot_choice([p[0] for p in points[side]],
-                                             [max(p[2], key=lambda term: term[2])[0] for p in points[side]],
-                                             bind["foot_" + side], height)
-            tip = points[side][tip_index]
-            front[side] = tip
+        choices = {side: _foot_choice([p[0] for p in points[side]], [max(p[2], key=lambda term: term[2])[0] for p in points[side]],
+                                      bind["foot_" + side], height) for side in SIDES}
+        for side in SIDES:  # the toe joint, or where the feet's mesh points (its long end), for the facing
+            bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else points[side][choices[side][2]][0]
+        yaw = _facing_at_bind(bind, bind_toe, bone_toe, True)[0]
+        for side, (chosen, sole, _) in choices.items():
+            front[side] = points[side][_front_of([p[0] for p in points[side]], sole, bind["foot_" + side], yaw)]
             points[side] = [points[side][i] for i in chosen]
-            bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else tip[0]
     else:
         # The character's own joints below each foot (not the tips the retarget added to its file).
         foot_nodes = {side: [n for n in nodes_below if n == nodes_below[0] or nodes[n].get("name") != _name_of(nodes, parents[n]) + "_tip"]
@@ -527,11 +545,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
 
 
 def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle: Vec3,
-                 height: float) -> Tuple[List[int], int]:
+                 height: float) -> Tuple[List[int], List[int], int]:
     """Which of a foot's vertices (at bind) the report follows: per bone that carries them most (a toe
     turns against its foot), those farthest out in SUPPORT_DIRECTIONS directions (the lowest point of the
-    foot however it turns is one of them, nearly), and the sole's front, where a toe contact is measured
-    without a toe bone (a rigid foot rolls on it): the sole vertex farthest from the ankle, seen from above."""
+    foot however it turns is one of them, nearly); and the sole (vertices within 2% of the height of the
+    lowest) with its long end, the sole vertex farthest from the ankle seen from above: where the feet's
+    mesh points for the facing (`_facing_at_bind`), which is not always the toe (a mesh behind its ankle)."""
     groups: Dict[object, List[int]] = {}
     for i, carrier in enumerate(carriers):
         groups.setdefault(carrier, []).append(i)
@@ -541,8 +560,14 @@ def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle:
             chosen.add(max(members, key=lambda i: dot(bind_points[i], direction)))
     lowest = min(p[1] for p in bind_points)
     sole = [i for i, p in enumerate(bind_points) if p[1] <= lowest + 0.02 * height]
-    front = max(sole, key=lambda i: math.hypot(bind_points[i][0] - ankle[0], bind_points[i][2] - ankle[2]))
-    return sorted(chosen), front
+    long_end = max(sole, key=lambda i: math.hypot(bind_points[i][0] - ankle[0], bind_points[i][2] - ankle[2]))
+    return sorted(chosen), sole, long_end
+
+
+def _front_of(bind_points: Sequence[Vec3], sole: Sequence[int], ankle: Vec3, yaw: float) -> int:
+    """The sole's front, where a toe contact is measured without a toe bone (a rigid foot rolls on it):
+    `feet.sole_front` along the report's own facing at bind (`yaw`, from +Z)."""
+    return sole[feet.sole_front([bind_points[i] for i in sole], ankle, (math.sin(yaw), 0.0, math.cos(yaw)))]
 
 
 def _name_of(nodes, index: int) -> str:

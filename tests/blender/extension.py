@@ -5,6 +5,7 @@ evaluates. Judging happens in tests/test_blender_extension.py.
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
 {"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "skin" (rigify: a body of boxes), "clip",
 "options" {...}, "reference" (box: step 1's .glb), "select": "armature" | "mesh" | "none", "soles",
+"forward" (the facing the rig was built with, glTF axes; +Z when absent: where the sole's front is found),
 "edits" [(part, bone)]: set through the panel's button and imported again, "draw_panel", "undo"}, and
 "bad": [paths]. Writes the record to WORK/blender_result.json and prints {"result": its path} last.
 SPEC = {"exports": [...]} instead: only the characters the command line reads as this Blender has them
@@ -23,6 +24,8 @@ for variable in ("BLENDER_USER_RESOURCES", "BLENDER_USER_CONFIG", "BLENDER_USER_
 import bpy  # noqa: E402
 import addon_utils  # noqa: E402  (importable once bpy is)
 import numpy as np  # noqa: E402
+
+from soles import sole_front  # noqa: E402
 
 MODULE = "bl_ext.user_default.kimodo_motion"
 
@@ -161,11 +164,13 @@ def hanging_bone(obj, armature):
     return ""
 
 
-def sole_heights(armature, frames, feet):
+def sole_heights(armature, frames, feet, forward=(0.0, 0.0, 1.0)):
     """As tests/feet_judge.py measures a file: per frame and side, the lowest world height (glTF y) of the
     deformed vertices carried (weight share >= 0.5) by that side's foot bone and the bones below it, or
-    of meshes hanging from one of them; the same at the armature's rest; and the rest height of every
-    mesh the armature moves. feet: {"l": foot bone name, "r": ...}."""
+    of meshes hanging from one of them; the same at the armature's rest; the rest height of every mesh
+    the armature moves; and per frame and side where the sole's front vertex is (glTF axes): chosen at
+    rest along `forward` (the facing the rig was built with, glTF axes), as the judges choose it
+    (`sole_front`). feet: {"l": foot bone name, "r": ...}."""
     scene = bpy.context.scene
     below = {side: {b.name for b in armature.data.bones[name].children_recursive} | {name} for side, name in feet.items()}
     parts = []  # (object, {side: vertex mask})
@@ -198,29 +203,37 @@ def sole_heights(armature, frames, feet):
         world = np.array(evaluated.matrix_world)
         return co.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
 
-    def lowest():
+    def foot_points():
+        """Per side, every foot vertex in glTF axes (Blender (x, y, z) -> glTF (x, z, -y))."""
         depsgraph = bpy.context.evaluated_depsgraph_get()
-        result = {side: float("inf") for side in feet}
+        result = {side: [] for side in feet}
         for obj, masks in parts:
             points = points_of(depsgraph, obj)
             for side, mask in masks.items():
                 if len(mask) == len(points) and mask.any():
-                    result[side] = min(result[side], float(points[mask, 2].min()))  # Blender z = glTF y
-        return result
+                    result[side].append(points[mask][:, [0, 2, 1]] * [1.0, 1.0, -1.0])
+        return {side: np.concatenate(found) if found else np.zeros((0, 3)) for side, found in result.items()}
 
-    heights = {side: [] for side in feet}
-    for frame in frames:
-        scene.frame_set(frame)
-        for side, value in lowest().items():
-            heights[side].append(value)
     armature.data.pose_position = "REST"
     bpy.context.view_layer.update()
-    rest = lowest()
+    rest_points = foot_points()
+    rest = {side: float(points[:, 1].min()) if len(points) else float("inf") for side, points in rest_points.items()}
     depsgraph = bpy.context.evaluated_depsgraph_get()
     every = np.concatenate([points_of(depsgraph, obj)[:, 2] for obj, _ in parts])
+    height = float(every.max() - every.min())
+    ankles = {side: np.array(to_gltf(armature.matrix_world @ armature.data.bones[name].head_local)) for side, name in feet.items()}
+    chosen = {side: sole_front(points, ankles[side], forward, height) for side, points in rest_points.items() if len(points)}
     armature.data.pose_position = "POSE"
     bpy.context.view_layer.update()
-    return heights, rest, float(every.max() - every.min())
+    heights = {side: [] for side in feet}
+    fronts = {side: [] for side in chosen}
+    for frame in frames:
+        scene.frame_set(frame)
+        for side, points in foot_points().items():
+            heights[side].append(float(points[:, 1].min()) if len(points) else float("inf"))
+            if side in chosen:
+                fronts[side].append(points[chosen[side]].tolist())
+    return heights, rest, height, fronts
 
 
 def nearest_distance(a, b):
@@ -343,8 +356,8 @@ def run_case(case):
     if case.get("soles"):
         bone_map = json.loads(record["bone_map"])
         feet = {side: bone_map["foot_" + side] for side in ("l", "r")}
-        record["soles"], record["rest_soles"], record["rest_height"] = sole_heights(
-            target, range(scene.frame_start, scene.frame_end + 1), feet)
+        record["soles"], record["rest_soles"], record["rest_height"], record["fronts"] = sole_heights(
+            target, range(scene.frame_start, scene.frame_end + 1), feet, case.get("forward", (0.0, 0.0, 1.0)))
     if case["rig"] == "box":
         frames = case["compare_frames"]
         ours = [deformed_vertices(target, scene.frame_start + f) for f in frames]

@@ -6,13 +6,14 @@ kimodo_rig.
 Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
   {"name", "output": retargeted .glb, "rig": the input character (saved at bind), "fps", "frames",
    "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names],
+   "forward": [x, 0, z] the facing the rig was built with (glTF axes; +Z when absent),
    "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand),
    "hands": {"l": hand bone, ...} (optional)}
 For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
 Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
 the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
-frame: each foot's lowest vertex height, its front sole vertex (chosen at frame 0: the sole vertex
-farthest from the ankle), the head of every bone in `points`, where
+frame: each foot's lowest vertex height, its front sole vertex (chosen on the input at rest along the
+case's "forward", the facing the rig was built with: `sole_front`), the head of every bone in `points`, where
 each `carried` point is and the lowest vertex of each hand (the hand bone and the bones under it). Writes one JSON object {name: report}.
 """
 import json
@@ -22,6 +23,7 @@ import bpy
 import numpy as np
 
 from gltf_import import import_gltf
+from soles import sole_front
 
 TO_GLTF = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # Blender (x, y, z) -> glTF
 
@@ -99,19 +101,20 @@ def rest_of(case):
             "points": {name: head(name) for name in case["points"]}, "carried": carried}
 
 
-def sole_front(foot, ankle, height):
-    """Index of the sole's front vertex: the sole vertex (within 2% of the height of the foot's lowest)
-    farthest from the ankle, across the floor."""
-    sole = foot[:, 1] <= foot[:, 1].min() + 0.02 * height
-    reach = np.hypot(foot[:, 0] - ankle[0], foot[:, 2] - ankle[2])
-    return int(np.argmax(np.where(sole, reach, -1.0)))
+def fronts_at_rest(case, rest):
+    """Per side, the sole's front vertex chosen on the INPUT character at rest (its foot vertices, in the
+    order the output's are read: the same meshes), so the same vertex is followed whatever the first
+    frame does."""
+    forward = case.get("forward", (0.0, 0.0, 1.0))
+    return {side: sole_front(np.array(foot["vertices"]), np.array(foot["heel"]), forward, rest["height"])
+            for side, foot in rest["feet"].items()}
 
 
 def output_of(case, rest):
     scene, armature, meshes = load(case["output"], case["fps"])
     masks = {side: vertices_under(armature, meshes, foot) for side, foot in case["feet"].items()}
     lowest = {side: [] for side in masks}
-    chosen = {}  # per side: the sole's front vertex, chosen at frame 0
+    chosen = fronts_at_rest(case, rest)  # per side: the sole's front vertex
     front = {side: [] for side in masks}
     points = {name: [] for name in list(case["points"]) + list(rest["carried"])}
     hands = {side: vertices_under(armature, meshes, hand) for side, hand in case.get("hands", {}).items()}
@@ -129,8 +132,8 @@ def output_of(case, rest):
         for side, side_masks in masks.items():
             foot = np.concatenate([v[m] for v, m in zip(vertices, side_masks)])
             lowest[side].append(float(foot[:, 1].min()))
-            if side not in chosen:
-                chosen[side] = sole_front(foot, np.array(points[case["feet"][side]][-1]), rest["height"])
+            if len(foot) != len(rest["feet"][side]["vertices"]):
+                raise SystemExit("{}: the output's {} foot has other vertices than the rig's".format(case["output"], side))
             front[side].append(foot[chosen[side]].tolist())
         for side, side_masks in hands.items():
             hand_lowest[side].append(float(min(v[m][:, 1].min() for v, m in zip(vertices, side_masks) if m.any())))

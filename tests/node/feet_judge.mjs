@@ -7,7 +7,7 @@
 // case, from the INPUT character as its file stores it (the test rigs are saved at bind; no animation is played):
 // the foot vertices (carried at least half by the foot bone and the bones under it), foot, toe and `points` bones,
 // the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
-// (chosen at frame 0: the sole vertex farthest from the ankle), the position of every bone in `points` and of
+// (chosen on the input at rest along the case's `forward`: soleFront), the position of every bone in `points` and of
 // every `carried` point (fixed in a bone's frame: a dropped hand), and the lowest vertex of each of the `hands`
 // (the hand bone and everything under it).
 import fs from "node:fs";
@@ -95,15 +95,36 @@ async function rest(item) {
   return { height: high - low, feet, points, carried, meshes: character.meshes.length };
 }
 
-function soleFront(foot, ankle, soleTop) {
-  // The sole's front vertex: the sole vertex (no higher than soleTop) farthest from the ankle, across the floor.
+function soleFront(foot, ankle, forward, soleTop) {
+  // The sole's front vertex, where a toe contact is measured without a toe bone: of the sole (no higher than
+  // soleTop), the vertex a foot pitched toe-down stands on, along `forward` (the facing the rig was built
+  // with): reach ahead of the ankle, less its height over the sole (a 45 deg pitch) and a tenth of its distance
+  // aside from the ankle's line. Not the vertex farthest from the ankle: on a foot whose mesh hangs behind the
+  // ankle that is the heel's back.
+  const size = Math.hypot(forward[0], forward[2]);
+  const [fx, fz] = [forward[0] / size, forward[2] / size];
+  const low = Math.min(...foot.map((v) => v.y));
   let front = -1;
-  let reach = -1;
+  let best = -Infinity;
   foot.forEach((v, k) => {
-    const r = Math.hypot(v.x - ankle.x, v.z - ankle.z);
-    if (v.y <= soleTop && r > reach) [front, reach] = [k, r];
+    const [dx, dz] = [v.x - ankle.x, v.z - ankle.z];
+    const score = dx * fx + dz * fz - (v.y - low) - 0.1 * Math.abs(dx * fz - dz * fx);
+    if (v.y <= soleTop && score > best) [front, best] = [k, score];
   });
   return front;
+}
+
+function frontsAtRest(item, rest) {
+  // Per side, the sole's front vertex chosen on the INPUT character at rest (its foot vertices, in the order the
+  // output's are read: the same meshes), so the same vertex is followed whatever the first frame does.
+  const chosen = {};
+  for (const [side, foot] of Object.entries(rest.feet)) {
+    const vertices = foot.vertices.map((v) => new THREE.Vector3(...v));
+    const [x, y, z] = foot.heel;
+    const low = Math.min(...vertices.map((v) => v.y));
+    chosen[side] = soleFront(vertices, new THREE.Vector3(x, y, z), item.forward || [0, 0, 1], low + 0.02 * rest.height);
+  }
+  return chosen;
 }
 
 async function output(item, rest) {
@@ -119,7 +140,7 @@ async function output(item, rest) {
   for (const [side, footName] of Object.entries(item.feet)) picked[side] = verticesUnder(character, footName);
   const lowest = {};
   const front = {};
-  const chosen = {}; // per side: the sole's front vertex, chosen at frame 0
+  const chosen = frontsAtRest(item, rest); // per side: the sole's front vertex
   const points = {};
   for (const name of [...item.points, ...Object.keys(rest.carried)]) points[name] = [];
   for (const side of Object.keys(picked)) {
@@ -145,10 +166,7 @@ async function output(item, rest) {
       character.meshes.forEach((mesh, m) => perMesh[m].forEach((i) => foot.push(skinned(mesh, i))));
       const low = Math.min(...foot.map((v) => v.y));
       lowest[side].push(low);
-      if (chosen[side] === undefined) {
-        const ankle = new THREE.Vector3().setFromMatrixPosition(character.byName.get(item.feet[side]).matrixWorld);
-        chosen[side] = soleFront(foot, ankle, low + 0.02 * rest.height);
-      }
+      if (foot.length !== rest.feet[side].vertices.length) throw new Error(item.output + ": the output's foot has other vertices than the rig's");
       front[side].push(foot[chosen[side]].toArray());
     }
     for (const [side, perMesh] of Object.entries(hands)) {

@@ -878,32 +878,10 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                     goals[side][frame] = _loosened(goal, poses[frame][1][tmap.bones["foot_" + side]], amount)
     lifts = centred_average([_shared_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, poses[frame], floor)
                              for frame in range(frames)], BLEND_FRAMES)
-    downs, ups = [], []
-    for frame in range(frames):
-        _, positions = poses[frame]
-        down = up = 0.0
-        for side in SIDES:
-            goal = goals[side][frame]
-            if goal is None:
-                continue
-            hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
-            upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
-            # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
-            # bent by a few millimetres of hips turns its thigh by degrees).
-            longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
-            shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
-            dx, dy, dz = subtract(goal, hip)
-            dy -= lifts[frame]
-            horizontal = dx * dx + dz * dz
-            if horizontal + dy * dy > longest * longest:
-                # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
-                down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
-            elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
-                # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
-                up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
-        downs.append(down)
-        ups.append(up)
-    eased = [lift + b - a for lift, a, b in zip(lifts, _ease(downs), _ease(ups))]  # the hips' change: negative comes down
+    reach = [_hips_reach(tmap, sides, {side: goals[side][frame] for side in sides}, poses[frame][1], lifts[frame])
+             for frame in range(frames)]
+    downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
+    eased = [lift + b - a for lift, a, b in zip(lifts, downs, ups)]  # the hips' change: negative comes down
     for frame in range(frames):
         rotations, positions = poses[frame]
         if eased[frame] != 0.0:
@@ -1011,6 +989,34 @@ REACH_BUDGETS = {"g1skel34": 0.02}
 LIFT_GRID = 12
 LIFT_STEPS = 8
 LET_GO_STEPS = 10
+
+
+def _hips_reach(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],
+                lift: float) -> Tuple[float, float]:
+    """How far the hips, risen by `lift`, must still come down for every locked leg to reach its goal,
+    and how far go up for none to fold further than it can (both >= 0)."""
+    down = up = 0.0
+    for side in sides:
+        goal = goals[side]
+        chain = leg_chain(tmap, side)
+        if goal is None or chain is None:
+            continue
+        hip, knee, ankle = (positions[j] for j in chain)
+        upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+        # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
+        # bent by a few millimetres of hips turns its thigh by degrees).
+        longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
+        shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
+        dx, dy, dz = subtract(goal, hip)
+        dy -= lift
+        horizontal = dx * dx + dz * dz
+        if horizontal + dy * dy > longest * longest:
+            # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
+            down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
+        elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
+            # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
+            up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
+    return down, up
 
 
 def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[float, float]:

@@ -135,11 +135,6 @@ NOT_MET = {
     # The kneel on such feet: with the hips' drop on the kneeling side (feet._drop_hip) the kneeling toe floats
     # 7.9 cm (28 without it) and slides 0.23 (the let-go trade, feet._reach_goals, takes the rest).
     "feet_mesh_behind_kneel": {"planted_cm": 8.0, "skate_cm": 0.24},
-    # Every limb held to the bar, not only their mean: on soma_04 the planted left foot's goal lies 4-10 cm
-    # under where the animation has its ankle, more than the left leg reaches; the hips come down for it
-    # (feet._reach_goals) and fold the right leg: thigh_r 0.9894 (on main before this session too; the
-    # Blender-exported robot meets it, 0.994). Session notes 2026-12-01, "skate".
-    "robot_small_soma04": {"worst_limb_cosine": 0.989},
 }
 # Bars held tighter than issue 8's test bar, to the issue's goal (planted feet <= 0.1 cm a frame, better than
 # Kimodo's own) where that was missed: the robot on soma_04 has both feet down on all 151 frames while

@@ -1032,15 +1032,18 @@ def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Ve
 
 
 def _turns_at(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],
-              lift: float) -> List[float]:
-    """Per locked leg, thigh and shin: their cosines after the hips rise by `lift`, then come down or go up
-    as far as a leg that cannot reach its goal (or fold so far) takes them (`_hips_reach`, as
-    `_reach_goals` moves them), and the IK (1: no goal). Without the hips' reach a goal out of one leg's
-    reach cost only that leg straightening, not the other's folding as the hips came down for it
+              lift: float, *, reached: bool = False) -> List[float]:
+    """Per locked leg, thigh and shin: their cosines after the hips rise by `lift` and the IK (1: no goal).
+    `reached`: the hips then also come down or go up as far as a leg that cannot reach its goal (or fold
+    so far) takes them (`_hips_reach`, as `_reach_goals` moves them). Without it a goal out of one leg's
+    reach costs only that leg straightening, not the other's folding as the hips come down for it
     (RobotExpressive on soma_04: its wide hips rolled as Kimodo's leave the planted left foot 4% of the
-    leg under its reach; the right thigh lost 0.011 of its mean cosine, estimated at 0.002)."""
-    down, up = _hips_reach(tmap, sides, goals, positions, lift)
-    lift += up - down
+    leg under its reach; the right thigh lost 0.011 of its mean cosine, estimated at 0.002). Not in
+    `_shared_lift`'s search: every rise above the reach would cost the same there, and which of them
+    it picked moved with the last bits of the input (Blender's armature against the file's)."""
+    if reached:
+        down, up = _hips_reach(tmap, sides, goals, positions, lift)
+        lift += up - down
     lifted = [(p[0], p[1] + lift, p[2]) for p in positions] if lift else positions
     turns: List[float] = []
     for side in sides:
@@ -1092,13 +1095,13 @@ def _shared_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: M
 def _settle(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
             frame: int, floor: float, amount: float) -> Tuple[float, List[float]]:
     """The frame's goals let go by `amount` (`_loosened`), the hips' best rise for them, and the legs'
-    cosines (thigh and shin per locked leg) there."""
+    cosines (thigh and shin per locked leg) there, the hips' reach included (`_turns_at`)."""
     positions = pose[1]
     loosened = {side: None if goals[side][frame] is None else
                 _loosened(goals[side][frame], positions[tmap.bones["foot_" + side]], amount)  # type: ignore[arg-type]
                 for side in sides}
     lift = _shared_lift(tmap, soles, sides, loosened, pose, floor)
-    return lift, _turns_at(tmap, sides, loosened, positions, lift)
+    return lift, _turns_at(tmap, sides, loosened, positions, lift, reached=True)
 
 
 def _loosened(goal: Vec3, ankle: Vec3, amount: float) -> Vec3:

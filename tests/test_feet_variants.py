@@ -104,6 +104,9 @@ CASES = {
                                    expected_warnings=(POSED,)),
     "robot_small_soma04": tfj.Case("soma_04_ee_constraint", _robot_small, ROBOT, expected_warnings=(POSED,)),
     "robot_g1_04": tfj.Case("g1_04_ee_constraint", _robot, ROBOT, expected_warnings=(POSED,)),
+    # No hand bone: the report ends the forearm at the wrist, where the palms start (its farthest children),
+    # as the judge does (Palm2); the children's mean, thumb and all, put its worst frame 0.015 off.
+    "robot_soma01": tfj.Case("soma_01_single_text_prompt", _robot, ROBOT, expected_warnings=(POSED,)),
     "feet_mesh_behind_soma07": tfj.Case("soma_07_mixed_constraints", _feet_mesh_behind, NO_TOE,
                                         expected_warnings=(MESH_BEHIND,)),
     "feet_mesh_behind_kneel": tfj.Case("g1_02_multi_text_ee_constraint", _feet_mesh_behind, NO_TOE,
@@ -113,16 +116,11 @@ CASES = {
                                               expected_warnings=(POSED, "the bones named left are on the character's right")),
 }
 HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "robot_back_viewer_sides_g1_01": ROBOT_HANDS,
-         "robot_g1_04": ROBOT_HANDS}
+         "robot_g1_04": ROBOT_HANDS, "robot_soma01": ROBOT_HANDS}
 
 # Bars the retarget misses today (feet.py), as the figure it meets instead (per 1.7 m of character, as
 # bar_problems measures; findings in the session notes of 2026-12-01, "sweep"):
 NOT_MET = {
-    # Every limb held to the bar, not only their mean: on soma_04 the planted left foot's goal lies 4-10 cm
-    # under where the animation has its ankle, more than the left leg reaches; the hips come down for it
-    # (feet._reach_goals) and fold the right leg: thigh_r 0.9894 (on main before this session too; the
-    # Blender-exported robot meets it, 0.994). Session notes 2026-12-01, "skate".
-    "robot_small_soma04": {"worst_limb_cosine": 0.989},
 }
 # Bars held tighter than issue 8's test bar, to the issue's goal (planted feet <= 0.1 cm a frame, better than
 # Kimodo's own) where that was missed: the robot on soma_04 has both feet down on all 151 frames while

@@ -602,3 +602,21 @@ def test_hips_turn_with_both_feet_down_so_wide_hips_do_not_swing_the_feet():
     # One foot carried (the other unplanted): no turn, that foot stays where it landed.
     _, tmap, poses, _, _ = _turning_hips(False)
     assert np.linalg.norm(np.subtract(poses[-1][1][tmap.bones["foot_l"]], poses[0][1][tmap.bones["foot_l"]])) < 1e-9
+
+
+def test_the_locks_estimate_counts_the_other_leg_folding_as_the_hips_come_down():
+    """Both legs straight, the left foot's goal 5 cm under where its leg reaches: the hips must come down
+    5 cm for it (`_hips_reach`, as `_reach_goals` moves them), and the lock's estimate of what it turns the
+    legs (`_turns_at` as `_settle` asks it, what its budget is spent on) sees the right leg fold for that, not
+    only the left one straighten (RobotExpressive's right thigh in soma_04: estimated 0.002 off its mean,
+    judged 0.011)."""
+    _, tmap, poses, _, _ = _turning_hips(True)
+    positions = poses[0][1]
+    ankles = {s: positions[tmap.bones["foot_" + s]] for s in "lr"}
+    goals = {"l": (ankles["l"][0], ankles["l"][1] - 0.05, ankles["l"][2]), "r": ankles["r"]}
+    down, up = feet._hips_reach(tmap, ["l", "r"], goals, positions, 0.0)
+    assert abs(down - 0.05) < 1e-3 and up == 0.0, (down, up)
+    thigh_l, calf_l, thigh_r, calf_r = feet._turns_at(tmap, ["l", "r"], goals, positions, 0.0, reached=True)
+    # The right leg, 0.9 m hip to ankle, shortened by 5 cm: each bone turns acos(0.425 / 0.45) = 19 deg.
+    assert abs(thigh_r - 0.425 / 0.45) < 2e-3 and abs(calf_r - 0.425 / 0.45) < 2e-3, (thigh_r, calf_r)
+    assert min(thigh_l, calf_l) > 0.999, (thigh_l, calf_l)  # the left leg reaches its goal as it stands

@@ -94,6 +94,7 @@ def measure_report(
     `facing` turns source directions into the target's frame (identity when both face +Z); `feet`, when
     given, carries the floor and foot figures measured from the written file."""
     frames = min(len(source_positions), len(target_positions))
+    ends = {part: _segment_end(target_map, part) for part in LIMB_REPORT_PARTS}
     per_part: Dict[str, List[float]] = {}
     for part in LIMB_REPORT_PARTS:
         if not (source_map.has(part) and target_map.has(part)):
@@ -105,7 +106,7 @@ def measure_report(
                     wanted = _span(source_map, part, source_positions[frame])
                 else:
                     wanted = source_map.segment(part, source_positions[frame])
-                have = target_map.segment(part, target_positions[frame])  # type: ignore[arg-type]
+                have = _segment(target_map, part, ends[part], target_positions[frame])  # type: ignore[arg-type]
             except TypeError:  # a joint not sampled
                 continue
             if wanted is None or have is None:
@@ -178,6 +179,38 @@ def _match(means: Dict[str, float], parts: Sequence[str]) -> Tuple[float, str]:
     if not measured:
         return float("nan"), ""
     return sum(means[p] for p in measured) / len(measured), min(measured, key=lambda p: means[p])
+
+
+NEXT_PART = {"upperarm": "lowerarm", "lowerarm": "hand", "thigh": "calf", "calf": "foot"}
+SAME_END = 0.01  # of the farthest child's distance: children this near it end the bone together
+
+
+def _segment_end(hmap: HumanoidMap, part: str) -> Tuple[int, ...]:
+    """The joints whose mean ends a limb segment: the next part's joint, or where the map has none (a
+    forearm without a hand bone: RobotExpressive's ends in three palm bones and a thumb) the bone's
+    children farthest from it at rest, where the bone itself ends (the wrist, where the palms start;
+    a thumb's root lies short of it and to one side). Chosen here, not taken from the map's ends (the
+    retarget's: the mean of all the children), so the report measures the forearm a user sees."""
+    after = NEXT_PART[part[:-2]] + part[-2:]
+    if not hmap.has(part) or hmap.has(after) or part in hmap.whole_limbs:
+        return ()
+    from ..ops.fk import rest_positions
+
+    skeleton = hmap.skeleton
+    joint = hmap.bones[part]
+    positions = rest_positions(skeleton)
+    away = {c: math.sqrt(sum((positions[c][i] - positions[joint][i]) ** 2 for i in range(3))) for c in skeleton.children(joint)}
+    farthest = max(away.values(), default=0.0)
+    return tuple(c for c, d in away.items() if d >= farthest * (1.0 - SAME_END)) if farthest > 1e-4 else ()
+
+
+def _segment(hmap: HumanoidMap, part: str, ends: Tuple[int, ...], positions: Sequence[Vec3]) -> Optional[Vec3]:
+    """A limb segment's direction (not normalised): to `ends` (`_segment_end`), else as the map has it."""
+    if not ends:
+        return hmap.segment(part, positions)
+    end = tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))
+    vector = subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
+    return vector if dot(vector, vector) > 1e-12 else None
 
 
 def _span(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Optional[Vec3]:

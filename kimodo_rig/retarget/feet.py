@@ -405,6 +405,38 @@ def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (),
     return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track)
 
 
+SPIKE = 0.01  # of the leg's reach: a floor shift this far from its neighbours' median is a one-frame jump
+SPIKE_FRAMES = 2  # either side: the neighbours a frame's floor shift is judged against
+
+
+def _despiked(values: Sequence[float], tolerance: float) -> List[float]:
+    """`values` with each that lies more than `tolerance` from the median of its SPIKE_FRAMES
+    neighbours either side replaced by that median (a jump of a frame or two); the rest as they are."""
+    result = list(values)
+    for frame, value in enumerate(values):
+        window = sorted(values[max(0, frame - SPIKE_FRAMES):frame + SPIKE_FRAMES + 1])
+        middle = window[len(window) // 2] if len(window) % 2 else 0.5 * (window[len(window) // 2 - 1] + window[len(window) // 2])
+        if abs(value - middle) > tolerance:
+            result[frame] = middle
+    return result
+
+
+def _eased_steps(values: Sequence[float], tolerance: float, over: int = BLEND_FRAMES) -> List[float]:
+    """`values` with each step between two frames larger than `tolerance` spread over `over` frames either
+    side of it (a smoothstep), so what follows a change of the feet that stand is reached, not jumped to."""
+    result = list(values)
+    count = len(values)
+    for frame in range(1, count):
+        step = values[frame] - values[frame - 1]
+        if abs(step) <= tolerance:
+            continue
+        for other in range(max(0, frame - over), min(count, frame + over)):
+            t = (other - (frame - over) + 0.5) / (2.0 * over)
+            eased = t * t * (3.0 - 2.0 * t)
+            result[other] += step * (eased - (1.0 if other >= frame else 0.0))
+    return result
+
+
 def removed_travel(travelling: Motion, in_place: Motion) -> List[Tuple[float, float]]:
     """Per frame, the horizontal travel --in-place took out of the hips (the same retarget with and without)."""
     return [(travelling.root_positions[f * 3] - in_place.root_positions[f * 3],
@@ -438,6 +470,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
     poses = []
+    shifts = []
     for frame in range(frames):
         rotations, positions = pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))
         clearance = max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
@@ -448,9 +481,14 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
             side for side in SIDES if contacts[side][frame][1]] or list(SIDES)
         standing = sorted(set(standing) | {side for side in SIDES if side not in lockable})
         lowest = min(posed_point(p, rotations, positions)[1] for side in standing for p in soles.feet[side])
-        shift = floor + (1.0 - planted_weight[frame]) * clearance - lowest
+        shifts.append(floor + (1.0 - planted_weight[frame]) * clearance - lowest)
+        poses.append((list(rotations), list(positions)))
+    # The feet that stand change from one frame to the next (a heel lifts and the foot on its toes, pitched
+    # far down, is lowest for a frame): the body must not jump with them.
+    for frame, shift in enumerate(_eased_steps(_despiked(shifts, SPIKE * info.reach_target), SPIKE * info.reach_target)):
         roots[frame * 3 + 1] += shift
-        poses.append((list(rotations), [add(p, (0.0, shift, 0.0)) for p in positions]))
+        rotations, positions = poses[frame]
+        poses[frame] = (rotations, [add(p, (0.0, shift, 0.0)) for p in positions])
 
     carried = [(0.0, 0.0)] * frames
     if lock:

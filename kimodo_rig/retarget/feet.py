@@ -484,8 +484,11 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         shifts.append(floor + (1.0 - planted_weight[frame]) * clearance - lowest)
         poses.append((list(rotations), list(positions)))
     # The feet that stand change from one frame to the next (a heel lifts and the foot on its toes, pitched
-    # far down, is lowest for a frame): the body must not jump with them.
-    for frame, shift in enumerate(_eased_steps(_despiked(shifts, SPIKE * info.reach_target), SPIKE * info.reach_target)):
+    # far down, is lowest for a frame): the body must not jump with them. Not with a one-bone leg: its pins
+    # move the hips by what each rigid leg needs from this height, and eased, its leg turns past the bar.
+    if all(side in lockable for side in SIDES):
+        shifts = _eased_steps(_despiked(shifts, SPIKE * info.reach_target), SPIKE * info.reach_target)
+    for frame, shift in enumerate(shifts):
         roots[frame * 3 + 1] += shift
         rotations, positions = poses[frame]
         poses[frame] = (rotations, [add(p, (0.0, shift, 0.0)) for p in positions])

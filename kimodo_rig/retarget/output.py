@@ -16,11 +16,12 @@ from ..formats import glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
-from ..rotations import Vec3, dot, length, sphere_directions, subtract
+from ..rotations import Vec3, dot, sphere_directions, subtract
 from . import character_glb, feet
 from .character import Target
 from .mapping import SIDES
-from .report import REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report
+from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
+                     skate_steps)
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
@@ -274,10 +275,8 @@ def _one_bone_skate(geometry: "_Feet", treadmill, contacts) -> Optional[float]:
     for side in SIDES:
         flags = contacts[side]
         if side not in geometry.soles:
-            heel, toe = _on_treadmill(geometry.heel[side], treadmill), _on_treadmill(geometry.toe[side], treadmill)
-            for channel, track in ((0, heel), (1, toe)):
-                steps.extend(length(subtract(track[t + 1], track[t])) for t in range(min(len(track), len(flags)) - 1)
-                             if flags[t][channel] and flags[t + 1][channel])
+            steps.extend(skate_steps({side: (_on_treadmill(geometry.heel[side], treadmill),
+                                             _on_treadmill(geometry.toe[side], treadmill))}, contacts))
             continue
         frames = geometry.soles[side]
         shift = treadmill or [(0.0, 0.0)] * len(frames)
@@ -524,6 +523,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
         for side in SIDES:
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
+    one_bone = {side for side in SIDES if feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side)}
     for frame in range(frames):
         world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
         joint_matrices: Dict = {}
@@ -533,7 +533,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             if with_mesh:
                 posed = [_skin(world, v, terms, joint_matrices) for _, v, terms in points[side]]
                 lowest[side].append(min(p[1] for p in posed))
-                if feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side):
+                if side in one_bone:
                     soles.setdefault(side, []).append(posed)
                 toe[side].append(_skin(world, front[side][1], front[side][2], joint_matrices) if toe_nodes[side] is None else  # type: ignore[index]
                                  tuple(world[toe_nodes[side]][12:15]))  # type: ignore[index]

@@ -17,7 +17,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..rotations import IDENTITY, Quat, Vec3, cross, dot, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
+from ..ops.fk import rest_positions
+from ..rotations import IDENTITY, Quat, Vec3, cross, dot, length, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
 from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
 
 LEFT_AT_REST_SHOWN = 2
@@ -194,12 +195,10 @@ def _segment_end(hmap: HumanoidMap, part: str) -> Tuple[int, ...]:
     after = NEXT_PART[part[:-2]] + part[-2:]
     if not hmap.has(part) or hmap.has(after) or part in hmap.whole_limbs:
         return ()
-    from ..ops.fk import rest_positions
-
     skeleton = hmap.skeleton
     joint = hmap.bones[part]
     positions = rest_positions(skeleton)
-    away = {c: math.sqrt(sum((positions[c][i] - positions[joint][i]) ** 2 for i in range(3))) for c in skeleton.children(joint)}
+    away = {c: length(subtract(positions[c], positions[joint])) for c in skeleton.children(joint)}
     farthest = max(away.values(), default=0.0)
     return tuple(c for c, d in away.items() if d >= farthest * (1.0 - SAME_END)) if farthest > 1e-4 else ()
 
@@ -281,6 +280,13 @@ def foot_skate(points: Dict[str, Tuple[Sequence[Vec3], Sequence[Vec3]]],
                contacts: Dict[str, Sequence[Tuple[bool, bool]]]) -> Optional[float]:
     """Kimodo's measure of planted feet, cm a frame: the heel point while the heel is in contact, the toe
     point while the toe is, over steps in contact at both ends; None without a contact."""
+    steps = skate_steps(points, contacts)
+    return 100.0 * sum(steps) / len(steps) if steps else None
+
+
+def skate_steps(points: Dict[str, Tuple[Sequence[Vec3], Sequence[Vec3]]],
+                contacts: Dict[str, Sequence[Tuple[bool, bool]]]) -> List[float]:
+    """`foot_skate`'s steps (metres), side by side, heel then toe, in frame order."""
     steps = []
     for side, (heel, toe) in points.items():
         flags = contacts[side]
@@ -289,7 +295,7 @@ def foot_skate(points: Dict[str, Tuple[Sequence[Vec3], Sequence[Vec3]]],
                 if flags[t][channel] and flags[t + 1][channel]:
                     a, b = track[t], track[t + 1]
                     steps.append(math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2))
-    return 100.0 * sum(steps) / len(steps) if steps else None
+    return steps
 
 
 def report_warnings(report: Report) -> List[str]:

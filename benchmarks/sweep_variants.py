@@ -167,6 +167,10 @@ VARIANTS = {
     "unity_humanoid": Variant(rv.MIXAMO, (rv.unity_humanoid_like,), tfj._parts(FAMILY_PARTS["unity_humanoid"])),
     "biped": Variant(rv.MANNEQUIN, (rv.biped_like,), tfj._parts(FAMILY_PARTS["biped"])),
     "auto_rig_pro": Variant(rv.MANNEQUIN, (rv.auto_rig_pro_like,), tfj._parts(FAMILY_PARTS["auto_rig_pro"])),
+    # Skins whose joints form several trees: feet under IK controls and a helmet slot off the armature
+    # (Quaternius' Saxon / Soldier), a control rig beside the deforming bones outnumbering them (Paladin).
+    "loose_feet": Variant(rv.MANNEQUIN, (rv.feet_on_loose_controls,), MANNEQUIN, warnings=("separate trees",)),
+    "control_rig": Variant(rv.MANNEQUIN, (rv.controls_outnumber_bones,), MANNEQUIN, warnings=("separate trees",)),
     # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
     "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }

@@ -639,6 +639,59 @@ def add_controls(gltf: pygltflib.GLTF2, controls: Sequence[tuple]) -> None:
         add_helper_joint(gltf, name, parent, world_matrices(gltf)[node_index(gltf, at)][:3, 3].tolist())
 
 
+def add_loose_joint(gltf: pygltflib.GLTF2, name: str, parent_name: str, world: np.ndarray, skin: int = 0) -> int:
+    """A joint of skin `skin` under a node that is NOT a joint (the armature node): the root of a tree of
+    its own beside the skeleton, as exporters write IK controls and prop slots off the armature."""
+    parent = node_index(gltf, parent_name)
+    node = pygltflib.Node(name=name)
+    set_local_matrix(node, np.linalg.inv(world_matrices(gltf)[parent]) @ world)
+    gltf.nodes.append(node)
+    new = len(gltf.nodes) - 1
+    gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [new]
+    record = gltf.skins[skin]
+    ibm = read_accessor(gltf, record.inverseBindMatrices).astype(np.float64)
+    record.joints = list(record.joints) + [new]
+    record.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(world)[None]]), "MAT4")
+    return new
+
+
+def _at(world: np.ndarray, point) -> np.ndarray:
+    place = np.eye(4)
+    place[:3, :3] = world[:3, :3]
+    place[:3, 3] = point
+    return place
+
+
+def feet_on_loose_controls(gltf: pygltflib.GLTF2) -> None:
+    """Quaternius' medieval characters (Saxon, Soldier) as Blender exports them: each foot hangs from a
+    FootControl bone off the armature, beside the body's tree (its own tree in the skin), with an
+    IKLegPole that carries nothing; a helmet on a HelmetSlot bone off the armature carries the head's
+    top. The constraints that held them to the legs and head are gone from the file."""
+    worlds = world_matrices(gltf)
+    for s in "lr":
+        foot = worlds[node_index(gltf, "foot_" + s)]
+        add_loose_joint(gltf, "FootControl_" + s, "mpfb_rig", _at(np.eye(4), [foot[0, 3], 0.0, foot[2, 3] - 0.05]))
+        reparent(gltf, "foot_" + s, "FootControl_" + s)
+        knee = worlds[node_index(gltf, "calf_" + s)]
+        add_loose_joint(gltf, "IKLegPole_" + s, "mpfb_rig", _at(np.eye(4), knee[:3, 3] + [0.0, 0.0, 0.5]))
+    head = worlds[node_index(gltf, "head")]
+    add_loose_joint(gltf, "HelmetSlot", "mpfb_rig", _at(np.eye(4), head[:3, 3] + [0.0, 0.12, 0.02]))
+    move_weights(gltf, "head", "HelmetSlot", lambda p: p[:, 1] > head[1, 3] + 0.1)
+
+
+def controls_outnumber_bones(gltf: pygltflib.GLTF2) -> None:
+    """A Mixamo-style character with a control rig exported beside it (Paladin from a Blender control-rig
+    add-on): an unskinned Ctrl_ copy of the whole skeleton, and foot-roll controls, off the armature in
+    the same skin; the control tree has more joints than the bones the mesh is skinned to."""
+    worlds = world_matrices(gltf)
+    add_loose_joint(gltf, "Ctrl_Master", "mpfb_rig", np.eye(4))
+    copy_tree(gltf, "pelvis", "Ctrl_Master", lambda n: "Ctrl_" + n)
+    for s in "lr":
+        for k, extra in enumerate(("FootRoll", "HeelOut", "HeelIn", "ToeEnd")):
+            _add_joint_node(gltf, "Ctrl_{}_{}".format(extra, s), node_index(gltf, "Ctrl_foot_" + s),
+                            worlds[node_index(gltf, "foot_" + s)])
+
+
 _FINGER_WORDS = ("thumb", "index", "middle", "ring", "pinky")
 
 

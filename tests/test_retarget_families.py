@@ -120,6 +120,36 @@ def test_retarget_onto_the_family_meets_the_bars(sweep_folder, family, clip):
             assert np.abs(relation - relation[0]).max() < 1e-4, (bone, other)
 
 
+# A skin whose joints form several trees, as found in characters people download: the mesh's tree is the
+# character (not the largest: Paladin's unskinned control rig outnumbers its Mixamo bones), and the trees
+# that carry vertices off the armature (Saxon's feet under IK controls, Soldier's helmet slot) come along.
+TREES_WARNING = {
+    "loose_feet": "the skin's joints form 6 separate trees; the largest (49 joints, from Root) is the character; "
+                  "skinned bones off it follow the bone nearest them (FootControl_l from calf_l, FootControl_r from "
+                  "calf_r, HelmetSlot from head)",
+    "control_rig": "the skin's joints form 2 separate trees; the one its mesh is skinned to (53 joints, from Root) "
+                   "is the character",
+}
+
+
+@pytest.mark.parametrize("clip", [SOMA_CLIP, G1_CLIP])
+@pytest.mark.parametrize("variant", list(TREES_WARNING))
+def test_a_skin_of_several_trees_moves_the_bones_its_mesh_is_skinned_to(sweep_folder, variant, clip):
+    record = sweep.run_pair(clip, variant, sweep_folder)
+    assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
+    rig = sweep_folder / "rigs" / (variant + ".glb")
+    assert record["stderr"][0] == "warning: {}: {}".format(rig, TREES_WARNING[variant])
+    glb = Glb(sweep_folder / "{}__{}.glb".format(clip, variant))
+    world = glb.animated_world_matrices()
+    index = {node.name: k for k, node in enumerate(glb.gltf.nodes)}
+    if variant == "loose_feet":  # the helmet rides on the head as its constraint held it
+        relation = np.linalg.inv(world[:, index["head"]]) @ world[:, index["HelmetSlot"]]
+        assert np.abs(world[:, index["head"], :3, 3] - world[0, index["head"], :3, 3]).max() > 0.05
+        assert np.abs(relation - relation[0]).max() < 1e-4
+    else:  # the controls nothing skins are written as they were
+        assert not any(channel.target.node == index["Ctrl_pelvis"] for channel in glb.gltf.animations[0].channels)
+
+
 def _hat_off_the_root(gltf):
     """The mannequin's top of the head skinned to a `hat` bone under Root, beside the body."""
     rv.add_controls(gltf, [("hat", "Root", "head")])

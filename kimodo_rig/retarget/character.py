@@ -262,11 +262,10 @@ def read_gltf_target(path) -> Target:
     parents = [skin_parent(n) for n in joints]
     children = gd.children_of(parents)
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
-    order = trees[0]
+    order, hung, parents = _character_trees(gltf, document, skin, trees, parents, binds)
     if len(trees) > 1:
-        # Loose helper bones (IK targets, props) beside the armature: the body is the largest tree.
-        LOG.warning("%s: the skin's joints form %d separate trees; the largest (%d joints, from %s) is the character",
-                    source, len(trees), len(order), gltf["nodes"][joints[order[0]]].get("name", "?"))
+        _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
+        order = order + [joint for tree in hung for joint in tree]
     skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     if binds is None:
         binds = [world[n] for n in joints]
@@ -478,6 +477,104 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
                 local = (0.0, length, 0.0)
                 tips[leaf] = (_apply(binds[leaf], local), local)
     return tips
+
+
+def _vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Dict) -> Dict[int, Tuple[float, List[float]]]:
+    """Node -> (the vertex weight the skinned meshes give it, those vertices' weighted sum in `skin`'s
+    bind space; meshes of other skins add weight only): which bones deform, and where what they carry lies."""
+    carried: Dict[int, Tuple[float, List[float]]] = {}
+    nodes = gltf.get("nodes", [])
+    skins = gltf.get("skins") or []
+    for node in nodes:
+        if "mesh" not in node or not isinstance(node.get("skin"), int) or not 0 <= node["skin"] < len(skins):
+            continue
+        slots = skins[node["skin"]].get("joints", [])
+        own = skins[node["skin"]] is skin
+        for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+            attributes = primitive.get("attributes", {})
+            points = document.accessor(attributes["POSITION"]) if own and "POSITION" in attributes else None
+            for joints_key, weights_key in (("JOINTS_0", "WEIGHTS_0"), ("JOINTS_1", "WEIGHTS_1")):
+                if joints_key not in attributes or weights_key not in attributes:
+                    continue
+                influences = zip(document.accessor(attributes[joints_key]), document.accessor(attributes[weights_key]))
+                for vertex, (js, ws) in enumerate(influences):
+                    point = points[vertex] if points is not None and vertex < len(points) else None
+                    for slot, w in zip(js, ws):
+                        slot = int(slot)
+                        if not (w > 0.0 and 0 <= slot < len(slots)):
+                            continue
+                        total, where = carried.setdefault(slots[slot], (0.0, [0.0, 0.0, 0.0]))
+                        if point is not None and gd.is_finite(point):
+                            for i in range(3):
+                                where[i] += w * point[i]
+                        carried[slots[slot]] = (total + w, where)
+    return carried
+
+
+def _character_trees(gltf: Dict, document: gd.Document, skin: Dict, trees: List[List[int]], parents: List[int],
+                     binds: Optional[List[gd.Matrix4]]) -> Tuple[List[int], List[List[int]], List[int]]:
+    """(the body, the other skinned trees, skin parents with those hung from the body) of a skin whose
+    joints form several trees (largest first). The body is the tree the mesh is skinned to most, not the
+    largest: a control rig exported beside the deforming bones outnumbers them (Mixamo bones under 35
+    Ctrl_ bones). Trees that carry vertices too are part of the character (a foot under an IK control, a
+    helmet on a slot bone off the armature): each hangs from the body bone nearest what it carries at
+    bind, as the constraint that held it there did (the exporter drops constraints). Trees that carry
+    none (poles, targets) are helpers left alone. Without a skinned mesh: the largest tree alone."""
+    joints = skin.get("joints", [])
+    if len(trees) < 2:
+        return trees[0], [], parents
+    carried = _vertex_weight_by_node(gltf, document, skin)
+    weight = [sum(carried.get(joints[k], (0.0, None))[0] for k in tree) for tree in trees]
+    if not any(weight):
+        return trees[0], [], parents
+    body = max(range(len(trees)), key=lambda t: (weight[t], len(trees[t]), -t))
+    hung = [tree for t, tree in enumerate(trees) if t != body and weight[t] > 0.0]
+    parents = list(parents)
+    for tree in hung:
+        parents[tree[0]] = _nearest_bone(trees[body], parents, tree, joints, carried, binds)
+    return trees[body], hung, parents
+
+
+def _nearest_bone(body: List[int], parents: Sequence[int], tree: List[int], joints: List[int],
+                  carried: Dict[int, Tuple[float, List[float]]], binds: Optional[List[gd.Matrix4]]) -> int:
+    """The body joint whose bone (joint to each child; a leaf: the joint) passes nearest the weighted
+    centre of what `tree` carries at bind; the body's root without inverse bind matrices to place it."""
+    total = sum(carried.get(joints[k], (0.0, None))[0] for k in tree)
+    if binds is None or not total > 0.0:
+        return body[0]
+    centre = [sum(carried[joints[k]][1][i] for k in tree if joints[k] in carried) / total for i in range(3)]
+    at = {k: (binds[k][12], binds[k][13], binds[k][14]) for k in body}
+    below: Dict[int, List[int]] = {}
+    for k in body:
+        below.setdefault(parents[k], []).append(k)
+
+    def gap(start: Vec3, end: Vec3) -> float:
+        run = subtract(end, start)
+        length = sum(c * c for c in run)
+        along = 0.0 if length < 1e-18 else max(0.0, min(1.0, sum((centre[i] - start[i]) * run[i] for i in range(3)) / length))
+        return sum((centre[i] - start[i] - along * run[i]) ** 2 for i in range(3))
+
+    # On a tie the later joint (depth first: a leaf's point is also the end of its parent's bone).
+    best = (math.inf, 0, body[0])
+    for rank, k in enumerate(body):
+        ends = [at[c] for c in below.get(k, [])] or [at[k]]
+        best = min(best, min((gap(at[k], end), -rank, k) for end in ends))
+    return best[2]
+
+
+def _warn_of_trees(source: str, gltf: Dict, joints: List[int], trees: List[List[int]], body: List[int],
+                   hung: List[List[int]], parents: Sequence[int]) -> None:
+    """One line: which of the skin's separate trees is the character, and what else hangs from it."""
+    def name(k: int) -> str:
+        return gltf["nodes"][joints[k]].get("name") or "joint{}".format(k)
+
+    which = "the largest" if body is trees[0] else "the one its mesh is skinned to"
+    line = "{}: the skin's joints form {} separate trees; {} ({} joints, from {}) is the character".format(
+        source, len(trees), which, len(body), name(body[0]))
+    if hung:
+        line += "; skinned bones off it follow the bone nearest them ({})".format(
+            ", ".join("{} from {}".format(name(tree[0]), name(parents[tree[0]])) for tree in hung))
+    LOG.warning("%s", line)
 
 
 def _warn_if_saved_off_bind(source: str, gltf: Dict, joints: List[int], order: List[int], world: List[gd.Matrix4],

@@ -291,7 +291,10 @@ def test_one_bone_legs_are_foot_locked_and_the_report_says_so(tmp_path, clip):
     assert report["legs_match"] >= tfj.LIMB_BAR[case.kind] and report["arms_match"] >= 0.99
     # Unlocked, the same judges see what the lock mends (soma_01: planted 10.7 cm off, sliding 0.38 on main).
     loose = tmp_path / "kenney_loose.glb"
-    assert run_cli("retarget", NPZ / clip / "motion.npz", "--target", rig, "-o", loose, "--no-foot-lock").returncode == 0
+    assert run_cli("retarget", NPZ / clip / "motion.npz", "--target", rig, "-o", loose, "--no-foot-lock",
+                   "--report", loose.with_suffix(".json")).returncode == 0
+    assert json.loads(loose.with_suffix(".json").read_text())["notes"] == [  # and the report does not call it locked
+        "leg-{}: one-bone leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(s) for s in ("left", "right")]
     unlocked = tfj.figures(case, judge_case(tfv.judge_spec("loose", case, rig, loose, len(contacts), "upperarm", carried)))
     assert np.abs(unlocked["planted_cm"]).max() > tfj.FLOAT_CM * scale
     assert one_bone_judge.sole_slide(loose, rig, {"l": "leg-left", "r": "leg-right"}, contacts)["skate_cm"] > tfj.SKATE_CM * scale

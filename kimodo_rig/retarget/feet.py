@@ -152,12 +152,12 @@ def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
     return [j for j in subtree(skeleton, joint) if j == joint or not added_tip(skeleton, j)]
 
 
-def unlocked_legs(tmap: HumanoidMap) -> List[str]:
+def unlocked_legs(tmap: HumanoidMap, locked: bool = True) -> List[str]:
     """The sides whose leg two-bone IK cannot lock, in words for the report: a one-bone leg is locked by
-    the hips and its own direction (`_pin_one_bone_legs`), a leg without a foot is not locked."""
+    the hips and its own direction (`_pin_one_bone_legs`) when the lock ran, a leg without a foot is not."""
     return ["{}: one-bone leg (no thigh-shin-foot chain): foot-locked by the hips and the leg's own direction, "
             "its sole rocking heel to toe".format(tmap.joint_name("thigh_" + side))
-            if not tmap.has("calf_" + side) and tmap.has("foot_" + side) else
+            if locked and not tmap.has("calf_" + side) and tmap.has("foot_" + side) else
             "{}: {} leg (no thigh-shin-foot chain): stands on the floor, not foot-locked".format(
                 tmap.joint_name("thigh_" + side), "one-bone" if not tmap.has("calf_" + side) else "footless")
             for side in SIDES if leg_chain(tmap, side) is None]
@@ -402,7 +402,8 @@ def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (),
     root_track = info.root_track
     if root_track is not None:  # the root bone travels with the hips
         root_track = tuple(((p[0] + d[0], p[1], p[2] + d[1]), q) for (p, q), d in zip(root_track, moved))
-    return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track)
+    return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track,
+                           foot_locked=foot_lock)
 
 
 SPIKE = 0.01  # of the leg's reach: a floor shift this far from its neighbours' median is a one-frame jump

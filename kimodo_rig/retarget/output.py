@@ -240,7 +240,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         planted_cm=_planted(geometry, contacts),
         height_cm=100.0 * geometry.height,
         measured_at="skinned mesh" if geometry.from_mesh else "joints",
-        notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map)),
+        notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map, info.foot_locked)),
     )
     return measure_report(
         skeleton_label=source.skeleton.label,

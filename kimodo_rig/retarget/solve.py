@@ -74,6 +74,7 @@ class RetargetInfo:
     # --in-place with the foot lock: per frame, the horizontal travel (x, z) taken out after the feet
     # were locked on the travelling motion (the report adds it back to measure the planted feet).
     removed_travel: Optional[Tuple[Tuple[float, float], ...]] = None
+    foot_locked: bool = False  # the feet pass locked planted feet (not with --no-foot-lock)
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:

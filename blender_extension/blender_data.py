@@ -24,26 +24,37 @@ def armature_of(obj) -> Armature:
                      bone.length)
         for bone in obj.data.bones
     )
-    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), _leaf_vertices(obj))
+    leaves, carried = _skinned_vertices(obj)
+    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), leaves, carried)
 
 
-def _leaf_vertices(obj):
-    """Per bone without a child bone, the (weight, rest position in the glTF frame) of every vertex an
-    Armature modifier of `obj` deforms with it, by the mesh's own vertex group weights."""
+def _skinned_vertices(obj):
+    """What the meshes an Armature modifier of `obj` deforms give its bones, by the meshes' own vertex
+    group weights: per bone without a child bone, the (weight, rest position in the glTF frame) of every
+    vertex it moves (where the core ends such a bone); per bone, (name, summed weight, weighted centre)
+    (which bones the mesh is skinned to, for an armature of several top bones)."""
+    bone_names = {bone.name for bone in obj.data.bones}
     leaves = {bone.name for bone in obj.data.bones if not bone.children}
-    found = {}
+    found, sums = {}, {}
     for mesh_object, groups, _ in _moved_meshes(obj):
         if groups is None:
             continue  # a mesh hanging rigidly from a bone: no skin, as in the file it is exported to
-        leaf_groups = {index: name for index, name in groups.items() if name in leaves}
-        if not leaf_groups:
+        bone_groups = {index: name for index, name in groups.items() if name in bone_names}
+        if not bone_groups:
             continue
         points = _world_points(mesh_object.matrix_world, _coordinates(mesh_object.data))
         for vertex, point in zip(mesh_object.data.vertices, points):
             for g in vertex.groups:
-                if g.group in leaf_groups and g.weight > 0.0:
-                    found.setdefault(leaf_groups[g.group], []).append((g.weight, point))
-    return tuple((name, tuple(samples)) for name, samples in found.items())
+                if g.group in bone_groups and g.weight > 0.0:
+                    name = bone_groups[g.group]
+                    total = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+                    total[0] += g.weight
+                    for i in range(3):
+                        total[i + 1] += g.weight * point[i]
+                    if name in leaves:
+                        found.setdefault(name, []).append((g.weight, point))
+    carried = tuple((name, w, (x / w, y / w, z / w)) for name, (w, x, y, z) in sums.items())
+    return tuple((name, tuple(samples)) for name, samples in found.items()), carried
 
 
 def _blender(point) -> tuple:

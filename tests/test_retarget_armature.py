@@ -232,3 +232,35 @@ def test_an_end_marker_bone_gets_no_tip():
                   for b in armature.bones)
     tips = tip_points(Armature(armature.name, bones, armature.matrix_world))
     assert [(name, bone) for name, bone, _ in tips] == [("foot_r_tip", "foot_r")]
+
+
+def test_an_armature_of_several_top_bones_hangs_them_as_the_gltf_reader_does(tmp_path):
+    """Feet under IK controls and a helmet slot off the armature (Quaternius' Saxon / Soldier), its loose
+    trees listed first: the body is the tree the mesh is skinned to, each skinned tree hangs from the body
+    bone nearest what it carries (the helmet from the head, as its lost constraint held it), as the glTF
+    reader hangs the same rig; with no mesh the largest tree is the body and the others hang from its root."""
+    import rig_variants as rv
+
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "loose_feet.glb", rv.feet_on_loose_controls)
+    target = character.load_target(str(rig))
+    tips = {name for name, _, _ in target.tips}
+    loose = {"FootControl_l", "FootControl_r", "HelmetSlot"}
+    built = blender_armature(target, np.eye(4), skip=tips)
+    bones = tuple(ArmatureBone(b.name, "" if b.name in loose else b.parent, b.matrix_local) for b in built.bones)
+    assert [b.name for b in bones if not b.parent][:1] != ["Root"]  # a loose tree's top bone comes first
+    sums = {}
+    for point, weights in character.bind_mesh(target):
+        for bone, weight in weights.items():
+            total = sums.setdefault(bone, np.zeros(4))
+            total += weight * np.array([1.0, *point])
+    carried = tuple((bone, float(t[0]), tuple(t[1:] / t[0])) for bone, t in sums.items())
+    skeleton = skeleton_of(Armature("rig", bones, built.matrix_world, (), carried))
+    parent_of = {name: skeleton.joint_names[p] if p >= 0 else "" for name, p in zip(skeleton.joint_names, skeleton.parents)}
+    reader = {name: target.skeleton.joint_names[p] if p >= 0 else ""
+              for name, p in zip(target.skeleton.joint_names, target.skeleton.parents)}
+    assert skeleton.joint_names[0] == "Root"
+    assert {name: parent_of[name] for name in loose} == {name: reader[name] for name in loose} == {
+        "FootControl_l": "calf_l", "FootControl_r": "calf_r", "HelmetSlot": "head"}
+    bare = skeleton_of(Armature("rig", bones, built.matrix_world))
+    bare_parent = {name: bare.joint_names[p] for name, p in zip(bare.joint_names, bare.parents) if p >= 0}
+    assert bare.joint_names[0] == "Root" and all(bare_parent[name] == "Root" for name in loose)

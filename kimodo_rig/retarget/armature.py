@@ -42,7 +42,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .character import is_end_name, tip_from_vertices
+from .character import is_end_name, nearest_bone, tip_from_vertices
 
 Matrix4 = Sequence[Sequence[float]]
 # Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
@@ -69,6 +69,8 @@ class Armature:
     bones: Tuple[ArmatureBone, ...]
     matrix_world: Matrix4 = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
     leaf_vertices: Tuple[Tuple[str, Tuple[Tuple[float, Vec3], ...]], ...] = ()
+    # Per bone with skinned vertices: (name, their summed weight, their weighted centre; glTF frame, metres).
+    carried: Tuple[Tuple[str, float, Vec3], ...] = ()
 
     def ordered(self) -> List[ArmatureBone]:
         """Bones parent before child, siblings in the order given."""
@@ -142,11 +144,9 @@ def skeleton_of(armature: Armature) -> Skeleton:
         world_rotations.append(matrix_to_quat(matrix_multiply(TO_Y_UP, blender_world)))
         world_positions.append(matrix_apply(TO_Y_UP, placement.to_world(_head(bone.matrix_local))))
     parents = tuple(index.get(bone.parent, -1) for bone in order)
-    if sum(1 for p in parents if p < 0) > 1:
-        # Several top bones (a root plus loose IK helpers): the first top bone is joint 0, the others
-        # hang from it at their own rest so the Skeleton keeps a single root.
-        roots = [i for i, p in enumerate(parents) if p < 0]
-        parents = tuple(roots[0] if (p < 0 and i != roots[0]) else p for i, p in enumerate(parents))
+    roots = [i for i, p in enumerate(parents) if p < 0]
+    if len(roots) > 1:
+        parents = _hang_loose_trees(armature, order, parents, roots, world_positions)
     names = [bone.name for bone in order]
     for tip_name, bone_name, point in tip_points(armature):
         parent = index[bone_name]
@@ -156,6 +156,29 @@ def skeleton_of(armature: Armature) -> Skeleton:
         world_positions.append(matrix_apply(TO_Y_UP, placement.to_world(point)))
     offsets, locals_ = locals_from_globals(parents, world_rotations, world_positions)
     return _ordered_skeleton(armature.name, names, parents, offsets, locals_)
+
+
+def _hang_loose_trees(armature: Armature, order: Sequence[ArmatureBone], parents: Sequence[int], roots: List[int],
+                      positions: Sequence[Vec3]) -> Tuple[int, ...]:
+    """Several top bones (a body beside IK controls, poles, prop slots), as the glTF reader takes a skin
+    of several trees (`character._character_trees`): the body is the tree the meshes are skinned to most
+    (the first without a mesh); a tree that carries vertices hangs from the body bone nearest them
+    (`character.nearest_bone`), any other from the body's root, so the Skeleton keeps a single root."""
+    carried = {name: (weight, centre) for name, weight, centre in armature.carried}
+    bounds = roots + [len(order)]  # `order` is depth first: each tree is a run starting at its top bone
+    trees = [list(range(bounds[t], bounds[t + 1])) for t in range(len(roots))]
+    weights = [sum(carried.get(order[k].name, (0.0, None))[0] for k in tree) for tree in trees]
+    body = max(range(len(trees)), key=lambda t: (weights[t], len(trees[t]), -t))
+    hung = list(parents)
+    for t, tree in enumerate(trees):
+        if t == body:
+            continue
+        hung[tree[0]] = trees[body][0]
+        if weights[t] > 0.0:
+            terms = [carried[order[k].name] for k in tree if order[k].name in carried]
+            centre = tuple(sum(w * c[i] for w, c in terms) / weights[t] for i in range(3))
+            hung[tree[0]] = nearest_bone(centre, trees[body], parents, {k: positions[k] for k in trees[body]})  # type: ignore[arg-type]
+    return tuple(hung)
 
 
 def tip_points(armature: Armature) -> List[Tuple[str, str, Vec3]]:
@@ -199,7 +222,7 @@ def _ordered_skeleton(name: str, names: Sequence[str], parents: Sequence[int], o
     for joint, parent in enumerate(parents):
         children.setdefault(parent, []).append(joint)
     order: List[int] = []
-    stack = [0]
+    stack = list(children.get(-1, []))  # the one top joint left (the body's root)
     while stack:
         joint = stack.pop()
         order.append(joint)

@@ -537,13 +537,20 @@ def _character_trees(gltf: Dict, document: gd.Document, skin: Dict, trees: List[
 
 def _nearest_bone(body: List[int], parents: Sequence[int], tree: List[int], joints: List[int],
                   carried: Dict[int, Tuple[float, List[float]]], binds: Optional[List[gd.Matrix4]]) -> int:
-    """The body joint whose bone (joint to each child; a leaf: the joint) passes nearest the weighted
-    centre of what `tree` carries at bind; the body's root without inverse bind matrices to place it."""
+    """`nearest_bone` to the weighted centre of what `tree` carries at bind (skin space); the body's root
+    without inverse bind matrices to place it."""
     total = sum(carried.get(joints[k], (0.0, None))[0] for k in tree)
     if binds is None or not total > 0.0:
         return body[0]
-    centre = [sum(carried[joints[k]][1][i] for k in tree if joints[k] in carried) / total for i in range(3)]
-    at = {k: (binds[k][12], binds[k][13], binds[k][14]) for k in body}
+    centre = tuple(sum(carried[joints[k]][1][i] for k in tree if joints[k] in carried) / total for i in range(3))
+    return nearest_bone(centre, body, parents, {k: (binds[k][12], binds[k][13], binds[k][14]) for k in body})  # type: ignore[arg-type]
+
+
+def nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at: Dict[int, Vec3]) -> int:
+    """The joint of `body` (depth first, root first) whose bone, from the joint `at` its place to each of
+    its children (a leaf: the joint alone), passes nearest `centre`: where a tree of skinned bones off the
+    armature (a foot under an IK control, a helmet slot) hangs. The glTF reader and the Blender add-on
+    (kimodo_rig.retarget.armature) both hang such trees so."""
     below: Dict[int, List[int]] = {}
     for k in body:
         below.setdefault(parents[k], []).append(k)

@@ -171,6 +171,14 @@ VARIANTS = {
     # (Quaternius' Saxon / Soldier), a control rig beside the deforming bones outnumbering them (Paladin).
     "loose_feet": Variant(rv.MANNEQUIN, (rv.feet_on_loose_controls,), MANNEQUIN, warnings=("separate trees",)),
     "control_rig": Variant(rv.MANNEQUIN, (rv.controls_outnumber_bones,), MANNEQUIN, warnings=("separate trees",)),
+    # No skin: rigid parts on nodes animated by their transforms, the legs and torso off a root at the floor
+    # (Kenney's platformer characters).
+    "kenney_platformer": Variant(rv.MANNEQUIN, (rv.kenney_platformer_like,), KENNEY, carried=KENNEY_CARRIED,
+                                 limbs=(("thigh", "foot"), ("upperarm", "hand")),
+                                 skip_report=("reach_target_cm", "limb_cosine_min"),
+                                 one_bone_legs={"l": "leg-left", "r": "leg-right"}),
+    # Two bones of one name: the output names the later one apart, with a warning.
+    "repeated_names": Variant(rv.MANNEQUIN, (rv.repeat_a_bone_name,), MANNEQUIN, warnings=("bone names repeat",)),
     # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
     "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }

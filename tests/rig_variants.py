@@ -217,6 +217,8 @@ def at_bind(gltf: pygltflib.GLTF2, skin: int = 0) -> None:
     fingers 3 m off their bind places): every joint of the skin gets the node transform that puts it at
     its bind world, inverse(inverse bind matrix), placed in the scene as the skin's root joint stands as
     saved (a root joint saved off its bind place is the rig's placement). Rigid meshes under joints follow."""
+    if not gltf.skins:
+        return  # rigid parts on nodes: the nodes as saved are the rest
     parent = parents(gltf)
     joints = list(gltf.skins[skin].joints)
     ibm = dict(zip(joints, read_accessor(gltf, gltf.skins[skin].inverseBindMatrices).astype(np.float64)))
@@ -690,6 +692,63 @@ def controls_outnumber_bones(gltf: pygltflib.GLTF2) -> None:
         for k, extra in enumerate(("FootRoll", "HeelOut", "HeelIn", "ToeEnd")):
             _add_joint_node(gltf, "Ctrl_{}_{}".format(extra, s), node_index(gltf, "Ctrl_foot_" + s),
                             worlds[node_index(gltf, "foot_" + s)])
+
+
+def rigid_parts(gltf: pygltflib.GLTF2) -> None:
+    """The character as rigid parts with no skin at all (Kenney's platformer and mini characters, node
+    animated): each skinned mesh split by the joint that carries each vertex most, each part a mesh on
+    that joint's own node (triangles that span two parts are dropped); the skinned mesh nodes and the
+    skins gone."""
+    parts: Dict[int, List[pygltflib.Primitive]] = {}
+    skinned = [i for i, node in enumerate(gltf.nodes) if node.mesh is not None and node.skin is not None]
+    for index in skinned:
+        node = gltf.nodes[index]
+        skin = gltf.skins[node.skin]
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        for primitive in gltf.meshes[node.mesh].primitives:
+            positions = read_accessor(gltf, primitive.attributes.POSITION).astype(np.float64)
+            owner = np.argmax(read_accessor(gltf, primitive.attributes.WEIGHTS_0), axis=1)
+            slots = read_accessor(gltf, primitive.attributes.JOINTS_0).astype(np.int64)[np.arange(len(positions)), owner]
+            triangles = read_accessor(gltf, primitive.indices).astype(np.int64).reshape(-1, 3)
+            for slot in np.unique(slots):
+                keep = triangles[(slots[triangles] == slot).all(axis=1)]
+                if not len(keep):
+                    continue
+                used = np.unique(keep)
+                local = (ibm[slot] @ np.c_[positions[used], np.ones(len(used))].T).T[:, :3]
+                remap = np.full(len(positions), -1)
+                remap[used] = np.arange(len(used))
+                parts.setdefault(skin.joints[slot], []).append(pygltflib.Primitive(
+                    attributes=pygltflib.Attributes(POSITION=add_accessor(gltf, local, "VEC3", bounds=True)),
+                    indices=add_accessor(gltf, remap[keep].reshape(-1, 1), "SCALAR", component=5125)))
+    for joint, primitives in parts.items():
+        gltf.meshes.append(pygltflib.Mesh(primitives=primitives))
+        gltf.nodes[joint].mesh = len(gltf.meshes) - 1
+    for index in skinned:  # the skinned mesh's node leaves the scene
+        gltf.nodes[index].mesh = gltf.nodes[index].skin = None
+        for other in gltf.nodes:
+            if other.children and index in other.children:
+                other.children = [c for c in other.children if c != index]
+        for scene in gltf.scenes:
+            scene.nodes = [n for n in scene.nodes if n != index]
+    gltf.skins = []
+
+
+def kenney_platformer_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as Kenney's platformer characters are made: one-bone limbs (`kenney_like`), the legs
+    and the `torso` carried by a `root` node at the floor, rigid parts on the nodes, no skin."""
+    kenney_like(gltf)
+    add_loose_joint(gltf, "root", "mpfb_rig", _at(np.eye(4), [0.0, 0.02, 0.0]))
+    for name in ("torso", "leg-left", "leg-right"):
+        reparent(gltf, name, "root")
+    rigid_parts(gltf)
+    gltf.nodes[node_index(gltf, "Root")].mesh = None  # the mannequin's box at its root bone: Kenney has none
+
+
+def repeat_a_bone_name(gltf: pygltflib.GLTF2) -> None:
+    """Two bones of one name (exporters that do not make names unique: a finger's end named as the other
+    hand's): the left little finger's last joint named `index_03_r`."""
+    gltf.nodes[node_index(gltf, "index_03_l")].name = "index_03_r"
 
 
 _FINGER_WORDS = ("thumb", "index", "middle", "ring", "pinky")

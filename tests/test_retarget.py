@@ -318,7 +318,8 @@ def test_bad_inputs_one_line_and_no_output(tmp_path):
     no_skin.write_text(json.dumps({"asset": {"version": "2.0"}, "nodes": [{"name": "a"}], "scenes": [{"nodes": [0]}]}))
     result = run_cli("retarget", clip, "--target", no_skin, "-o", output)
     assert result.returncode == 1
-    assert result.stderr == "{}: no skin (skeleton) in this glTF: a target needs a rigged character\n".format(no_skin)
+    assert result.stderr == ("{}: no skin (skeleton) in this glTF: a target needs a rigged character, or one of rigid "
+                             "parts on their own nodes (torso, arms, legs)\n").format(no_skin)
     # A rig with a skin but nothing humanoid: the box-rig GLB of a tail.
     from kimodo_rig.formats import glb
     from kimodo_rig.model import Skeleton, rest_motion

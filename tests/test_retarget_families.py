@@ -150,6 +150,27 @@ def test_a_skin_of_several_trees_moves_the_bones_its_mesh_is_skinned_to(sweep_fo
         assert not any(channel.target.node == index["Ctrl_pelvis"] for channel in glb.gltf.animations[0].channels)
 
 
+@pytest.mark.parametrize("clip", [SOMA_CLIP, G1_CLIP])
+@pytest.mark.parametrize("variant", ["kenney_platformer", "repeated_names"])
+def test_rigid_parts_without_a_skin_and_repeated_bone_names_retarget(sweep_folder, variant, clip):
+    """Kenney's platformer characters have no skin (rigid parts on nodes, the legs and torso off a `root` at
+    the floor): they were refused. Two bones of one name stopped the write (`no node named index_03_r_19`).
+    Both now meet every bar, judged by numpy on the written file."""
+    record = sweep.run_pair(clip, variant, sweep_folder)
+    assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
+    glb = Glb(sweep_folder / "{}__{}.glb".format(clip, variant))
+    names = [node.name for node in glb.gltf.nodes]
+    assert len(set(names)) == len(names)  # every node of the written file names one node
+    if variant == "kenney_platformer":
+        assert not glb.gltf.skins and json.loads(run_cli("map", sweep_folder / "rigs" / "kenney_platformer.glb",
+                                                        "--json").stdout)["hips"] == "torso"
+    else:
+        apart = [n for n in names if n.startswith("index_03_r_") and not n.endswith("_tip")]
+        assert len(apart) == 1 and names.count("index_03_r") == 1
+        assert record["stderr"][0].endswith("bone names repeat; the output names the later ones apart: "
+                                            "index_03_r as " + apart[0])
+
+
 def _hat_off_the_root(gltf):
     """The mannequin's top of the head skinned to a `hat` bone under Root, beside the body."""
     rv.add_controls(gltf, [("hat", "Root", "head")])

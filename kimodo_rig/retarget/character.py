@@ -100,7 +100,7 @@ def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:
         if "mesh" not in node:
             continue
         if "skin" not in node:
-            holder = parents[index]
+            holder = index if index in joint_of else parents[index]  # a part on the joint's own node (rigid parts)
             while holder >= 0 and holder not in joint_of:
                 holder = parents[holder]
             if holder >= 0:
@@ -227,10 +227,9 @@ def read_gltf_target(path) -> Target:
     document = gd.read_file(path)
     gltf = document.gltf
     skins = gltf.get("skins") or []
-    if not skins:
-        raise KimodoError("{}: no skin (skeleton) in this glTF: a target needs a rigged character".format(source))
-    # The skin with the most joints (characters split into several meshes share one armature).
-    skin = max(skins, key=lambda s: len(s.get("joints", [])))
+    # The skin with the most joints (characters split into several meshes share one armature); without a
+    # skin, a hierarchy of rigid parts (Kenney's characters) whose nodes are the joints.
+    skin = max(skins, key=lambda s: len(s.get("joints", []))) if skins else _rigid_parts(gltf, source)
     joints = list(skin.get("joints", []))
     node_count = len(gltf.get("nodes", []))
     if not joints or any(not isinstance(n, int) or not 0 <= n < node_count for n in joints):
@@ -284,12 +283,17 @@ def read_gltf_target(path) -> Target:
         scales.append(scale)
     names = []
     seen: Dict[str, int] = {}
+    renamed = []
     for old in order:
         name = gltf["nodes"][joints[old]].get("name") or "joint{}".format(old)
         if name in seen:
+            renamed.append("{} as {}_{}".format(name, name, joints[old]))
             name = "{}_{}".format(name, joints[old])
         seen[name] = old
         names.append(name)
+    if renamed:
+        LOG.warning("%s: bone names repeat; the output names the later ones apart: %s%s", source,
+                    ", ".join(renamed[:4]), ", ..." if len(renamed) > 4 else "")
     skeleton_parents = tuple(new_index[parents[old]] if parents[old] >= 0 else -1 for old in order)
     offsets, local_rotations = locals_from_globals(skeleton_parents, rotations, positions)
     if not all(gd.is_finite(value) for value in offsets + local_rotations + scales):
@@ -312,6 +316,28 @@ def read_gltf_target(path) -> Target:
     table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
                   table, label, tuple(tip_records))
+
+
+RIGID_PARTS_MIN = 5  # meshes on separate nodes of one tree: a torso, two arms and two legs at least
+
+
+def _rigid_parts(gltf: Dict, source: str) -> Dict:
+    """A glTF without a skin whose character is rigid parts on a hierarchy of nodes animated by their
+    transforms (Kenney's platformer and mini characters: `torso`, `arm-left`, `leg-left` each a mesh on
+    its own node): the nodes of the scene tree with the most meshes are the joints, their transforms as
+    saved the rest (no inverse bind matrices say otherwise). As a skin {"joints": [...]}; one line when
+    there is no such tree (a static prop, a single mesh)."""
+    nodes = gltf.get("nodes", [])
+    children = gd.children_of(gd.node_parents(gltf))
+    best: List[int] = []
+    for root in children.get(-1, []):
+        tree = gd.subtree(children, root)
+        if sum(1 for n in tree if "mesh" in nodes[n]) > sum(1 for n in best if "mesh" in nodes[n]):
+            best = tree
+    if sum(1 for n in best if "mesh" in nodes[n]) < RIGID_PARTS_MIN:
+        raise KimodoError("{}: no skin (skeleton) in this glTF: a target needs a rigged character, or one of rigid "
+                          "parts on their own nodes (torso, arms, legs)".format(source))
+    return {"joints": [n for n in best if "camera" not in nodes[n]]}
 
 
 def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
@@ -341,7 +367,7 @@ def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
             continue
         primitives = gltf["meshes"][node["mesh"]].get("primitives", [])
         if "skin" not in node:
-            holder = parents[index]
+            holder = index if node_joint.get(index) is not None else parents[index]
             while holder >= 0 and node_joint.get(holder) is None:
                 holder = parents[holder]
             if holder < 0:
@@ -454,6 +480,19 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
                     leaf = slots.get(int(slot))
                     if leaf is not None and weight > 0.0:
                         samples.setdefault(leaf, []).append((weight, _apply(skin_to_world, vertex)))
+    if not gltf.get("skins"):  # rigid parts: a part's mesh on its own node (or below it) is its vertices
+        static = gd.world_matrices(gltf, {})
+        parents = gd.node_parents(gltf)
+        for index, node in enumerate(gltf.get("nodes", [])):
+            holder = index
+            while holder >= 0 and holder not in leaf_of_node and holder not in joints:
+                holder = parents[holder]
+            if "mesh" not in node or holder not in leaf_of_node:
+                continue
+            for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
+                if "POSITION" in primitive.get("attributes", {}):
+                    samples.setdefault(leaf_of_node[holder], []).extend(
+                        (1.0, gd.apply4(static[index], v)) for v in document.accessor(primitive["attributes"]["POSITION"]))
     tips: Dict[int, Tuple[Vec3, Vec3]] = {}
     for leaf, weighted in samples.items():
         tip = tip_from_vertices(positions[leaf], weighted)

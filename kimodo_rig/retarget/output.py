@@ -66,13 +66,21 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
 
 def _with_tip_nodes(target: Target) -> gd.Document:
     """The character's document with one plain node per tip joint, under its bone at the tip's place, so
-    the written file carries where each childless limb bone ends (read back like any joint)."""
+    the written file carries where each childless limb bone ends (read back like any joint); and every
+    joint's node named as the skeleton names it: a name the file repeats (two bones `index_03_r`, a mesh
+    node named as a bone) is made unique as the reader made it, so the written file says which node is
+    which (as Blender and Unreal rename repeated bones on import)."""
     document = target.document
-    if not target.tips:
+    node_of = dict(zip(target.skeleton.joint_names, target.nodes))
+    joint_name = {node: name for name, node in node_of.items()}
+    nodes = document.gltf.get("nodes", [])  # type: ignore[union-attr]
+    clashing = [i for i, node in enumerate(nodes) if node.get("name") in node_of and joint_name.get(i) != node.get("name")]
+    if not target.tips and not clashing:
         return document  # type: ignore[return-value]
     gltf = copy.deepcopy(document.gltf)  # type: ignore[union-attr]
     nodes = gltf["nodes"]
-    node_of = dict(zip(target.skeleton.joint_names, target.nodes))
+    for i in clashing:
+        nodes[i]["name"] = joint_name.get(i) or "{}_node{}".format(nodes[i]["name"], i)
     for tip_name, bone, local in target.tips:
         nodes.append({"name": tip_name, "translation": list(local)})
         parent = nodes[node_of[bone]]
@@ -185,14 +193,24 @@ def _mesh_feet(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Tuple[
     if not all(members.get(side) for side in SIDES):
         return {}
     points = {side: [bind_mesh[i][0] for i in members[side]] for side in SIDES}
+    _add_heels(joints.bind, tmap)
     choices = {side: _foot_choice(points[side], [_carrier(bind_mesh[i][1]) for i in members[side]],
-                                  joints.bind["foot_" + side], height) for side in SIDES}  # type: ignore[arg-type]
+                                  joints.bind["heel_" + side], height) for side in SIDES}  # type: ignore[arg-type]
     bind_toe = {side: joints.bind_toe[side] if tmap.has("toe_" + side) else tuple(points[side][choices[side][2]])
                 for side in SIDES}
     yaw = _facing_at_bind(joints.bind, bind_toe, joints.bone_toe, True)[0]  # type: ignore[arg-type]
     return {side: ([members[side][i] for i in chosen], members[side][long_end],
                    members[side][_front_of(points[side], sole, joints.bind["foot_" + side], yaw)])  # type: ignore[arg-type]
             for side, (chosen, sole, long_end) in choices.items()}
+
+
+def _add_heels(bind: Dict[str, Vec3], tmap) -> None:
+    """Where each foot's mesh is seen from for which way it points (`heel_l`, `heel_r` in `bind`): the
+    foot joint, or on a one-bone leg, which has no ankle, the hip its sole reaches out from under (the
+    leg's tip, from its vertices, can lie at the toe's front: Kenney's box feet pointed backwards)."""
+    for side in SIDES:
+        one_bone = feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side)
+        bind["heel_" + side] = bind["thigh_" + side] if one_bone else bind["foot_" + side]
 
 
 def _carrier(weights) -> str:
@@ -303,7 +321,8 @@ def _facing_at_bind(bind: Dict[str, Vec3], bind_toe: Dict[str, Vec3], bone_toe: 
     importer moves RobotExpressive's foot meshes 22 cm behind its ankles). Then the bones win, as the
     skeleton is what moves, and the warning says so."""
     hips = bind["thigh_l"], bind["thigh_r"]
-    yaw, label = measure_facing(*hips, [subtract(bind_toe[side], bind["foot_" + side]) for side in SIDES])
+    yaw, label = measure_facing(*hips, [subtract(bind_toe[side], bind.get("heel_" + side, bind["foot_" + side]))
+                                        for side in SIDES])
     lines = [subtract(bone_toe[side], bind["foot_" + side]) for side in SIDES if bone_toe.get(side)]
     if not from_mesh or len(lines) != len(SIDES):
         return yaw, label, ""
@@ -504,8 +523,9 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     if with_mesh:
         rest_floor = min(p[0][1] for side in SIDES for p in points[side])
         height = max(p[1] for p in all_bind) - min(p[1] for p in all_bind)
+        _add_heels(bind, tmap)
         choices = {side: _foot_choice([p[0] for p in points[side]], [max(p[2], key=lambda term: term[2])[0] for p in points[side]],
-                                      bind["foot_" + side], height) for side in SIDES}
+                                      bind["heel_" + side], height) for side in SIDES}
         for side in SIDES:  # the toe joint, or where the feet's mesh points (its long end), for the facing
             bind_toe[side] = bind_of(toe_nodes[side]) if toe_nodes[side] is not None else points[side][choices[side][2]][0]
         yaw = _facing_at_bind(bind, bind_toe, bone_toe, True)[0]

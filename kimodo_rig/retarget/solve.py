@@ -131,12 +131,18 @@ def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> Human
 
 def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[HumanoidMap, List[int]]:
     """The target's subtree from the hips, with feet that hang off a root bone (IK-style rigs such as
-    Quaternius' robot) moved under their shins, so they follow the legs."""
+    Quaternius' robot) moved under their shins, so they follow the legs, and limbs that hang beside the
+    hips (Kenney's legs off a `root` at the floor that also carries the torso) moved under the hips."""
     moves = {}
+    hips = target_map.bones["hips"]
     for side in ("l", "r"):
         foot, calf = target_map.bones.get("foot_" + side), target_map.bones.get("calf_" + side)
         if foot is not None and calf is not None and not _descendant(target, foot, calf):
             moves[foot] = calf
+        for part in ("thigh_", "clavicle_" if "clavicle_" + side in target_map.bones else "upperarm_"):
+            start = target_map.bones.get(part + side)
+            if start is not None and not _descendant(target, start, hips):
+                moves[start] = hips
     skeleton, order = restructure(target, target_map.bones["hips"], moves)
     return _remap(target_map, skeleton, order), order
 

@@ -171,6 +171,25 @@ def test_rigid_parts_without_a_skin_and_repeated_bone_names_retarget(sweep_folde
                                             "index_03_r as " + apart[0])
 
 
+def _lowered(gltf):
+    """The whole character 2.37 m under its scene's origin (as Blender imports RobotExpressive)."""
+    m = np.eye(4)
+    m[1, 3] = -2.37
+    rv._transform_scene(gltf, m)
+
+
+@pytest.mark.parametrize("base, builders, hips", [
+    (rv.MANNEQUIN, (rv.kenney_platformer_like,), "torso"), (rv.MANNEQUIN, (rv.kenney_platformer_like, _lowered), "torso"),
+    (rv.ROBOT, (), "Body"), (rv.ROBOT, (_lowered,), "Body")])
+def test_a_root_at_the_floor_is_not_the_hips_wherever_the_character_stands(tmp_path, base, builders, hips):
+    """The bone that carries the legs is the hips unless it stands at the floor (Kenney's `root`), measured
+    from the character's own lowest joint: RobotExpressive's `Body` (its hips, the thighs' parent) stayed the
+    hips only while the file stood at the scene's origin (Blender's import, 2.37 m lower, made `Hips` its
+    hips and put the thighs under it)."""
+    rig = rv.variant(base, tmp_path, "rig.glb", *builders)
+    assert json.loads(run_cli("map", rig, "--json").stdout)["hips"] == hips
+
+
 def _hat_off_the_root(gltf):
     """The mannequin's top of the head skinned to a `hat` bone under Root, beside the body."""
     rv.add_controls(gltf, [("hat", "Root", "head")])

@@ -441,8 +441,9 @@ def _map_by_names(skeleton: Skeleton, skinned: Optional[FrozenSet[int]] = None) 
             # CC_Base_Pelvis > thighs and CC_Base_Hip > CC_Base_Waist > spine; Daz's hip > pelvis): the hips
             # are the bone that carries both.
             bones["hips"] = hips_above(_common_ancestor(skeleton, bones["hips"], chest))
-        tops = [positions[j][1] for j in thighs]  # type: ignore[index]
-        if bones["hips"] in path and path.index(bones["hips"]) > 0 and positions[bones["hips"]][1] < 0.5 * min(tops):
+        floor = min(p[1] for p in positions)  # the rig's lowest joint: a file may stand anywhere in its scene
+        tops = [positions[j][1] - floor for j in thighs]  # type: ignore[index]
+        if bones["hips"] in path and path.index(bones["hips"]) > 0 and positions[bones["hips"]][1] - floor < 0.5 * min(tops):
             # The bone carrying the legs stands at the floor (Kenney's platformer characters: `root` carries
             # `leg-left`, `leg-right` and `torso`): a root, not hips. The hips are the body above it, at the
             # legs' top; the legs join it in the working skeleton.

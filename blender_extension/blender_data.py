@@ -228,6 +228,15 @@ def _moved_meshes(obj):
     return parts
 
 
+def scale_carrying_meshes(obj):
+    """The armature object's own scale (its largest) when it is not 1 and one of its bones carries a mesh
+    (parented to the bone); else None."""
+    scale = max(abs(s) for s in obj.scale)
+    if abs(scale - 1.0) <= 1e-6 or not any(bone for _, _, bone in _moved_meshes(obj)):
+        return None
+    return scale
+
+
 def _world_points(matrix, co) -> List[tuple]:
     """Blender points (a flat x, y, z list) through a world matrix, in the glTF frame."""
     m = [list(row) for row in matrix]

@@ -23,12 +23,20 @@ from .kimodo_rig.errors import KimodoError
 from .kimodo_rig.formats import raw
 from .kimodo_rig.retarget import api
 from .kimodo_rig.retarget.armature import pose_channels, skeleton_of, tip_points, world_poses
-from .kimodo_rig.retarget.report import format_report
+from .kimodo_rig.retarget.report import format_report, report_warnings
 from .kimodo_rig.retarget.solve import NEW_ROOT_NAME
 from .kimodo_rig.rotations import length, subtract
 
 SELF_CHECK_TOLERANCE_M = 1e-4  # Blender evaluates in float32
 REPORT_PROPERTY = "kimodo_report"
+# Said when the feet's mesh points against the foot bones and meshes hang from the bones of a scaled armature:
+# Blender's glTF importer, with Bone Dir "Blender" (its default), shortens the bones by the armature's scale
+# but moves such meshes back from the bone's tail by the unshortened length (Blender 4.2 to 5.0), so they
+# land (scale - 1) x the bone's length along it (RobotExpressive, scaled 100x: its feet 63 cm behind its
+# ankles, where a kneeling toe cannot reach the floor). Imported with "Temperance" they are where the file
+# has them.
+MESH_OFF_BONES_HINT = ("meshes hang from the bones of an armature scaled {:g}x: if it came from Blender's glTF "
+                       "importer, import it again with Bone Dir 'Temperance', which puts them where the file has them")
 BONE_MAP_PROPERTY = "kimodo_bone_map"
 
 
@@ -151,6 +159,12 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
             foot_vertices = blender_data.sample_vertices(context, [first + f for f in range(motion.frame_count)], picks) if picks else None
             report = api.report_from_positions(motion, info, [{n: s[n] for n in names} for s in samples], mesh, foot_vertices)
             text = format_report(name, report)
+            problems = report_warnings(report)
+            scaled = blender_data.scale_carrying_meshes(obj)
+            if report.facing_warning and scaled is not None:
+                problems.append(MESH_OFF_BONES_HINT.format(scaled))
+            if problems:  # as `kimodo-rig retarget` prints them, one line
+                text += "\n  warning: " + "; ".join(problems)
         obj.data[REPORT_PROPERTY] = text
         if new_map is not None:
             store_bone_map(obj, new_map)
@@ -198,7 +212,7 @@ class KIMODO_OT_import_motion(bpy.types.Operator, ImportHelper):
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         for line in text.splitlines():
-            self.report({"INFO"}, line)
+            self.report({"WARNING"} if line.startswith("  warning: ") else {"INFO"}, line)
         return {"FINISHED"}
 
 

@@ -4,7 +4,8 @@ evaluates. Judging happens in tests/test_blender_extension.py.
 
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
 {"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "skin" (rigify: a body of boxes), "clip",
-"options" {...}, "reference" (box: step 1's .glb), "select": "armature" | "mesh" | "none", "soles",
+"options" {...}, "import" {...} (the glTF importer's options), "reference" (box: step 1's .glb),
+"select": "armature" | "mesh" | "none", "soles",
 "forward" (the facing the rig was built with, glTF axes; +Z when absent: where the sole's front is found),
 "edits" [(part, bone)]: set through the panel's button and imported again, "draw_panel", "undo"}, and
 "bad": [paths]. Writes the record to WORK/blender_result.json and prints {"result": its path} last.
@@ -114,7 +115,7 @@ def export_characters(exports):
             make_rigify(entry.get("skin", False))
             bpy.ops.export_scene.gltf(filepath=entry["out"], export_format="GLB", use_selection=True)
         else:
-            bpy.ops.import_scene.gltf(filepath=entry["path"])
+            bpy.ops.import_scene.gltf(filepath=entry["path"], **entry.get("import", {}))
             bpy.ops.export_scene.gltf(filepath=entry["out"], export_format="GLB")
 
 
@@ -324,7 +325,7 @@ def run_case(case):
     record = {"name": case["name"]}
     target = None
     if case["rig"] == "glb":
-        bpy.ops.import_scene.gltf(filepath=case["path"])
+        bpy.ops.import_scene.gltf(filepath=case["path"], **case.get("import", {}))
         target = armatures()[0]
     elif case["rig"] == "rigify":
         target = make_rigify(case.get("skin", False))

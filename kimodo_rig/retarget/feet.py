@@ -499,10 +499,15 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         # A one-bone leg cannot bend to stay pinned, but its planted foot still carries the hips (its
         # direction stays Kimodo's): it slides only as far as its rigid length differs from Kimodo's leg.
         carrying = [side for side in SIDES if tmap.has("foot_" + side)]
-        carried = _follow_planted_feet(tmap, soles, carrying, contacts, poses, roots)
         one_bone = [side for side in carrying if side not in lockable]
+        held = contacts
+        if one_bone:  # a foot Kimodo lifts for a frame or two and sets down where it was stays pinned
+            reach = LEASH * info.reach_source
+            held = {side: _bridged(contacts[side], [positions[standing_joint(smap, side)] for positions in source_positions], reach)
+                    for side in SIDES}
+        carried = _follow_planted_feet(tmap, soles, carrying, held, poses, roots)
         if one_bone:
-            moved = _pin_one_bone_legs(tmap, soles, one_bone, contacts, poses, roots, floor,
+            moved = _pin_one_bone_legs(tmap, soles, one_bone, held, poses, roots, floor,
                                        ONE_BONE_BUDGETS.get(source.skeleton.name, ONE_BONE_BUDGET))
             carried = [(c[0] + m[0], c[1] + m[2]) for c, m in zip(carried, moved)]
         for side in lockable:
@@ -646,10 +651,8 @@ def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
 # --- one-bone legs ----------------------------------------------------------------------------------
 
 # The most the pin takes off a one-bone leg's mean cosine over a clip (its bar: 0.99 on SOMA, 0.97 on G1),
-# per Kimodo skeleton; the rest of the bar is left for what the solve and the measure differ by. G1's 0.02
-# became 0.025 when the hips' path was smoothed: the legs turn more where one is planted, and at 0.02 the
-# cap let g1_02's kneeling sole float 1.6 cm (its left leg 0.979 at 0.025).
-ONE_BONE_BUDGETS = {"g1skel34": 0.025}
+# per Kimodo skeleton; the rest of the bar is left for what the solve and the measure differ by.
+ONE_BONE_BUDGETS = {"g1skel34": 0.02}
 ONE_BONE_BUDGET = 0.005
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
@@ -815,6 +818,24 @@ ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed count
 # left leg 0.990, from 0.992).
 ONE_BONE_FREE = 100.0
 ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
+
+
+ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+
+
+def _bridged(flags: Sequence[Tuple[bool, bool]], track: Sequence[Vec3], reach: float) -> List[Tuple[bool, bool]]:
+    """Contact flags with a lift of at most ONE_BONE_GAP frames held down as the frame before it was, where
+    Kimodo's foot (`track`) lands again within `reach` of where it lifted (g1_02's kneeling toe flickers
+    off for two frames: let go and pinned again, the rigid legs' hips jumped 9 cm and back)."""
+    result = list(flags)
+    last = None  # the last frame in contact
+    for frame, (heel, toe) in enumerate(flags):
+        if not (heel or toe):
+            continue
+        if last is not None and 1 < frame - last <= ONE_BONE_GAP + 1 and length(subtract(track[frame], track[last])) <= reach:
+            result[last + 1:frame] = [flags[last]] * (frame - last - 1)
+        last = frame
+    return result
 
 
 def _smooth_hips(tmap: HumanoidMap, soles: Soles, settled: Sequence[List[Tuple[str, Point, Vec3]]],

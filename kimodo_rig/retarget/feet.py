@@ -502,8 +502,8 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         one_bone = [side for side in carrying if side not in lockable]
         held = contacts
         if one_bone:  # a foot Kimodo lifts for a frame or two and sets down where it was stays pinned
-            reach = LEASH * info.reach_source
-            held = {side: _bridged(contacts[side], [positions[standing_joint(smap, side)] for positions in source_positions], reach)
+            held = {side: _bridged(contacts[side], source_positions, standing_joint(smap, side),
+                                   smap.bones.get("toe_" + side, standing_joint(smap, side)), ONE_BONE_SLIP * info.reach_source)
                     for side in SIDES}
         carried = _follow_planted_feet(tmap, soles, carrying, held, poses, roots)
         if one_bone:
@@ -821,18 +821,26 @@ ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs re
 
 
 ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+# Of Kimodo's leg reach: how far its heel or toe may be from where it lifted for the lift to be held down
+# (g1_02's kneeling toe 0.6 cm, the bridge helping; raw g1_02's walk labels heels lifting 1.3-1.5 cm, held
+# down there the kneel that follows was pinned that far off and turned its leg 1 degree more).
+ONE_BONE_SLIP = 0.01
 
 
-def _bridged(flags: Sequence[Tuple[bool, bool]], track: Sequence[Vec3], reach: float) -> List[Tuple[bool, bool]]:
+def _bridged(flags: Sequence[Tuple[bool, bool]], positions: Sequence[Sequence[Vec3]], heel: int, toe: int,
+             reach: float) -> List[Tuple[bool, bool]]:
     """Contact flags with a lift of at most ONE_BONE_GAP frames held down as the frame before it was, where
-    Kimodo's foot (`track`) lands again within `reach` of where it lifted (g1_02's kneeling toe flickers
-    off for two frames: let go and pinned again, the rigid legs' hips jumped 9 cm and back)."""
+    Kimodo's heel and toe that were down then (`positions`, its joints) are again within `reach` of where
+    they lifted (g1_02's kneeling toe flickers off for two frames: let go and pinned again, the rigid legs'
+    hips jumped 9 cm and back)."""
     result = list(flags)
     last = None  # the last frame in contact
-    for frame, (heel, toe) in enumerate(flags):
-        if not (heel or toe):
+    for frame, (heel_on, toe_on) in enumerate(flags):
+        if not (heel_on or toe_on):
             continue
-        if last is not None and 1 < frame - last <= ONE_BONE_GAP + 1 and length(subtract(track[frame], track[last])) <= reach:
+        if last is not None and 1 < frame - last <= ONE_BONE_GAP + 1 and all(
+                length(subtract(positions[frame][j], positions[last][j])) <= reach
+                for j, down in ((heel, flags[last][0]), (toe, flags[last][1])) if down):
             result[last + 1:frame] = [flags[last]] * (frame - last - 1)
         last = frame
     return result

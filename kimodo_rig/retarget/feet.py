@@ -738,7 +738,8 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
         positions = poses[frame][1]
         for side, point, goal in here:
             hip = positions[tmap.bones["thigh_" + side]]
-            turn = quat_between(subtract(posed_point(point, poses[frame][0], positions), hip), subtract(subtract(goal, moved[frame]), hip))
+            aim = subtract(subtract(goal, moved[frame]), hip)
+            turn = quat_between(subtract(posed_point(point, poses[frame][0], positions), hip), aim)
             turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
     for side in sides:
         eased = [v or (0.0, 0.0, 0.0) for v in _blend_offsets(turns[side], planted[side])]
@@ -813,13 +814,11 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
 
 
 ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed counts against their move's miss
-# With no leg planted, how much the hips' height keeps to the floor pass's: held loosely, it swung on below
-# it from the last planted frame and the swinging leg, reaching under the floor, was turned up (soma_01's
-# left leg 0.990, from 0.992).
+# With no leg planted, how much the hips' height keeps to the floor pass's: held loosely (1) it swings on
+# below it after the last planted frame and the swinging leg, reaching under the floor, is turned up
+# (soma_01's left leg 0.9915 against 0.9923).
 ONE_BONE_FREE = 100.0
 ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
-
-
 ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
 # Of Kimodo's leg reach: how far its heel or toe may be from where it lifted for the lift to be held down
 # (g1_02's kneeling toe 0.6 cm, the bridge helping; raw g1_02's walk labels heels lifting 1.3-1.5 cm, held

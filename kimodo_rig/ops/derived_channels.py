@@ -3,7 +3,7 @@ complete_motion_dict, Apache-2.0): the smoothed root path, the root heading and 
 from __future__ import annotations
 
 import math
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from .. import skeletons
 from ..model import Skeleton
@@ -18,10 +18,11 @@ CONTACT_HEIGHT_M = 0.10
 
 
 class _SmoothingSystem:
-    """(A^T A + rho I) for second differences A, factorised once (symmetric pentadiagonal, so a banded
-    LDL^T); rho is the ADMM step Kimodo uses, 0.25 sqrt(max diagonal)."""
+    """(s A^T A + W) for second differences A, factorised once (symmetric pentadiagonal, so a banded
+    LDL^T); W is `weights` as a diagonal, or rho I with rho the ADMM step Kimodo uses, 0.25 sqrt(max
+    diagonal)."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, weights: Optional[Sequence[float]] = None, stiffness: float = 1.0) -> None:
         self.count = count
         band = [[0.0] * 3 for _ in range(count)]  # band[i][k] = M[i][i + k]
         for row in range(1, count - 1):  # second difference -x[i-1] + 2 x[i] - x[i+1]
@@ -29,10 +30,10 @@ class _SmoothingSystem:
             for a, va in taps:
                 for b, vb in taps:
                     if b >= a:
-                        band[a][b - a] += va * vb
+                        band[a][b - a] += va * vb * stiffness
         self.step = 0.25 * math.sqrt(max([abs(band[i][0]) for i in range(count)] + [0.0]))
         for i in range(count):
-            band[i][0] += self.step
+            band[i][0] += self.step if weights is None else weights[i]
         # LDL^T of the band: L unit lower with two sub-diagonals, D diagonal.
         self.diagonal = [0.0] * count
         self.lower1 = [0.0] * count  # L[i][i-1]
@@ -55,6 +56,12 @@ class _SmoothingSystem:
         for i in range(n - 2, -1, -1):
             x[i] -= lower1[i + 1] * x[i + 1] + (lower2[i + 2] * x[i + 2] if i + 2 < n else 0.0)
         return x
+
+
+def least_acceleration(values: Sequence[float], weights: Sequence[float], stiffness: float) -> List[float]:
+    """The path x nearest `values` that changes speed least: the least sum of weights[i] (x[i] -
+    values[i])^2 plus `stiffness` times the squared second differences (weights > 0)."""
+    return _SmoothingSystem(len(values), weights, stiffness).solve([w * v for w, v in zip(weights, values)])
 
 
 def _admm_smooth(targets: List[List[float]], start: List[List[float]], margin: float) -> List[List[float]]:

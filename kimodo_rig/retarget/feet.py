@@ -39,6 +39,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import skeletons
 from ..model import Motion, Skeleton
 from ..ops import derived_channels
+from ..ops.derived_channels import least_acceleration
 from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
 from ..rotations import (
     IDENTITY,
@@ -499,10 +500,15 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         # A one-bone leg cannot bend to stay pinned, but its planted foot still carries the hips (its
         # direction stays Kimodo's): it slides only as far as its rigid length differs from Kimodo's leg.
         carrying = [side for side in SIDES if tmap.has("foot_" + side)]
-        carried = _follow_planted_feet(tmap, soles, carrying, contacts, poses, roots)
         one_bone = [side for side in carrying if side not in lockable]
+        held = contacts
+        if one_bone:  # a foot Kimodo lifts for a frame or two and sets down where it was stays pinned
+            held = {side: _bridged(contacts[side], source_positions, standing_joint(smap, side),
+                                   smap.bones.get("toe_" + side, standing_joint(smap, side)), ONE_BONE_SLIP * info.reach_source)
+                    for side in SIDES}
+        carried = _follow_planted_feet(tmap, soles, carrying, held, poses, roots)
         if one_bone:
-            moved = _pin_one_bone_legs(tmap, soles, one_bone, contacts, poses, roots, floor,
+            moved = _pin_one_bone_legs(tmap, soles, one_bone, held, poses, roots, floor,
                                        ONE_BONE_BUDGETS.get(source.skeleton.name, ONE_BONE_BUDGET))
             carried = [(c[0] + m[0], c[1] + m[2]) for c, m in zip(carried, moved)]
         for side in lockable:
@@ -666,8 +672,10 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
     it lands by what can move: each contact span pins its sole's back (heel down) or front (toe alone)
     where it lands, the foot's lowest point on the rest floor; the hips move by the least (vertical
     before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
-    then each planted leg turns about its hip onto the pin. Both turns and the hips' move are eased in
-    before and out after each span over BLEND_FRAMES; where the turns would take more than `budget`
+    then that path is smoothed where fewer than two legs are planted (`_smooth_hips`: where one foot lands
+    or lifts while the other stays down, the least move changes in a frame) and each planted leg turns
+    about its hip onto its pin from where the hips are. The turns are eased in before and out after each
+    span over BLEND_FRAMES; where the turns would take more than `budget`
     off a leg's mean cosine over the clip, the frames that turn it most turn it only so far (the pin
     missed by what is left). Returns the hips' move per frame."""
     skeleton = tmap.skeleton
@@ -680,6 +688,7 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
     planted = {side: [False] * frames for side in sides}
     moves: List[Optional[Vec3]] = [None] * frames
     turns: Dict[str, List[Optional[Vec3]]] = {side: [None] * frames for side in sides}
+    settled: List[List[Tuple[str, Point, Vec3]]] = [[] for _ in range(frames)]  # per frame: the goals the move was solved for
     for frame in range(frames):
         rotations, positions = poses[frame]
         here = []
@@ -708,6 +717,7 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
         if not here:
             continue
         for _ in range(ONE_BONE_SETTLE):  # the turn pitches the foot: its lowest point goes back onto the floor
+            settled[frame] = here
             move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
             again, off = [], 0.0
             for side, point, goal in here:
@@ -724,7 +734,14 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             if off < 1e-3:
                 break
             here = again
-    moved = [m or (0.0, 0.0, 0.0) for m in _blend_offsets(moves, [m is not None for m in moves])]
+    moved = _smooth_hips(tmap, soles, settled, moves, poses, floor, [roots[f * 3 + 1] for f in range(frames)])
+    for frame, here in enumerate(settled):  # each planted leg turned onto its pin from where the hips now are
+        positions = poses[frame][1]
+        for side, point, goal in here:
+            hip = positions[tmap.bones["thigh_" + side]]
+            aim = subtract(subtract(goal, moved[frame]), hip)
+            turn = quat_between(subtract(posed_point(point, poses[frame][0], positions), hip), aim)
+            turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
     for side in sides:
         eased = [v or (0.0, 0.0, 0.0) for v in _blend_offsets(turns[side], planted[side])]
         cap = _one_bone_cap([length(v) for v in eased], budget)
@@ -795,6 +812,74 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
             continue
         rotations, positions = poses[frame]
         _turn_about(joints, rotations, positions, positions[thigh], quat_from_axis_angle(axis, angle))
+
+
+ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed counts against their move's miss
+# With no leg planted, how much the hips' height keeps to the floor pass's: held loosely (1) it swings on
+# below it after the last planted frame and the swinging leg, reaching under the floor, is turned up
+# (soma_01's left leg 0.9915 against 0.9923).
+ONE_BONE_FREE = 100.0
+ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
+ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+# Of Kimodo's leg reach: how far its heel or toe may be from where it lifted for the lift to be held down
+# (g1_02's kneeling toe 0.6 cm, the bridge helping; raw g1_02's walk labels heels lifting 1.3-1.5 cm, held
+# down there the kneel that follows was pinned that far off and turned its leg 1 degree more).
+ONE_BONE_SLIP = 0.01
+
+
+def _bridged(flags: Sequence[Tuple[bool, bool]], positions: Sequence[Sequence[Vec3]], heel: int, toe: int,
+             reach: float) -> List[Tuple[bool, bool]]:
+    """Contact flags with a lift of at most ONE_BONE_GAP frames held down as the frame before it was, where
+    Kimodo's heel and toe that were down then (`positions`, its joints) are again within `reach` of where
+    they lifted (g1_02's kneeling toe flickers off for two frames: let go and pinned again, the rigid legs'
+    hips jumped 9 cm and back)."""
+    result = list(flags)
+    last = None  # the last frame in contact
+    for frame, (heel_on, toe_on) in enumerate(flags):
+        if not (heel_on or toe_on):
+            continue
+        if last is not None and 1 < frame - last <= ONE_BONE_GAP + 1 and all(
+                length(subtract(positions[frame][j], positions[last][j])) <= reach
+                for j, down in ((heel, flags[last][0]), (toe, flags[last][1])) if down):
+            result[last + 1:frame] = [flags[last]] * (frame - last - 1)
+        last = frame
+    return result
+
+
+def _smooth_hips(tmap: HumanoidMap, soles: Soles, settled: Sequence[List[Tuple[str, Point, Vec3]]],
+                 moves: Sequence[Optional[Vec3]], poses, floor: float, heights_before: Sequence[float]) -> List[Vec3]:
+    """The hips' move per frame, changing speed least: where both legs are planted it is the one that lets
+    both reach their pins (a rigid pair leaves the hips a circle), elsewhere it may differ from the least
+    move, so where one foot lands or lifts while the other stays down the hips get there over several
+    frames instead of in one; with one leg planted the height is then set again so that leg reaches its
+    pin exactly (it turns onto it). The hips' height itself (`heights_before`, the floor pass's, plus the
+    move) is then smoothed where no leg is planted: in flight the floor pass follows Kimodo's lowest foot
+    joint and the rigid legs' lowest sole, each turning a corner where another joint or leg becomes the
+    lowest (soma_01's leap: 19.7 cm a frame per frame, against Kimodo's own 4.6)."""
+    weights = [ONE_BONE_HARD if len(here) > 1 else 1.0 for here in settled]
+    wanted = [m or (0.0, 0.0, 0.0) for m in moves]
+    path = [least_acceleration([m[k] for m in wanted], weights, ONE_BONE_SMOOTHING) for k in range(3)]
+    heights, held = [], []
+    for frame, here in enumerate(settled):
+        height = path[1][frame]
+        if len(here) == 1:
+            (side, point, goal), = here
+            rotations, positions = poses[frame]
+            hip = positions[tmap.bones["thigh_" + side]]
+            reach = length(subtract(posed_point(point, rotations, positions), hip))
+            aside = (goal[0] - hip[0] - path[0][frame], goal[2] - hip[2] - path[2][frame])
+            height = goal[1] + math.sqrt(max(0.0, reach * reach - aside[0] ** 2 - aside[1] ** 2)) - hip[1]
+            # Turned onto its pin from elsewhere the foot pitches otherwise: its lowest point back onto the floor
+            # (hips and pin up or down together, so the turn stays).
+            turn = quat_between(subtract(posed_point(point, rotations, positions), hip), (aside[0], goal[1] - hip[1] - height, aside[1]))
+            low = min(quat_rotate(turn, subtract(posed_point(p, rotations, positions), hip))[1] for p in soles.feet[side])
+            rise = floor - (hip[1] + height + low)
+            height += rise
+            here[0] = (side, point, (goal[0], goal[1] + rise, goal[2]))
+        heights.append(heights_before[frame] + (height if here else wanted[frame][1]))
+        held.append(ONE_BONE_HARD if here else ONE_BONE_FREE)
+    path[1] = [h - b for h, b in zip(least_acceleration(heights, held, ONE_BONE_SMOOTHING), heights_before)]
+    return list(zip(*path))
 
 
 def _sole_back(soles: Soles, side: str, rotations, positions, height: float) -> Point:

@@ -133,7 +133,7 @@ IMPORTER_HINT = ("; meshes hang from the bones of an armature scaled 100x: if it
 # Blender's poses to 1e-14 m. The two read the same character in slightly different numbers (Blender keeps
 # bone rests and vertices in float32: the Quaternius female's inputs are 4e-6 m apart), so the core must
 # not make much more of a small difference: no cut-off in the swing foot's pitch onto the floor
-# (feet._least_pitch; the female's g1_02 was 1.06e-4 m apart with one), and the armature's childless bones
+# (lock._least_pitch; the female's g1_02 was 1.06e-4 m apart with one), and the armature's childless bones
 # end in the tip joints the command line reads from the exported file (armature.tip_points; without them the
 # robot faced by its hip line instead of heel to toe, 7e-6 rad off, 1.1e-4 m at its hands).
 BONES_BAR_M = 1e-4

@@ -118,14 +118,14 @@ CASES = {
 HANDS = {"robot_posed_soma03": ROBOT_HANDS, "robot_small_soma04": ROBOT_HANDS, "robot_back_viewer_sides_g1_01": ROBOT_HANDS,
          "robot_g1_04": ROBOT_HANDS, "robot_soma01": ROBOT_HANDS}
 
-# Bars the retarget misses today (feet.py), as the figure it meets instead (per 1.7 m of character, as
+# Bars the retarget misses today (the feet pass), as the figure it meets instead (per 1.7 m of character, as
 # bar_problems measures; findings in the session notes of 2026-12-01, "sweep"):
 NOT_MET = {
 }
 # Bars held tighter than issue 8's test bar, to the issue's goal (planted feet <= 0.1 cm a frame, better than
 # Kimodo's own) where that was missed: the robot on soma_04 has both feet down on all 151 frames while
 # Kimodo turns its hips; the robot's wide hips turned so swung its feet 40 cm each way and the leash dragged
-# them 0.21 cm a frame (Kimodo's own feet 0.065). Now the hips turn less (feet._follow_planted_feet): 0.02.
+# them 0.21 cm a frame (Kimodo's own feet 0.065). Now the hips turn less (lock._follow_planted_feet): 0.02.
 GOAL = {"robot_small_soma04": {"skate_cm": 0.1}}
 
 

@@ -16,7 +16,8 @@ from gltf_judge import Glb
 from kimodo_rig import skeletons
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import kimodo_npz, read_file
-from kimodo_rig.retarget import character, feet, output
+from kimodo_rig.retarget import character, feet, lock, output
+from kimodo_rig.retarget.soles import Soles, _locals
 from kimodo_rig.retarget.report import report_warnings
 from kimodo_rig.retarget.solve import retarget
 
@@ -520,8 +521,8 @@ def test_the_foot_pitch_is_the_least_that_puts_the_sole_on_the_floor(seed):
     rng = np.random.default_rng(seed)
     points = [tuple(p) for p in np.column_stack([rng.uniform(-0.12, 0.0, 24), rng.uniform(-0.08, 0.25, 24)])]
     floor = float(rng.uniform(-0.12, -0.02))
-    limit = np.radians(feet.FOOT_PITCH_MAX_DEG)
-    t = feet._least_pitch(points, floor, limit)
+    limit = np.radians(lock.FOOT_PITCH_MAX_DEG)
+    t = lock._least_pitch(points, floor, limit)
     grid = np.linspace(0.0, limit, 200001)
     lowest = np.min(_heights(points, grid[:, None]), axis=1)
     assert 0.0 <= t <= limit
@@ -540,7 +541,7 @@ def test_the_foot_pitch_goes_to_nothing_with_the_depth():
     angles = []
     for depth in (4e-5, 2e-5, 1.1e-5, 1e-5, 0.9e-5, 5e-6, 1e-7, 0.0, -1e-7):
         points = [(-0.08 - depth, ahead), (-0.07, 0.1), (-0.06, -0.05)]
-        angles.append(feet._least_pitch(points, -0.08, np.radians(feet.FOOT_PITCH_MAX_DEG)))
+        angles.append(lock._least_pitch(points, -0.08, np.radians(lock.FOOT_PITCH_MAX_DEG)))
     expected = [max(0.0, d) / ahead for d in (4e-5, 2e-5, 1.1e-5, 1e-5, 0.9e-5, 5e-6, 1e-7, 0.0, -1e-7)]
     assert np.allclose(angles, expected, rtol=1e-3, atol=1e-15), angles
 
@@ -576,10 +577,10 @@ def _turning_hips(share_of_legs: bool):
         poses.append((list(rotations), list(positions)))
         roots.extend((0.0, 1.0, 0.0))
     feet_at = np.array([[pose[1][tmap.bones["foot_" + s]] for s in "lr"] for pose in poses])
-    soles = feet.Soles(0.0, {s: (((tmap.bones["foot_" + s], 1.0, (0.0, 0.0, 0.0)),),) for s in "lr"},
+    soles = Soles(0.0, {s: (((tmap.bones["foot_" + s], 1.0, (0.0, 0.0, 0.0)),),) for s in "lr"},
                        {"l": (), "r": ()}, {"l": None, "r": None}, False)
     contacts = {s: [(True, True)] * frames for s in "lr"}
-    feet._follow_planted_feet(tmap, soles, ["l", "r"] if share_of_legs else ["l"], contacts, poses, roots)
+    lock._follow_planted_feet(tmap, soles, ["l", "r"] if share_of_legs else ["l"], contacts, poses, roots)
     return skeleton, tmap, poses, roots, feet_at
 
 
@@ -592,7 +593,7 @@ def test_hips_turn_with_both_feet_down_so_wide_hips_do_not_swing_the_feet():
     from gltf_judge import forward_kinematics
 
     skeleton, tmap, poses, roots, before = _turning_hips(True)
-    local = np.array([feet._locals(skeleton, rotations) for rotations, _ in poses])
+    local = np.array([_locals(skeleton, rotations) for rotations, _ in poses])
     again = forward_kinematics(skeleton.parents, skeleton.rest_offsets, local, np.array(roots).reshape(-1, 3))
     assert np.abs(again - np.array([positions for _, positions in poses])).max() < 1e-9
     after = again[:, [tmap.bones["foot_l"], tmap.bones["foot_r"]]]
@@ -617,9 +618,9 @@ def test_the_locks_estimate_counts_the_other_leg_folding_as_the_hips_come_down()
     positions = poses[0][1]
     ankles = {s: positions[tmap.bones["foot_" + s]] for s in "lr"}
     goals = {"l": (ankles["l"][0], ankles["l"][1] - 0.05, ankles["l"][2]), "r": ankles["r"]}
-    down, up = feet._hips_reach(tmap, ["l", "r"], goals, positions, 0.0)
+    down, up = lock._hips_reach(tmap, ["l", "r"], goals, positions, 0.0)
     assert abs(down - 0.05) < 1e-3 and up == 0.0, (down, up)
-    thigh_l, calf_l, thigh_r, calf_r = feet._turns_at(tmap, ["l", "r"], goals, positions, 0.0, reached=True)
+    thigh_l, calf_l, thigh_r, calf_r = lock._turns_at(tmap, ["l", "r"], goals, positions, 0.0, reached=True)
     # The right leg, 0.9 m hip to ankle, shortened by 5 cm: each bone turns acos(0.425 / 0.45) = 19 deg.
     assert abs(thigh_r - 0.425 / 0.45) < 2e-3 and abs(calf_r - 0.425 / 0.45) < 2e-3, (thigh_r, calf_r)
     assert min(thigh_l, calf_l) > 0.999, (thigh_l, calf_l)  # the left leg reaches its goal as it stands

@@ -17,7 +17,7 @@ from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
 from ..rotations import Vec3, dot, sphere_directions, subtract
-from . import character_glb, feet
+from . import character_glb, feet, soles
 from .character import Target
 from .mapping import SIDES
 from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
@@ -161,9 +161,9 @@ def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Li
     result = {}
     for side in SIDES:
         foot = feet.standing_joint(tmap, side)
-        carriers = [{skeleton.joint_names[j] for j in feet.subtree(skeleton, foot)}]
+        carriers = [{skeleton.joint_names[j] for j in soles.subtree(skeleton, foot)}]
         if feet.leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
-            carriers.append({skeleton.joint_names[j] for j in feet.subtree(skeleton, skeleton.parents[foot])})
+            carriers.append({skeleton.joint_names[j] for j in soles.subtree(skeleton, skeleton.parents[foot])})
         for names in carriers:
             result[side] = [i for i, (_, weights) in enumerate(bind_mesh)
                             if _share(weights, names, bones) >= 0.5]
@@ -371,7 +371,7 @@ def _joint_feet(written: List[List[Sequence[float]]], skeleton: Skeleton, info: 
     floor = float("inf")
     for side in SIDES:
         foot = feet.standing_joint(tmap, side)
-        chain = feet.own_joints(skeleton, foot)
+        chain = soles.own_joints(skeleton, foot)
         tip = tmap.bones.get("toe_" + side, chain[-1])
         heel[side] = [tuple(frame[foot]) for frame in written]
         toe[side] = [tuple(frame[tip]) for frame in written]
@@ -586,8 +586,8 @@ def _foot_choice(bind_points: Sequence[Vec3], carriers: Sequence[object], ankle:
 
 def _front_of(bind_points: Sequence[Vec3], sole: Sequence[int], ankle: Vec3, yaw: float) -> int:
     """The sole's front, where a toe contact is measured without a toe bone (a rigid foot rolls on it):
-    `feet.sole_front` along the report's own facing at bind (`yaw`, from +Z)."""
-    return sole[feet.sole_front([bind_points[i] for i in sole], ankle, (math.sin(yaw), 0.0, math.cos(yaw)))]
+    `soles.sole_front` along the report's own facing at bind (`yaw`, from +Z)."""
+    return sole[soles.sole_front([bind_points[i] for i in sole], ankle, (math.sin(yaw), 0.0, math.cos(yaw)))]
 
 
 def _name_of(nodes, index: int) -> str:

@@ -1,0 +1,749 @@
+"""The foot lock for two-bone legs: planted feet carried, pinned where they land and reached with
+two-bone IK, the hips coming down or up where a leg cannot reach or fold, within a budget of the
+legs' directions. Used by kimodo_rig.retarget.feet."""
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ..model import Skeleton
+from ..rotations import (
+    IDENTITY,
+    Quat,
+    Vec3,
+    add,
+    cross,
+    dot,
+    length,
+    normalize,
+    quat_between,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_slerp,
+    scale,
+    subtract,
+)
+from .mapping import SIDES, HumanoidMap
+from .solve import centred_average
+from .soles import (
+    BLEND_FRAMES,
+    _at_most,
+    _carried,
+    _ease,
+    leg_chain,
+    _lowest,
+    _mean_rotation,
+    _middle,
+    Point,
+    posed_point,
+    Soles,
+    _solve_chain,
+    subtree,
+    _turn_about,
+    two_bone,
+)
+
+REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully straight
+HIPS_TURN_SHARE = 0.75  # of the turn that would keep both planted feet exactly where they were pinned
+HIPS_TURN_RETURN_DEG = 2.0  # a frame: how fast the hips' turn goes back to the clip's with one foot down
+FOOT_PITCH_MAX_DEG = 90.0
+HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
+HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
+TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
+# A foot with no toe bone rolls as one piece on its sole's front, where Kimodo bends its toe (in a kneel,
+# the toes tucked under, 60-90 deg): it may roll further, never off its front (`_standing_on_front`). With
+# TOE_ROLL_MAX_DEG (30) the mannequin-shaped foot whose mesh hangs 25 cm behind its ankle kneels (g1_02)
+# with its toe 10 cm per 1.7 m up; with 90, on the floor.
+FRONT_ROLL_MAX_DEG = 90.0
+FRONT_ROLL_STEPS = 24  # bisection steps: 90 deg / 2**24, so float noise between two readers of one rig turns no foot visibly
+HIP_DROP_MAX_DEG = 35.0  # the most the hips roll to bring one leg's hip down (a kneel)
+LOCK_COSINE_BUDGET = 0.01  # the most the lock takes off a thigh's or a shin's mean cosine over a clip
+# Per Kimodo skeleton, the most the lock's reach may take (`_reach_budget`): G1's legs are judged at 0.97
+# (its hips, knees and feet are not a human's), SOMA's at 0.99, so on a G1 clip the lock may spend 0.02
+# and still keep 0.01 over that bar: a kneeling toe then floats 13 cm per 1.7 m on the long-shinned
+# Quaternius female instead of 17 (measured; every segment stays >= 0.98 on the shared rigs). 0.021 since
+# the estimate counts the other leg's fold as the hips come down (`_turns_at`): a kneel's front thigh
+# cost 0.0007 more than it was estimated at, and at 0.02 the now honest estimate let the kneeling toe of
+# the mannequin with its feet's mesh behind the ankles float 8.6 cm instead of 7.9 (thigh 0.9784 -> 0.9793).
+REACH_BUDGETS = {"g1skel34": 0.021}
+LIFT_GRID = 12
+LIFT_STEPS = 8
+LET_GO_STEPS = 10
+
+
+def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
+                         contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array) -> List[Tuple[float, float]]:
+    """The hips carried horizontally by the planted feet, so the legs keep the clip's directions: a foot
+    that lands is pinned where it is (its heel, or its toe when only the toe is down), and while it stays
+    planted the body moves so that point stays put (held through flight). A leg of other proportions
+    than Kimodo's then strides its own length instead of sliding. While both feet are planted the hips
+    also turn about the vertical through the middle of the thighs' roots, the legs carried along
+    keeping their world directions (and the body above the hips its world rotations), by HIPS_TURN_SHARE
+    of the turn that keeps both feet where they were pinned: hips wider than Kimodo's for their legs,
+    turned as Kimodo turns its own with both feet down, swing the feet round with them (RobotExpressive
+    on soma_04: 40 cm each way). What the turn leaves, the legs take (`_foot_goals`' leash): turned
+    wholly, the feet's distance apart (which no turn changes) went to the legs, and the hips coming down
+    for one of them bent the other more. With one foot down the turn goes back to the clip's (at most
+    HIPS_TURN_RETURN_DEG a frame, about that foot's thigh root). Eased over BLEND_FRAMES either side;
+    returns the horizontal change (x, z) the hips got in each frame."""
+    skeleton = tmap.skeleton
+    frames = len(poses)
+    thighs = [tmap.bones["thigh_" + side] for side in SIDES]
+    pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
+    turn, offset = 0.0, (0.0, 0.0)
+    back = math.radians(HIPS_TURN_RETURN_DEG)
+    raw = []
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        centre = _middle(positions, thighs)
+        wants = {}
+        for side in sides:
+            heel_on, toe_on = contacts[side][frame]
+            toe_point = soles.toe_points.get(side)
+            if toe_point is None:
+                heel_on, toe_on = heel_on or toe_on, False
+            if not (heel_on or toe_on):
+                pins.pop(side, None)
+                continue
+            point = positions[tmap.bones["foot_" + side]] if heel_on else posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+            root = positions[tmap.bones["thigh_" + side]]
+            pin = pins.get(side)
+            if pin is None or pin[0] != heel_on:  # lands, or rolls onto its toe: pinned where it is now
+                moved = _carried(root, centre, turn, offset)
+                pins[side] = (heel_on, (point[0] + moved[0], point[2] + moved[1]))
+                continue
+            wants[side] = ((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2]))
+        if len(wants) == 2:
+            # The turn that points the line between the thighs' roots where the pins want it, and the
+            # shift that puts the middle of the two where they want it.
+            (ra, wa), (rb, wb) = wants[SIDES[0]], wants[SIDES[1]]
+            base = (ra[0] - rb[0], ra[1] - rb[1])
+            wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
+            turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+            offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
+        else:
+            turn -= max(-back, min(back, turn))
+            if wants:
+                (r, w), = wants.values()
+                swing = _carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0))
+                offset = (w[0] - swing[0], w[1] - swing[1])
+        raw.append((turn, offset[0], offset[1]))
+    eased = [centred_average([r[k] for r in raw], BLEND_FRAMES) for k in range(3)]
+    # The hips and any joint between them and a thigh turn; every other joint moves with the first joint
+    # below those (a thigh, the spine: its subtree keeps its world rotations).
+    turned = set()
+    for thigh in thighs:
+        joint = skeleton.parents[thigh]
+        while joint >= 0:
+            turned.add(joint)
+            joint = skeleton.parents[joint]
+    anchor: Dict[int, int] = {}
+    for j in range(skeleton.joint_count):  # parents before children
+        if j not in turned:
+            anchor[j] = j if skeleton.parents[j] in turned else anchor[skeleton.parents[j]]
+    carried = []
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        turn, offset = eased[0][frame], (eased[1][frame], eased[2][frame])
+        centre = _middle(positions, thighs)
+        moves = {j: _carried(positions[j], centre, turn, offset) for j in turned | set(anchor.values())}
+        hips = moves[0]
+        carried.append(hips)
+        roots[frame * 3] += hips[0]
+        roots[frame * 3 + 2] += hips[1]
+        if turn != 0.0:
+            yaw = quat_from_axis_angle((0.0, 1.0, 0.0), turn)
+            for j in turned:
+                rotations[j] = quat_normalize(quat_multiply(yaw, rotations[j]))
+        positions[:] = [(p[0] + d[0], p[1], p[2] + d[1]) for p, d in
+                        zip(positions, [moves[j] if j in turned else moves[anchor[j]] for j in range(skeleton.joint_count)])]
+    return carried
+
+
+def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
+                      flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> None:
+    """A foot whose heel is up (on its toes, or in the air) and that reaches under the floor is turned
+    about its ankle until its lowest sole point is on the floor: a long foot pitched as
+    Kimodo's short one is would push its toes through the ground (or lift the body off it).
+
+    One turn, solved in closed form (`_least_pitch`) about one level axis: across the foot, as the
+    points under the floor reach out from the ankle, each by how deep it is. Both go to nothing as
+    the depth does, with no cut-off and no choice of one point among near-equals, so a pose a hair
+    different (Blender's float32 rest) gives a foot a hair different."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    for frame, (rotations, positions) in enumerate(poses):
+        if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
+            continue
+        ankle = positions[foot]
+        arms = [subtract(posed_point(p, rotations, positions), ankle) for p in soles.feet[side]]
+        height = floor - ankle[1]  # of the floor above the ankle
+        depths = [height - arm[1] for arm in arms]
+        total = sum(d for d in depths if d > 0.0)
+        if not total > 0.0:
+            continue
+        out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
+               sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
+        size = math.hypot(out[0], out[2])
+        if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
+            continue
+        forward = (out[0] / size, 0.0, out[2] / size)
+        angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, math.radians(FOOT_PITCH_MAX_DEG))
+        if angle > 0.0:
+            axis = (-forward[2], 0.0, forward[0])  # (0, -1, 0) x forward: turning about it lifts what is ahead
+            _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(axis, angle))
+
+
+def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> float:
+    """The least turn t in [0, limit] after which every point is at or above `floor`, each point given
+    as (up, ahead) from the pivot, its height turned being up cos t + ahead sin t; where none gets them
+    all there, the t in that range that brings the lowest of them highest."""
+    def lowest(t: float) -> float:
+        c, s = math.cos(t), math.sin(t)
+        return min(up * c + ahead * s for up, ahead in points)
+
+    slack = 1e-12 * (1.0 + abs(floor))  # rounding: a point put exactly on the floor is on it
+    starts = [0.0]
+    for up, ahead in points:
+        radius = math.hypot(up, ahead)
+        if radius > 0.0 and -1.0 < floor / radius <= 1.0:
+            # Heights above the floor form one arc of turns, centred where the point is highest.
+            start = (math.atan2(ahead, up) - math.acos(floor / radius)) % (2.0 * math.pi)
+            if start <= limit:
+                starts.append(start)
+    for t in sorted(starts):
+        if lowest(t) >= floor - slack:
+            return t
+    # No turn clears them all: the best is at an end, where two points cross, or at a point's highest.
+    candidates = [0.0, limit]
+    for i, (up, ahead) in enumerate(points):
+        candidates.append(math.atan2(ahead, up))
+        for up2, ahead2 in points[i + 1:]:
+            crossing = math.atan2(up - up2, ahead2 - ahead)
+            candidates += [crossing, crossing + math.pi]
+    inside = sorted(t % (2.0 * math.pi) for t in candidates)
+    return max((t for t in inside if t <= limit), key=lowest)
+
+
+def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]],
+                    poses) -> None:
+    """While heel and toe are both in contact the foot is flat on the floor: its world rotation is held
+    through each such span (turned about the ankle), eased from and back to the animation's over
+    BLEND_FRAMES before and after. The rotation held is the span's first unless that turns the leg too
+    much (`_held`): a big sole held as the animation has it on the span's first frame, while Kimodo's
+    small foot still rolls down onto the floor, lifts the ankle by the roll all span long."""
+    foot = tmap.bones["foot_" + side]
+    chain = subtree(skeleton, foot)
+    frames = len(poses)
+    deltas: List[Optional[Quat]] = [None] * frames
+    start = None
+    for frame in range(frames + 1):
+        flat = frame < frames and flags[frame][0] and flags[frame][1]
+        if flat and start is None:
+            start = frame
+        if flat or start is None:
+            continue
+        held = _held(tmap, side, soles.feet[side], poses[start:frame])
+        for f in range(start, frame):
+            deltas[f] = quat_normalize(quat_multiply(held, quat_conjugate(poses[f][0][foot])))
+        start = None
+    for frame, delta in enumerate(_eased_turns(deltas, [d is None for d in deltas])):
+        if delta is not None:
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], delta)
+
+
+def _eased_turns(turns: Sequence[Optional[Quat]], free: Sequence[bool]) -> List[Optional[Quat]]:
+    """The frames' turns, the `free` frames without one given the nearest's eased in before it and out
+    after it over BLEND_FRAMES (between two, the two eased turns weighed by their weights)."""
+    frames = len(turns)
+    out = list(turns)
+    given = [t is not None for t in turns]
+    for frame in range(frames):
+        if turns[frame] is not None or not free[frame]:
+            continue
+        near = [(w, turns[u]) for w, u in _blend_neighbours(frame, given)]
+        if not near:
+            continue
+        turn = quat_slerp(IDENTITY, near[0][1], near[0][0])  # type: ignore[arg-type]
+        if len(near) == 2:
+            turn = quat_slerp(turn, quat_slerp(IDENTITY, near[1][1], near[1][0]), near[1][0] / (near[0][0] + near[1][0]))  # type: ignore[arg-type]
+        out[frame] = turn
+    return out
+
+
+def _held(tmap: HumanoidMap, side: str, sole: Sequence[Point], span) -> Quat:
+    """The foot's world rotation to hold over a flat span (its poses): the span's first (the foot as it
+    lands), unless the ankle moving for that sole to stay on the floor would take more than
+    LOCK_COSINE_BUDGET off the leg's cosines (thigh and shin, over HOLD_SAMPLES of the span's frames);
+    then of the span's own rotations (HOLD_CANDIDATES of them, evenly spread, and their mean) the one that
+    turns the leg least (a turn about the vertical moves no ankle: the heading is the animation's)."""
+    foot = tmap.bones["foot_" + side]
+    count = len(span)
+    picks = sorted({round(k * (count - 1) / max(1, HOLD_CANDIDATES - 2)) for k in range(HOLD_CANDIDATES - 1)})
+    candidates = [span[k][0][foot] for k in picks] + [_mean_rotation([rotations[foot] for rotations, _ in span])]
+    samples = []
+    for k in sorted({round(k * (count - 1) / max(1, HOLD_SAMPLES - 1)) for k in range(HOLD_SAMPLES)}):
+        rotations, positions = span[k]
+        ankle, inverse = positions[foot], quat_conjugate(rotations[foot])
+        local = [quat_rotate(inverse, subtract(posed_point(p, rotations, positions), ankle)) for p in sole]
+        samples.append((positions, local, min(quat_rotate(rotations[foot], q)[1] for q in local)))
+
+    def turned(held: Quat) -> float:
+        total = 0.0
+        for positions, local, low in samples:
+            rise = low - min(quat_rotate(held, q)[1] for q in local)
+            ankle = positions[foot]
+            total += sum(1.0 - c for c in _leg_turns(tmap, side, positions, (ankle[0], ankle[1] + rise, ankle[2])))
+        return total
+
+    first = span[0][0][foot]
+    if turned(first) <= LOCK_COSINE_BUDGET * len(samples):
+        return first
+    return min(candidates, key=turned)
+
+
+def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]], poses,
+                floor: float, leash: float, source_track: Sequence[Vec3]) -> List[Optional[Vec3]]:
+    """Per frame, where the foot joint must be (None: where the animation has it). A contact span pins
+    the heel (the foot joint) or the toe point where it lands; when the heel lifts the toe stays, when it
+    comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
+    On its toe alone the foot (in `poses`) rolls on the pinned toe, turned about the ankle towards where
+    the leg has the ankle (at most TOE_ROLL_MAX_DEG; eased out into the air over BLEND_FRAMES).
+    Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
+    character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
+    is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
+    foot = tmap.bones["foot_" + side]
+    toe_point = soles.toe_points.get(side)
+    frames = len(poses)
+    offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
+    rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
+    chain = subtree(tmap.skeleton, foot)
+    pin_heel: Optional[Vec3] = None
+    pin_toe: Optional[Vec3] = None
+    lifted: Optional[Tuple[Vec3, int]] = None  # the heel's pin when it last lifted off its toe, and the frame
+    anchor: Vec3 = (0.0, 0.0, 0.0)
+    dragged: Vec3 = (0.0, 0.0, 0.0)
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        heel_on, toe_on = flags[frame]
+        if toe_point is None:
+            heel_on, toe_on = heel_on or toe_on, False
+        if not (heel_on or toe_on):
+            pin_heel = pin_toe = lifted = None
+            continue
+        ankle = positions[foot]
+        toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
+        if pin_heel is None and pin_toe is None:
+            # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
+            start: Vec3 = (0.0, floor - _lowest(soles.feet[side], rotations, positions), 0.0)
+            anchor, dragged = source_track[frame], (0.0, 0.0, 0.0)
+        else:
+            start = offsets[frame - 1] or (0.0, 0.0, 0.0)
+        if heel_on:
+            if pin_heel is None:
+                # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
+                # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat);
+                # a toe-less foot back where it stood when it was up on its front only a moment (a one-frame
+                # toe-only label in a stance: re-placed about that front, the Blender robot's heel moved 4 cm
+                # and stayed there, bending its leg; kept to toe-less feet, whose front is wherever their mesh
+                # is: with toe bones, as before, the mannequin's outputs unchanged).
+                if pin_toe is None:
+                    pin_heel = add(ankle, start)
+                elif lifted is not None and frame - lifted[1] <= BLEND_FRAMES and not tmap.has("toe_" + side):
+                    pin_heel = lifted[0]
+                else:
+                    pin_heel = add(pin_toe, subtract(ankle, toe))
+            goal = pin_heel
+        else:
+            if pin_toe is None:
+                pin_toe = add(toe, start)
+            # The foot rolls on its pinned toe: turned about the ankle so that the ankle stays as near
+            # where the leg has it as the foot's length allows (grounding a big sole as Kimodo's small
+            # foot pitches on its toes took the ankle far down, and the hips with it).
+            wanted = quat_between(subtract(toe, ankle), subtract(pin_toe, ankle))
+            if tmap.has("toe_" + side):
+                rolls[frame] = _at_most(wanted, TOE_ROLL_MAX_DEG)
+            else:  # the whole foot rolls where a toe would bend, standing on its front
+                rolls[frame] = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
+                                                  toe_point, soles.feet[side])  # type: ignore[arg-type]
+            _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
+            toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+            goal = add(pin_toe, subtract(ankle, toe))
+        # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
+        # (a foot that rolls or pitches on the ground keeps touching it, never floats off it).
+        grounded = ankle[1] + floor - _lowest(soles.feet[side], rotations, positions)
+        drift = (source_track[frame][0] - anchor[0], 0.0, source_track[frame][2] - anchor[2])
+        away = math.hypot(drift[0], drift[2])
+        excess = scale(drift, 1.0 - leash / away) if away > leash else (0.0, 0.0, 0.0)
+        drag = subtract(excess, dragged)
+        dragged = excess
+        # And never more than `leash` from where the legs put the foot (two planted feet Kimodo slides
+        # apart, which the hips cannot both follow).
+        held = add(goal, drag)
+        off = math.hypot(held[0] - ankle[0], held[2] - ankle[2])
+        if off > leash:
+            pull = 1.0 - leash / off
+            drag = add(drag, (pull * (ankle[0] - held[0]), 0.0, pull * (ankle[2] - held[2])))
+        if drag != (0.0, 0.0, 0.0):
+            goal = add(goal, drag)
+            if heel_on:
+                pin_heel = add(pin_heel, drag)  # type: ignore[arg-type]
+            else:
+                pin_toe = add(pin_toe, drag)  # type: ignore[arg-type]
+        offset = (goal[0] - ankle[0], grounded - ankle[1], goal[2] - ankle[2])
+        offsets[frame] = offset
+        if heel_on and toe_on:
+            pin_toe = add(toe, offset)
+        elif toe_on:
+            if pin_heel is not None:
+                lifted = (pin_heel, frame)
+            pin_heel = None
+    for frame, roll in enumerate(_eased_turns(rolls, [o is None for o in offsets])):
+        if roll is not None and offsets[frame] is None:  # eased out into the air (and in from it)
+            rotations, positions = poses[frame]
+            _turn_about(chain, rotations, positions, positions[foot], roll)
+    blended = _blend_offsets(offsets, [o is not None for o in offsets])
+    return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3], roll: Quat,
+                       front: Point, sole: Sequence[Point]) -> Quat:
+    """As far along `roll` (about the foot's joint, the chain's first) as keeps a toe-less foot's front,
+    its toe point, no higher over the foot's lowest point than it is unrolled: a foot on its toe alone
+    stands on that toe. Pointed at its pin, a foot whose mesh lies behind its ankle would turn heel-down,
+    come down on its heel's back and lift the toe off the floor (4.6 cm in a frame)."""
+    ankle = positions[chain[0]]
+
+    def gap(fraction: float) -> float:
+        turned_rotations, turned_positions = list(rotations), list(positions)
+        _turn_about(chain, turned_rotations, turned_positions, ankle, quat_slerp(IDENTITY, roll, fraction))
+        return posed_point(front, turned_rotations, turned_positions)[1] - _lowest(sole, turned_rotations, turned_positions)
+
+    allowed = gap(0.0) + 1e-6
+    if gap(1.0) <= allowed:
+        return roll
+    low, high = 0.0, 1.0
+    for _ in range(FRONT_ROLL_STEPS):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if gap(middle) <= allowed else (low, middle)
+    return quat_slerp(IDENTITY, roll, low)
+
+
+def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
+                 poses, roots: array, floor: float, budget: float, knee_floors: Mapping[str, Sequence[float]]) -> None:
+    """Bring each foot to its goal with two-bone IK, turning the legs as little as the goals allow:
+    where both feet have goals at different heights (one on its heel, the other on its toes or kneeling
+    behind it) the hips first go up or down by what turns the legs least (`_shared_lift`). Where the
+    lock would still take more than `budget` off a thigh's or shin's mean cosine over the
+    clip, the hips first drop the side of the foot that must come down most (`_drop_hip`), then the
+    frames that still turn them most have their goals' heights let go towards where the legs have the
+    feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
+    reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
+    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
+    frames = len(poses)
+    sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
+
+    def let_go_amounts() -> List[float]:
+        settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
+        bar = _turn_bar([turns for _, turns in settled], budget)
+        return [_let_go(tmap, soles, sides, goals, poses[frame], frame, floor, bar) if min(settled[frame][1], default=1.0) < bar else 0.0
+                for frame in range(frames)]
+
+    amounts = let_go_amounts()
+    if _drop_hip(skeleton, tmap, sides, goals, poses, roots, amounts, knee_floors):
+        amounts = let_go_amounts()  # the hips rolled: what the lock must still let go
+    for frame, amount in enumerate(centred_average(_ease(amounts), BLEND_FRAMES)):
+        if amount > 0.0:
+            for side in sides:
+                goal = goals[side][frame]
+                if goal is not None:
+                    goals[side][frame] = _loosened(goal, poses[frame][1][tmap.bones["foot_" + side]], amount)
+    lifts = centred_average([_shared_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, poses[frame], floor)
+                             for frame in range(frames)], BLEND_FRAMES)
+    reach = [_hips_reach(tmap, sides, {side: goals[side][frame] for side in sides}, poses[frame][1], lifts[frame])
+             for frame in range(frames)]
+    downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
+    eased = [lift + b - a for lift, a, b in zip(lifts, downs, ups)]  # the hips' change: negative comes down
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        if eased[frame] != 0.0:
+            roots[frame * 3 + 1] += eased[frame]
+            positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
+        for side in SIDES:
+            chain = leg_chain(tmap, side)
+            if chain is None:  # a one-bone leg: the floor pass above has it on the floor
+                continue
+            thigh, calf, foot = chain
+            goal = goals[side][frame] or positions[foot]
+            low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
+            if low < floor:  # nothing under the floor, locked or not
+                goal = add(goal, (0.0, floor - low, 0.0))
+            if length(subtract(goal, positions[foot])) < 1e-7:
+                continue
+            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
+                         subtree(skeleton, calf), subtree(skeleton, foot))
+
+
+def _drop_hip(skeleton: Skeleton, tmap: HumanoidMap, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]],
+              poses, roots: array, amounts: Sequence[float], knee_floors: Mapping[str, Sequence[float]]) -> bool:
+    """On the frames whose goals the lock would let go (`amounts`), the hips roll about the other leg's
+    hip so that the hip of the leg whose foot must come down most drops by as much, at most
+    HIP_DROP_MAX_DEG and never taking its knee lower than `knee_floors` (as deep as Kimodo's own); the
+    spine and both thighs keep their world rotations, so the legs and the back stay as Kimodo has them
+    and that foot comes down with its hip. A kneel on a character whose shin is long for its thigh: the
+    kneeling knee is on the floor and the foot behind it points straight down, still above the floor
+    (the Quaternius female's toe floated 13 cm per 1.7 m); one hip lower than the other grounds it.
+    Eased (and averaged) over BLEND_FRAMES like the letting go; True if any frame rolled."""
+    hips = tmap.bones["hips"]
+    if len(sides) < 2 or hips != 0 or not any(amount > 0.0 for amount in amounts):
+        return False
+    frames = len(poses)
+    thighs = {side: tmap.bones["thigh_" + side] for side in sides}
+    limit = math.radians(HIP_DROP_MAX_DEG)
+    raw = [0.0] * frames
+    lowered: List[Optional[str]] = [None] * frames
+    for frame in range(frames):
+        if amounts[frame] <= 0.0:
+            continue
+        positions = poses[frame][1]
+        gaps = {side: positions[tmap.bones["foot_" + side]][1] - goals[side][frame][1]  # type: ignore[index]
+                for side in sides if goals[side][frame] is not None and side in knee_floors}
+        if not gaps:
+            continue
+        side = max(gaps, key=lambda s: gaps[s])
+        knee = positions[leg_chain(tmap, side)[1]]  # type: ignore[index]
+        drop = min(gaps[side], knee[1] - knee_floors[side][frame])
+        width = length(subtract(positions[thighs["l"]], positions[thighs["r"]]))
+        if drop > 0.0 and width > 0.0:
+            raw[frame] = min(limit, math.asin(min(1.0, drop / width)))
+            lowered[frame] = side
+    rolling = [u for u in range(frames) if lowered[u] is not None]
+    if not rolling:
+        return False
+    # What keeps its world rotation: the thighs, and whatever else hangs off the hips (the spine).
+    keep = [j for j in range(skeleton.joint_count) if skeleton.parents[j] == hips
+            and not any(t in subtree(skeleton, j) for t in thighs.values())] + list(thighs.values())
+    for frame, angle in enumerate(centred_average(_ease(raw), BLEND_FRAMES)):
+        if angle <= 0.0:
+            continue
+        side = lowered[min(rolling, key=lambda u: abs(u - frame))]  # eased in or out: the nearest's side
+        rotations, positions = poses[frame]
+        room = positions[leg_chain(tmap, side)[1]][1] - knee_floors[side][frame]  # type: ignore[index]
+        width = length(subtract(positions[thighs["l"]], positions[thighs["r"]]))
+        angle = min(angle, math.asin(max(0.0, min(1.0, room / width))))  # the easing never takes a knee deeper
+        if angle <= 0.0:
+            continue
+        other = thighs["r" if side == "l" else "l"]
+        pivot, line = positions[other], subtract(positions[thighs[side]], positions[other])  # type: ignore[index]
+        turn = quat_from_axis_angle(normalize(cross((0.0, 1.0, 0.0), line)), angle)  # brings `line`'s end down
+        before = positions[hips]
+        _turn_about(subtree(skeleton, hips), rotations, positions, pivot, turn)
+        for k in range(3):
+            roots[frame * 3 + k] += positions[hips][k] - before[k]
+        back = quat_conjugate(turn)
+        for joint in keep:
+            _turn_about(subtree(skeleton, joint), rotations, positions, positions[joint], back)
+    return True
+
+
+def _lateral(tmap: HumanoidMap, side: str, positions: Sequence[Vec3]) -> Vec3:
+    """The leg's plane normal where it is straight: the hip line (the knee bends forward)."""
+    other = tmap.bones["thigh_" + ("r" if side == "l" else "l")]
+    return scale(subtract(positions[tmap.bones["thigh_" + side]], positions[other]), 1.0 if side == "l" else -1.0)
+
+
+def _hips_reach(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],
+                lift: float) -> Tuple[float, float]:
+    """How far the hips, risen by `lift`, must still come down for every locked leg to reach its goal,
+    and how far go up for none to fold further than it can (both >= 0)."""
+    down = up = 0.0
+    for side in sides:
+        goal = goals[side]
+        chain = leg_chain(tmap, side)
+        if goal is None or chain is None:
+            continue
+        hip, knee, ankle = (positions[j] for j in chain)
+        upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+        # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
+        # bent by a few millimetres of hips turns its thigh by degrees).
+        longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
+        shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
+        dx, dy, dz = subtract(goal, hip)
+        dy -= lift
+        horizontal = dx * dx + dz * dz
+        if horizontal + dy * dy > longest * longest:
+            # Lower the hip so that |goal - hip| = longest (the goal is below the hip).
+            down = max(down, max(0.0, -dy - math.sqrt(max(0.0, longest * longest - horizontal))))
+        elif horizontal + dy * dy < shortest * shortest and dy < 0.0:
+            # A leg that cannot fold so far (a shin longer than its thigh, deep in a crouch): raise it.
+            up = max(up, math.sqrt(shortest * shortest - horizontal) + dy)
+    return down, up
+
+
+def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[float, float]:
+    """Cosines between the thigh's and the shin's direction now and after the IK brings the foot to `goal`."""
+    hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
+    swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, positions))
+    upper, lower = subtract(knee, hip), subtract(ankle, knee)
+    return tuple(dot(before, after) / max(1e-12, length(before) * length(after))  # type: ignore[return-value]
+                 for before, after in ((upper, quat_rotate(swing, upper)), (lower, quat_rotate(quat_multiply(swing, bend), lower))))
+
+
+def _turns_at(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],
+              lift: float, *, reached: bool = False) -> List[float]:
+    """Per locked leg, thigh and shin: their cosines after the hips rise by `lift` and the IK (1: no goal).
+    `reached`: the hips then also come down or go up as far as a leg that cannot reach its goal (or fold
+    so far) takes them (`_hips_reach`, as `_reach_goals` moves them). Without it a goal out of one leg's
+    reach costs only that leg straightening, not the other's folding as the hips come down for it
+    (RobotExpressive on soma_04: its wide hips rolled as Kimodo's leave the planted left foot 4% of the
+    leg under its reach; the right thigh lost 0.011 of its mean cosine, estimated at 0.002). Not in
+    `_shared_lift`'s search: every rise above the reach would cost the same there, and which of them
+    it picked moved with the last bits of the input (Blender's armature against the file's)."""
+    if reached:
+        down, up = _hips_reach(tmap, sides, goals, positions, lift)
+        lift += up - down
+    lifted = [(p[0], p[1] + lift, p[2]) for p in positions] if lift else positions
+    turns: List[float] = []
+    for side in sides:
+        goal = goals[side]
+        turns.extend(_leg_turns(tmap, side, lifted, goal) if goal is not None else (1.0, 1.0))
+    return turns
+
+
+def _shared_lift(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], pose,
+               floor: float) -> float:
+    """Where both feet have goals (planted, or easing in or out), the hips' rise (negative: down) that
+    turns the two legs least on their way to them (the sum over thighs and shins of 1 - cosine, as the
+    judges add it up), searched between the rises that leave one leg or the other nothing to reach
+    vertically; never so far down that a hand goes under the floor. A foot kneeling behind on its toes,
+    whose sole the character's proportions put above the floor, comes down with the hips as much as by
+    its own leg."""
+    if len(sides) < 2 or any(goals[side] is None for side in sides):
+        return 0.0
+    rotations, positions = pose
+    needs = [goals[side][1] - positions[tmap.bones["foot_" + side]][1] for side in sides]  # type: ignore[index]
+    hands = [_lowest(soles.hands[side], rotations, positions) - floor for side in SIDES if soles.hands.get(side)]
+    low, high = max(min(needs + [0.0]), -max(0.0, min(hands or [math.inf]))), max(needs + [0.0])
+    if high - low < 1e-6:
+        return 0.0
+
+    def turned(lift: float) -> float:
+        return sum(1.0 - c for c in _turns_at(tmap, sides, goals, positions, lift))
+
+    grid = [low + (high - low) * k / (LIFT_GRID - 1) for k in range(LIFT_GRID)]
+    costs = [turned(lift) for lift in grid]
+    best = min(range(LIFT_GRID), key=lambda k: (costs[k], abs(grid[k])))
+    a, b = grid[max(0, best - 1)], grid[min(LIFT_GRID - 1, best + 1)]
+    golden = (math.sqrt(5.0) - 1.0) / 2.0  # golden-section search between the best's grid neighbours
+    c, d = b - golden * (b - a), a + golden * (b - a)
+    fc, fd = turned(c), turned(d)
+    for _ in range(LIFT_STEPS):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - golden * (b - a)
+            fc = turned(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + golden * (b - a)
+            fd = turned(d)
+    refined = (a + b) / 2.0
+    return refined if turned(refined) < costs[best] else grid[best]
+
+
+def _settle(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
+            frame: int, floor: float, amount: float) -> Tuple[float, List[float]]:
+    """The frame's goals let go by `amount` (`_loosened`), the hips' best rise for them, and the legs'
+    cosines (thigh and shin per locked leg) there, the hips' reach included (`_turns_at`)."""
+    positions = pose[1]
+    loosened = {side: None if goals[side][frame] is None else
+                _loosened(goals[side][frame], positions[tmap.bones["foot_" + side]], amount)  # type: ignore[arg-type]
+                for side in sides}
+    lift = _shared_lift(tmap, soles, sides, loosened, pose, floor)
+    return lift, _turns_at(tmap, sides, loosened, positions, lift, reached=True)
+
+
+def _loosened(goal: Vec3, ankle: Vec3, amount: float) -> Vec3:
+    """The goal's height let go by `amount` (0..1) towards the ankle's where the leg has it; it stays
+    pinned horizontally."""
+    return (goal[0], goal[1] + amount * (ankle[1] - goal[1]), goal[2])
+
+
+def _reach_budget(source_skeleton: str) -> float:
+    """The most the lock's reach takes off a thigh's or shin's mean cosine over a clip of that skeleton."""
+    return REACH_BUDGETS.get(source_skeleton, LOCK_COSINE_BUDGET)
+
+
+def _turn_bar(turns: Sequence[Sequence[float]], budget: float) -> float:
+    """The cosine no frame's thigh or shin may turn below so that the lock takes no more than `budget`
+    off any one's mean cosine over the clip (-1: the lock as it is takes less)."""
+    frames = max(1, len(turns))
+    segments = len(turns[0]) if turns else 0
+
+    def cost(bar: float) -> float:
+        return max([sum(1.0 - max(t[k], bar) for t in turns) / frames for k in range(segments)] or [0.0])
+
+    if cost(-1.0) <= budget:
+        return -1.0
+    low, high = -1.0, 1.0
+    for _ in range(30):
+        middle = (low + high) / 2.0
+        if cost(middle) <= budget:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _let_go(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]], pose,
+            frame: int, floor: float, bar: float) -> float:
+    """How far (`_loosened`'s amount, 0..1) the frame's goals must be let go for no thigh or shin to turn
+    below the cosine `bar` (1 where even letting go wholly does not get there)."""
+    def worst(amount: float) -> float:
+        return min(_settle(tmap, soles, sides, goals, pose, frame, floor, amount)[1], default=1.0)
+
+    if worst(1.0) < bar:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(LET_GO_STEPS):
+        middle = (low + high) / 2.0
+        if worst(middle) >= bar:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _blend_neighbours(frame: int, held: Sequence[bool]) -> List[Tuple[float, int]]:
+    """(smoothstep weight, frame) of the nearest `held` frame within BLEND_FRAMES before `frame`, then
+    after it: what a frame next to a held span eases from."""
+    near = []
+    for direction in (-1, 1):
+        for step in range(1, BLEND_FRAMES + 1):
+            u = frame + direction * step
+            if 0 <= u < len(held) and held[u]:
+                x = 1.0 - step / float(BLEND_FRAMES + 1)
+                near.append((x * x * (3.0 - 2.0 * x), u))
+                break
+    return near
+
+
+def _blend_offsets(offsets: Sequence[Optional[Vec3]], in_contact: Sequence[bool]) -> List[Optional[Vec3]]:
+    """Contact frames keep their offset; the BLEND_FRAMES either side of a span ease from it to none."""
+    count = len(offsets)
+    out: List[Optional[Vec3]] = list(offsets)
+    for t in range(count):
+        if in_contact[t]:
+            continue
+        total = (0.0, 0.0, 0.0)
+        weight_sum = 0.0
+        for w, u in _blend_neighbours(t, in_contact):
+            total = add(total, scale(offsets[u], w))  # type: ignore[arg-type]
+            weight_sum += w
+        if weight_sum > 0.0:
+            out[t] = scale(total, 1.0 / max(1.0, weight_sum))
+    return out

@@ -1,0 +1,317 @@
+"""The foot lock for one-bone legs (Kenney's `leg-left`, hip to foot): the hips move by the least that
+lets each planted rigid leg reach its pin, smoothed, the leg turned onto it within a budget. Used by
+kimodo_rig.retarget.feet."""
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..ops.derived_channels import least_acceleration
+from ..ops.fk import rest_pose
+from ..rotations import (
+    Vec3,
+    add,
+    cross,
+    dot,
+    length,
+    normalize,
+    quat_angle,
+    quat_between,
+    quat_from_axis_angle,
+    quat_rotate,
+    scale,
+    subtract,
+)
+from .mapping import SIDES, HumanoidMap
+from .soles import SOLE_BAND, _ease, _lowest, Point, posed_point, Soles, subtree, _turn_about
+from .lock import _blend_offsets
+
+ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
+ONE_BONE_STEPS = 8
+ONE_BONE_STIFFNESS = 0.001  # m²/m²: what the hips' move costs beside the legs' misses of their pins (squared)
+ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
+ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)
+ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
+ONE_BONE_CLEAR_MAX_DEG = 45.0
+ONE_BONE_ROCK = 0.002  # metres: how much lower a flat foot's other end must go before it rocks onto it
+ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed counts against their move's miss
+# With no leg planted, how much the hips' height keeps to the floor pass's: held loosely (1) it swings on
+# below it after the last planted frame and the swinging leg, reaching under the floor, is turned up
+# (soma_01's left leg 0.9915 against 0.9923).
+ONE_BONE_FREE = 100.0
+ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
+ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+
+
+def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
+                       contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array, floor: float,
+                       budget: float) -> List[Vec3]:
+    """A one-bone leg (Kenney's `leg-left`, hip to foot) cannot bend, so its planted foot is kept where
+    it lands by what can move: each contact span pins its sole's back (heel down) or front (toe alone)
+    where it lands, the foot's lowest point on the rest floor; the hips move by the least (vertical
+    before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
+    then that path is smoothed where fewer than two legs are planted (`_smooth_hips`: where one foot lands
+    or lifts while the other stays down, the least move changes in a frame) and each planted leg turns
+    about its hip onto its pin from where the hips are. The turns are eased in before and out after each
+    span over BLEND_FRAMES; where the turns would take more than `budget`
+    off a leg's mean cosine over the clip, the frames that turn it most turn it only so far (the pin
+    missed by what is left). Returns the hips' move per frame."""
+    skeleton = tmap.skeleton
+    frames = len(poses)
+    rest_rotations, rest_positions = rest_pose(skeleton)
+    height = max(p[1] for p in rest_positions) - min(p[1] for p in rest_positions)
+    heels = {side: _sole_back(soles, side, rest_rotations, rest_positions, height) for side in sides}
+    pins: Dict[str, Tuple[Point, Tuple[float, float]]] = {}
+    last: Dict[str, Dict[int, Vec3]] = {}  # per side: where the last frame's correction left each end of the sole
+    planted = {side: [False] * frames for side in sides}
+    moves: List[Optional[Vec3]] = [None] * frames
+    turns: Dict[str, List[Optional[Vec3]]] = {side: [None] * frames for side in sides}
+    settled: List[List[Tuple[str, Point, Vec3]]] = [[] for _ in range(frames)]  # per frame: the goals the move was solved for
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        here = []
+        for side in sides:
+            heel_on, toe_on = contacts[side][frame]
+            if not (heel_on or toe_on):
+                pins.pop(side, None)
+                last.pop(side, None)
+                continue
+            front = soles.toe_points.get(side) or heels[side]
+            pin = pins.get(side)
+            point = heels[side] if heel_on else front
+            if heel_on and toe_on:  # flat: the foot rocks on whichever end is lower (a rigid leg cannot stay flat)
+                back_y, front_y = (posed_point(p, rotations, positions)[1] for p in (heels[side], front))
+                held = pin[0] if pin is not None else None
+                point = front if front_y < back_y - (ONE_BONE_ROCK if held is not front else -ONE_BONE_ROCK) else heels[side]
+            at = posed_point(point, rotations, positions)  # type: ignore[arg-type]
+            if pin is None:  # lands: pinned where it is now
+                pin = pins[side] = (point, (at[0], at[2]))  # type: ignore[assignment]
+            elif pin[0] is not point:  # rocks onto its other end: pinned where the last frame left that end
+                was = last[side][id(point)]
+                pin = pins[side] = (point, (was[0], was[2]))  # type: ignore[assignment]
+            above = at[1] - _lowest(soles.feet[side], rotations, positions)
+            here.append((side, point, (pin[1][0], floor + above, pin[1][1])))
+            planted[side][frame] = True
+        if not here:
+            continue
+        for _ in range(ONE_BONE_SETTLE):  # the turn pitches the foot: its lowest point goes back onto the floor
+            settled[frame] = here
+            move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
+            again, off = [], 0.0
+            for side, point, goal in here:
+                hip = add(positions[tmap.bones["thigh_" + side]], move)
+                turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
+                turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
+                ends = (heels[side], soles.toe_points.get(side) or heels[side])
+                last[side] = {id(end): add(hip, quat_rotate(turn, subtract(add(posed_point(end, rotations, positions), move), hip)))
+                              for end in ends}
+                low = min(hip[1] + quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip))[1]
+                          for p in soles.feet[side])
+                again.append((side, point, add(goal, (0.0, ONE_BONE_DAMPING * (floor - low), 0.0))))
+                off = max(off, abs(floor - low))
+            if off < 1e-3:
+                break
+            here = again
+    moved = _smooth_hips(tmap, soles, settled, moves, poses, floor, [roots[f * 3 + 1] for f in range(frames)])
+    for frame, here in enumerate(settled):  # each planted leg turned onto its pin from where the hips now are
+        positions = poses[frame][1]
+        for side, point, goal in here:
+            hip = positions[tmap.bones["thigh_" + side]]
+            aim = subtract(subtract(goal, moved[frame]), hip)
+            turn = quat_between(subtract(posed_point(point, poses[frame][0], positions), hip), aim)
+            turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
+    for side in sides:
+        eased = [v or (0.0, 0.0, 0.0) for v in _blend_offsets(turns[side], planted[side])]
+        cap = _one_bone_cap([length(v) for v in eased], budget)
+        joints = subtree(skeleton, tmap.bones["thigh_" + side])
+        for frame, vector in enumerate(eased):
+            angle = min(length(vector), cap)
+            if angle > 0.0:
+                rotations, positions = poses[frame]
+                _turn_about(joints, rotations, positions, positions[joints[0]], quat_from_axis_angle(normalize(vector), angle))
+    for frame, (dx, dy, dz) in enumerate(moved):
+        if dx or dy or dz:
+            roots[frame * 3] += dx
+            roots[frame * 3 + 1] += dy
+            roots[frame * 3 + 2] += dz
+            positions = poses[frame][1]
+            positions[:] = [(p[0] + dx, p[1] + dy, p[2] + dz) for p in positions]
+    for side in sides:
+        _clear_the_floor(tmap, soles, side, planted[side], poses, floor)
+    return moved
+
+
+def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float) -> None:
+    """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
+    and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
+    least that keeps its lowest sole point on the floor, further along its own lean and out to the side
+    (ONE_BONE_OUTWARD of its lean where it hangs straight down), eased over BLEND_FRAMES; not in contact."""
+    skeleton = tmap.skeleton
+    thigh = tmap.bones["thigh_" + side]
+    joints = subtree(skeleton, thigh)
+    lateral = 1.0 if side == SIDES[0] else -1.0
+    needs, axes = [], []
+    for frame, (rotations, positions) in enumerate(poses):
+        hip = positions[thigh]
+        placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
+        low = min(placed, key=lambda q: q[1])
+        axes.append(None)
+        needs.append(0.0)
+        if planted[frame] or low[1] >= floor:
+            continue
+        outward = normalize(subtract(positions[tmap.bones["thigh_" + SIDES[0]]], positions[tmap.bones["thigh_" + SIDES[1]]]))
+        lean = subtract(low, hip)
+        reach = length(lean)
+        lean = (lean[0] + lateral * outward[0] * ONE_BONE_OUTWARD * reach, 0.0, lean[2] + lateral * outward[2] * ONE_BONE_OUTWARD * reach)
+        axis = normalize(cross((0.0, -1.0, 0.0), normalize(lean)))
+        if length(axis) < 0.5:
+            continue
+
+        def lowest(angle: float) -> float:
+            turn = quat_from_axis_angle(axis, angle)
+            return min(hip[1] + quat_rotate(turn, subtract(q, hip))[1] for q in placed)
+
+        low_angle, high_angle = 0.0, math.radians(ONE_BONE_CLEAR_MAX_DEG)
+        if lowest(high_angle) < floor:
+            low_angle = high_angle
+        for _ in range(20):
+            middle = (low_angle + high_angle) / 2.0
+            if lowest(middle) >= floor:
+                high_angle = middle
+            else:
+                low_angle = middle
+        needs[frame], axes[frame] = high_angle, axis
+    eased = _ease(needs)
+    for frame, angle in enumerate(eased):
+        if angle <= 0.0 or planted[frame]:
+            continue
+        axis = axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
+        if axis is None:
+            continue
+        rotations, positions = poses[frame]
+        _turn_about(joints, rotations, positions, positions[thigh], quat_from_axis_angle(axis, angle))
+
+
+def _bridged(flags: Sequence[Tuple[bool, bool]], positions: Sequence[Sequence[Vec3]], heel: int, toe: int,
+             reach: float) -> List[Tuple[bool, bool]]:
+    """Contact flags with a lift of at most ONE_BONE_GAP frames held down as the frame before it was, where
+    Kimodo's heel and toe that were down then (`positions`, its joints) are again within `reach` of where
+    they lifted (g1_02's kneeling toe flickers off for two frames: let go and pinned again, the rigid legs'
+    hips jumped 9 cm and back)."""
+    result = list(flags)
+    last = None  # the last frame in contact
+    for frame, (heel_on, toe_on) in enumerate(flags):
+        if not (heel_on or toe_on):
+            continue
+        if last is not None and 1 < frame - last <= ONE_BONE_GAP + 1 and all(
+                length(subtract(positions[frame][j], positions[last][j])) <= reach
+                for j, down in ((heel, flags[last][0]), (toe, flags[last][1])) if down):
+            result[last + 1:frame] = [flags[last]] * (frame - last - 1)
+        last = frame
+    return result
+
+
+def _smooth_hips(tmap: HumanoidMap, soles: Soles, settled: Sequence[List[Tuple[str, Point, Vec3]]],
+                 moves: Sequence[Optional[Vec3]], poses, floor: float, heights_before: Sequence[float]) -> List[Vec3]:
+    """The hips' move per frame, changing speed least: where both legs are planted it is the one that lets
+    both reach their pins (a rigid pair leaves the hips a circle), elsewhere it may differ from the least
+    move, so where one foot lands or lifts while the other stays down the hips get there over several
+    frames instead of in one; with one leg planted the height is then set again so that leg reaches its
+    pin exactly (it turns onto it). The hips' height itself (`heights_before`, the floor pass's, plus the
+    move) is then smoothed where no leg is planted: in flight the floor pass follows Kimodo's lowest foot
+    joint and the rigid legs' lowest sole, each turning a corner where another joint or leg becomes the
+    lowest (soma_01's leap: 19.7 cm a frame per frame, against Kimodo's own 4.6)."""
+    weights = [ONE_BONE_HARD if len(here) > 1 else 1.0 for here in settled]
+    wanted = [m or (0.0, 0.0, 0.0) for m in moves]
+    path = [least_acceleration([m[k] for m in wanted], weights, ONE_BONE_SMOOTHING) for k in range(3)]
+    heights, held = [], []
+    for frame, here in enumerate(settled):
+        height = path[1][frame]
+        if len(here) == 1:
+            (side, point, goal), = here
+            rotations, positions = poses[frame]
+            hip = positions[tmap.bones["thigh_" + side]]
+            reach = length(subtract(posed_point(point, rotations, positions), hip))
+            aside = (goal[0] - hip[0] - path[0][frame], goal[2] - hip[2] - path[2][frame])
+            height = goal[1] + math.sqrt(max(0.0, reach * reach - aside[0] ** 2 - aside[1] ** 2)) - hip[1]
+            # Turned onto its pin from elsewhere the foot pitches otherwise: its lowest point back onto the floor
+            # (hips and pin up or down together, so the turn stays).
+            turn = quat_between(subtract(posed_point(point, rotations, positions), hip), (aside[0], goal[1] - hip[1] - height, aside[1]))
+            low = min(quat_rotate(turn, subtract(posed_point(p, rotations, positions), hip))[1] for p in soles.feet[side])
+            rise = floor - (hip[1] + height + low)
+            height += rise
+            here[0] = (side, point, (goal[0], goal[1] + rise, goal[2]))
+        heights.append(heights_before[frame] + (height if here else wanted[frame][1]))
+        held.append(ONE_BONE_HARD if here else ONE_BONE_FREE)
+    path[1] = [h - b for h, b in zip(least_acceleration(heights, held, ONE_BONE_SMOOTHING), heights_before)]
+    return list(zip(*path))
+
+
+def _sole_back(soles: Soles, side: str, rotations, positions, height: float) -> Point:
+    """Where a one-bone leg's heel contact pins: its sole's back, the sole point (within SOLE_BAND of
+    the foot's lowest at rest) farthest from the sole's front; the foot joint without a front."""
+    feet = soles.feet[side]
+    front = soles.toe_points.get(side)
+    if front is None:
+        return feet[0]
+    ahead = posed_point(front, rotations, positions)
+    placed = [(posed_point(p, rotations, positions), p) for p in feet]
+    lowest = min(at[1] for at, _ in placed)
+    sole = [(at, p) for at, p in placed if at[1] <= lowest + SOLE_BAND * height]
+    return max(sole, key=lambda item: math.hypot(item[0][0] - ahead[0], item[0][2] - ahead[2]))[1]
+
+
+def _hips_reaching(tmap: HumanoidMap, wanted: Sequence[Tuple[str, Point, Vec3]], pose) -> Vec3:
+    """The least move of the hips (horizontal ONE_BONE_HIPS_LEVEL times dearer than vertical) that puts
+    each planted one-bone leg's pinned point its own length from its hip: Gauss-Newton steps of the
+    weighted least-norm kind on |goal - hip - move| = length, one equation per planted leg."""
+    rotations, positions = pose
+    legs = []
+    for side, point, goal in wanted:
+        hip = positions[tmap.bones["thigh_" + side]]
+        legs.append((subtract(goal, hip), length(subtract(posed_point(point, rotations, positions), hip))))
+    inverse = (1.0 / ONE_BONE_HIPS_LEVEL, 1.0, 1.0 / ONE_BONE_HIPS_LEVEL)
+    move = (0.0, 0.0, 0.0)
+    for _ in range(ONE_BONE_STEPS):
+        rows, rests = [], []
+        for towards, reach in legs:
+            gap = subtract(towards, move)
+            distance = length(gap)
+            if distance < 1e-9:
+                continue
+            row = scale(gap, -1.0 / distance)  # d|towards - move| / d move
+            rows.append(row)
+            rests.append(distance - reach - dot(row, move))  # the miss, linear in the move, at no move
+        if not rows:
+            break
+        weighted = [tuple(r[k] * inverse[k] for k in range(3)) for r in rows]
+        gram = [[dot(a, b) + (ONE_BONE_STIFFNESS if i == j else 0.0) for j, b in enumerate(rows)] for i, a in enumerate(weighted)]
+        if len(rows) == 1:
+            factors = [-rests[0] / gram[0][0]]
+        else:
+            (a, b), (c, d) = gram
+            det = a * d - b * c
+            factors = [(-rests[0] * d + rests[1] * b) / det, (rests[0] * c - rests[1] * a) / det]
+        previous, move = move, (0.0, 0.0, 0.0)
+        for f, w in zip(factors, weighted):
+            move = add(move, scale(w, f))
+        if length(subtract(move, previous)) < 1e-6:
+            break
+    return move
+
+
+def _one_bone_cap(angles: Sequence[float], budget: float) -> float:
+    """The largest turn (radians) a frame may get so that the turns take no more than `budget` off the
+    leg's mean cosine over the clip."""
+    count = max(1, len(angles))
+    if sum(1.0 - math.cos(a) for a in angles) / count <= budget:
+        return math.inf
+    low, high = 0.0, max(angles)
+    for _ in range(30):
+        middle = (low + high) / 2.0
+        if sum(1.0 - math.cos(min(a, middle)) for a in angles) / count <= budget:
+            low = middle
+        else:
+            high = middle
+    return low

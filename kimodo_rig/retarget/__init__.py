@@ -1,2 +1,3 @@
-"""Retargeting onto a character: reading the rig (character), which bone plays which part (mapping), the
-solve, the written output and the report measured from it."""
+"""Retargeting onto a character: reading the rig (character; a Blender armature: armature), which bone
+plays which part (mapping), the solve, the feet pass after it (feet, with its parts: soles, lock, one_bone,
+hands), the written output and the report measured from it (output, report); api for front ends."""

@@ -177,6 +177,9 @@ VARIANTS = {
                                  limbs=(("thigh", "foot"), ("upperarm", "hand")),
                                  skip_report=("reach_target_cm", "limb_cosine_min"),
                                  one_bone_legs={"l": "leg-left", "r": "leg-right"}),
+    # End bones whose inverse bind matrices are the scene's (THREE.GLTFExporter): they ride on their parents.
+    "end_bones_robot": Variant(rv.ROBOT, (rv.end_bones_from_the_scene,), tfv.ROBOT, warnings=(tfv.POSED, "do not fit"),
+                               hands=tfv.ROBOT_HANDS),
     # Two bones of one name: the output names the later one apart, with a warning.
     "repeated_names": Variant(rv.MANNEQUIN, (rv.repeat_a_bone_name,), MANNEQUIN, warnings=("bone names repeat",)),
     # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.

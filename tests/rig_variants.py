@@ -745,6 +745,27 @@ def kenney_platformer_like(gltf: pygltflib.GLTF2) -> None:
     gltf.nodes[node_index(gltf, "Root")].mesh = None  # the mannequin's box at its root bone: Kenney has none
 
 
+def end_bones_from_the_scene(gltf: pygltflib.GLTF2) -> None:
+    """End bones as THREE.GLTFExporter adds them (a Quaternius knight re-exported from three.js): a `_end`
+    joint under each foot, the head and the hands, in the skin, with an inverse bind matrix taken from the
+    SCENE (the armature node's 100x scale and axis turn included) where the others are in armature space."""
+    worlds = world_matrices(gltf)
+    for name in ("FootL", "FootR", "Head", "HandL", "HandR"):
+        if not any(node.name == name for node in gltf.nodes):
+            continue
+        parent = node_index(gltf, name)
+        node = pygltflib.Node(name=name + "_end", translation=[0.0, 0.3, 0.0])
+        gltf.nodes.append(node)
+        new = len(gltf.nodes) - 1
+        gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [new]
+        scene_world = worlds[parent] @ local_matrix(node)
+        for skin in gltf.skins:
+            if parent in skin.joints:
+                ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+                skin.joints = list(skin.joints) + [new]
+                skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(scene_world)[None]]), "MAT4")
+
+
 def repeat_a_bone_name(gltf: pygltflib.GLTF2) -> None:
     """Two bones of one name (exporters that do not make names unique: a finger's end named as the other
     hand's): the left little finger's last joint named `index_03_r`."""

@@ -171,6 +171,27 @@ def test_rigid_parts_without_a_skin_and_repeated_bone_names_retarget(sweep_folde
                                             "index_03_r as " + apart[0])
 
 
+@pytest.mark.parametrize("clip", [SOMA_CLIP, G1_CLIP])
+def test_end_bones_bound_in_another_space_ride_on_their_parents(sweep_folder, clip):
+    """THREE.GLTFExporter's end bones carry inverse bind matrices from the scene where the rest are in
+    armature space (a Quaternius knight re-exported from three.js stood its end bones kilometres off and
+    failed the write's self-check). They ride on their parents: the retarget meets the bars with one line
+    naming them, and the written skin's inverse bind matrices of those bones fit their parents' (read
+    with numpy: the relative bind's scale is the node's own, 1), where the file's were 100x."""
+    record = sweep.run_pair(clip, "end_bones_robot", sweep_folder)
+    assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
+    for path in (sweep_folder / "rigs" / "end_bones_robot.glb", sweep_folder / "{}__end_bones_robot.glb".format(clip)):
+        glb = Glb(path)
+        joints = list(glb.gltf.skins[0].joints)
+        ibm = glb.accessor(glb.gltf.skins[0].inverseBindMatrices)
+        parent = {c: i for i, node in enumerate(glb.gltf.nodes) for c in node.children or []}
+        scales = [np.linalg.norm((ibm[joints.index(parent[j])] @ np.linalg.inv(ibm[k]))[:3, :3], axis=0)
+                  for k, j in enumerate(joints) if glb.gltf.nodes[j].name.endswith("_end")]
+        assert len(scales) == 3  # the feet and the head (the hands are no joints of the skin)
+        fits = np.allclose(scales, 1.0, atol=1e-3)
+        assert fits == path.name.startswith(clip), (path.name, np.round(scales, 3))  # the rig's do not; ours do
+
+
 def _lowered(gltf):
     """The whole character 2.37 m under its scene's origin (as Blender imports RobotExpressive)."""
     m = np.eye(4)

@@ -44,6 +44,9 @@ class Target:
     # Tip joints added to the skeleton (after every joint of the file) where a limb bone has no child:
     # (tip name, the bone's name, the tip's position in the bone NODE's own frame, scale included).
     tips: Tuple[Tuple[str, str, Vec3], ...] = ()
+    # Joints whose inverse bind matrix did not fit (`_mend_stray_binds`): (node, the mended inverse bind
+    # matrix, column-major), for the written file to carry instead.
+    mended: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
 
     @property
     def has_mesh(self) -> bool:
@@ -260,6 +263,10 @@ def read_gltf_target(path) -> Target:
 
     parents = [skin_parent(n) for n in joints]
     children = gd.children_of(parents)
+    mended: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
+    if binds is not None:
+        mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
+                       for k in _mend_stray_binds(gltf, document, skin, parents, children, binds, source))
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
     order, hung, parents = _character_trees(gltf, document, skin, trees, parents, binds)
     if len(trees) > 1:
@@ -315,7 +322,7 @@ def read_gltf_target(path) -> Target:
     skeleton = Skeleton(Path(source).stem, tuple(names), skeleton_parents, tuple(offsets), tuple(local_rotations))
     table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
-                  table, label, tuple(tip_records))
+                  table, label, tuple(tip_records), mended)
 
 
 RIGID_PARTS_MIN = 5  # meshes on separate nodes of one tree: a torso, two arms and two legs at least
@@ -388,7 +395,9 @@ def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
                 len(m) == 16 and gd.is_finite(m) for m in inverse_binds)):
             continue  # a skin the file gets wrong carries no sole
         # The skin's bind space in the world: the bind world of a joint this skin shares with the body.
-        shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None]
+        mended = {node for node, _ in target.mended}  # their inverse binds in the file do not fit the others'
+        shared = [slot for slot, joint_node in enumerate(joints) if node_joint.get(joint_node) is not None
+                  and joint_node not in mended]
         if not shared:
             continue
         to_world = bind_world(joints[shared[0]])
@@ -516,6 +525,47 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
                 local = (0.0, length, 0.0)
                 tips[leaf] = (_apply(binds[leaf], local), local)
     return tips
+
+
+STRAY_SCALE = 0.01  # relative: a joint's bind scale against its parent's that its node's own scale does not explain
+
+
+def _mend_stray_binds(gltf: Dict, document: gd.Document, skin: Dict, parents: List[int], children: Dict[int, List[int]],
+                      binds: List[gd.Matrix4], source: str) -> List[int]:
+    """Joints no vertex follows whose inverse bind matrix does not fit their parent's: THREE.GLTFExporter
+    writes the end bones it adds (`Head_end`) from the scene, 100x the scale of the armature-space rest of
+    the others, so they stood kilometres off and the written file could not hold them. Such a joint's bind
+    rides on its parent's by its node's own transform, as a node outside the skin does; one line names them.
+    Returns the skin slots mended."""
+    joints = skin.get("joints", [])
+    carried: Optional[Dict[int, Tuple[float, List[float]]]] = None
+    mended = []
+    stack = list(children.get(-1, []))
+    while stack:  # parents before children, so a child sees its parent's mended bind
+        k = stack.pop()
+        stack.extend(children.get(k, []))
+        if parents[k] < 0:
+            continue
+        try:
+            relative = gd.multiply4(gd.invert4(binds[parents[k]]), binds[k])
+        except ValueError:
+            continue
+        local = gd.node_local_matrix(gltf["nodes"][joints[k]])
+        have, want = gd.decompose4(relative)[2], gd.decompose4(local)[2]
+        if all(abs(a - b) <= STRAY_SCALE * max(abs(b), 1e-9) for a, b in zip(have, want)):
+            continue
+        if carried is None:
+            carried = _vertex_weight_by_node(gltf, document, skin)
+        if carried.get(joints[k], (0.0, None))[0] > 0.0:
+            continue  # it deforms the mesh: its bind is the mesh's, however odd
+        binds[k] = gd.multiply4(binds[parents[k]], local)
+        mended.append(k)
+    if mended:
+        names = [gltf["nodes"][joints[k]].get("name") or "joint{}".format(k) for k in mended]
+        LOG.warning("%s: the inverse bind matrices of %s%s do not fit their parents' (an exporter's end bones?): "
+                    "they ride on their parents as their nodes place them", source, ", ".join(names[:4]),
+                    ", ..." if len(names) > 4 else "")
+    return mended
 
 
 def _vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Dict) -> Dict[int, Tuple[float, List[float]]]:

@@ -204,14 +204,21 @@ def encode(
     new_root: bool = False,
     skin_to_world: Optional[Sequence[float]] = None,
     bind_worlds: Optional[Dict[str, Matrix4]] = None,
+    inverse_binds: Optional[Dict[int, Sequence[float]]] = None,
 ) -> bytes:
     """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
     `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
-    With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it."""
+    With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it; `inverse_binds`
+    (node -> matrix) replaces those nodes' inverse bind matrices in every skin that holds them."""
     gltf, binary = _compact(document.gltf, document.binary, document.source)
     builder = gd.DocumentBuilder()
     builder.gltf = gltf
     builder.binary = binary
+    for skin in gltf.get("skins", []) if inverse_binds else []:
+        if "inverseBindMatrices" in skin and any(node in inverse_binds for node in skin.get("joints", [])):
+            matrices = document_accessor(builder, document, skin["inverseBindMatrices"])
+            matrices = [tuple(inverse_binds[node]) if node in inverse_binds else m for node, m in zip(skin["joints"], matrices)]
+            skin["inverseBindMatrices"] = builder.add_accessor(matrices, "MAT4")
     gltf.setdefault("asset", {"version": "2.0"})
     skeleton = motion.skeleton
     nodes = gltf["nodes"]

@@ -46,6 +46,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
         joint_nodes = dict(zip(names, target.nodes))  # tip joints (after the file's own) have no node to animate
         scales = dict(zip(names, target.scales))
         skin_to_world: Sequence[float] = target.skin_to_world
+        inverse_binds = dict(target.mended)
     else:
         rig = info.target
         data = glb.encode(rest_motion(rig), names="native")
@@ -53,6 +54,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
         joint_nodes = {name: i for i, name in enumerate(rig.joint_names)}
         scales: Dict[str, Sequence[float]] = {}
         skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+        inverse_binds = {}
         # The box rig's mesh node carries the clip name; keep the document's own generator fields.
     rig = info.target
     rotations, positions = rest_pose(rig)
@@ -60,7 +62,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
                    for j, name in enumerate(rig.joint_names) if name in joint_nodes}
     return character_glb.encode(
         document, motion, joint_nodes, scales, root_track=info.root_track, root_node_name=info.root_bone,
-        new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds,
+        new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds, inverse_binds=inverse_binds,
     )
 
 

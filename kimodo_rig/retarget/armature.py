@@ -42,7 +42,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .character import is_end_name, nearest_bone, tip_from_vertices
+from .character import body_and_hangers, is_end_name, tip_from_vertices
 
 Matrix4 = Sequence[Sequence[float]]
 # Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
@@ -160,24 +160,18 @@ def skeleton_of(armature: Armature) -> Skeleton:
 
 def _hang_loose_trees(armature: Armature, order: Sequence[ArmatureBone], parents: Sequence[int], roots: List[int],
                       positions: Sequence[Vec3]) -> Tuple[int, ...]:
-    """Several top bones (a body beside IK controls, poles, prop slots), as the glTF reader takes a skin
-    of several trees (`character._character_trees`): the body is the tree the meshes are skinned to most
-    (the first without a mesh); a tree that carries vertices hangs from the body bone nearest them
-    (`character.nearest_bone`), any other from the body's root, so the Skeleton keeps a single root."""
-    carried = {name: (weight, centre) for name, weight, centre in armature.carried}
+    """Several top bones (a body beside IK controls, poles, prop slots), chosen as the glTF reader chooses
+    among a skin's trees (`character.body_and_hangers`): a tree that carries vertices hangs from the body
+    bone nearest them, any other from the body's root, so the Skeleton keeps a single root."""
+    carried = {name: (weight, tuple(weight * c for c in centre)) for name, weight, centre in armature.carried}
     bounds = roots + [len(order)]  # `order` is depth first: each tree is a run starting at its top bone
     trees = [list(range(bounds[t], bounds[t + 1])) for t in range(len(roots))]
-    weights = [sum(carried.get(order[k].name, (0.0, None))[0] for k in tree) for tree in trees]
-    body = max(range(len(trees)), key=lambda t: (weights[t], len(trees[t]), -t))
+    by_index = {k: carried[order[k].name] for tree in trees for k in tree if order[k].name in carried}
+    body, hang = body_and_hangers(trees, by_index, parents, {k: positions[k] for tree in trees for k in tree})
     hung = list(parents)
     for t, tree in enumerate(trees):
-        if t == body:
-            continue
-        hung[tree[0]] = trees[body][0]
-        if weights[t] > 0.0:
-            terms = [carried[order[k].name] for k in tree if order[k].name in carried]
-            centre = tuple(sum(w * c[i] for w, c in terms) / weights[t] for i in range(3))
-            hung[tree[0]] = nearest_bone(centre, trees[body], parents, {k: positions[k] for k in trees[body]})  # type: ignore[arg-type]
+        if t != body:
+            hung[tree[0]] = hang.get(t, trees[body][0])
     return tuple(hung)
 
 

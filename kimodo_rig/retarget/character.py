@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..formats import gltf_document as gd
@@ -91,36 +91,29 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
 
 def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:
     """The joints that carry vertices: a weight above zero in a skinned mesh, or a mesh hanging rigidly
-    under the joint's node. None for a target without a mesh (nothing to tell deform bones by)."""
+    under the joint's node (or on it). None for a target without a mesh (nothing to tell deform bones by)."""
     document = target.document
     if document is None or not target.has_mesh:
         return None
     gltf = document.gltf
     joint_of = {node: j for j, node in enumerate(target.nodes)}
     parents = gd.node_parents(gltf)
-    found = set()
+    found = {joint_of[node] for node, (weight, _) in vertex_weight_by_node(gltf, document).items()
+             if weight > 0.0 and node in joint_of}
     for index, node in enumerate(gltf.get("nodes", [])):
-        if "mesh" not in node:
-            continue
-        if "skin" not in node:
-            holder = index if index in joint_of else parents[index]  # a part on the joint's own node (rigid parts)
-            while holder >= 0 and holder not in joint_of:
-                holder = parents[holder]
+        if "mesh" in node and "skin" not in node:
+            holder = _holder(index, parents, joint_of)
             if holder >= 0:
                 found.add(joint_of[holder])
-            continue
-        slots = [joint_of.get(n) for n in gltf["skins"][node["skin"]].get("joints", [])]
-        for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
-            attributes = primitive.get("attributes", {})
-            for joints_key, weights_key in (("JOINTS_0", "WEIGHTS_0"), ("JOINTS_1", "WEIGHTS_1")):
-                if joints_key not in attributes or weights_key not in attributes:
-                    continue
-                for js, ws in zip(document.accessor(attributes[joints_key]), document.accessor(attributes[weights_key])):
-                    for slot, w in zip(js, ws):
-                        slot = int(slot)
-                        if w > 0.0 and 0 <= slot < len(slots) and slots[slot] is not None:
-                            found.add(slots[slot])  # type: ignore[arg-type]
     return frozenset(found)
+
+
+def _holder(node: int, parents: Sequence[int], joints: Mapping[int, object]) -> int:
+    """The joint node an unskinned mesh on `node` moves with: the node itself when it is a joint (a rigid
+    part on its own node), else its nearest joint ancestor; -1 for none."""
+    while node >= 0 and node not in joints:
+        node = parents[node]
+    return node
 
 
 def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
@@ -263,12 +256,19 @@ def read_gltf_target(path) -> Target:
 
     parents = [skin_parent(n) for n in joints]
     children = gd.children_of(parents)
+    weights: Dict[str, Dict[int, Tuple[float, List[float]]]] = {}
+
+    def carried() -> Dict[int, Tuple[float, List[float]]]:  # read once, and only when a step needs it
+        if "by node" not in weights:
+            weights["by node"] = vertex_weight_by_node(gltf, document, skin)
+        return weights["by node"]
+
     mended: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
     if binds is not None:
         mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
-                       for k in _mend_stray_binds(gltf, document, skin, parents, children, binds, source))
+                       for k in _mend_stray_binds(gltf, carried, skin, parents, children, binds, source))
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
-    order, hung, parents = _character_trees(gltf, document, skin, trees, parents, binds)
+    order, hung, parents = _character_trees(carried, skin, trees, parents, binds)
     if len(trees) > 1:
         _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
         order = order + [joint for tree in hung for joint in tree]
@@ -374,9 +374,7 @@ def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
             continue
         primitives = gltf["meshes"][node["mesh"]].get("primitives", [])
         if "skin" not in node:
-            holder = index if node_joint.get(index) is not None else parents[index]
-            while holder >= 0 and node_joint.get(holder) is None:
-                holder = parents[holder]
+            holder = _holder(index, parents, node_joint)
             if holder < 0:
                 continue
             try:
@@ -492,11 +490,10 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
     if not gltf.get("skins"):  # rigid parts: a part's mesh on its own node (or below it) is its vertices
         static = gd.world_matrices(gltf, {})
         parents = gd.node_parents(gltf)
+        in_skin = set(joints)
         for index, node in enumerate(gltf.get("nodes", [])):
-            holder = index
-            while holder >= 0 and holder not in leaf_of_node and holder not in joints:
-                holder = parents[holder]
-            if "mesh" not in node or holder not in leaf_of_node:
+            holder = _holder(index, parents, in_skin) if "mesh" in node else -1
+            if holder not in leaf_of_node:
                 continue
             for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
                 if "POSITION" in primitive.get("attributes", {}):
@@ -530,15 +527,14 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
 STRAY_SCALE = 0.01  # relative: a joint's bind scale against its parent's that its node's own scale does not explain
 
 
-def _mend_stray_binds(gltf: Dict, document: gd.Document, skin: Dict, parents: List[int], children: Dict[int, List[int]],
-                      binds: List[gd.Matrix4], source: str) -> List[int]:
+def _mend_stray_binds(gltf: Dict, carried: Callable[[], Dict[int, Tuple[float, List[float]]]], skin: Dict,
+                      parents: List[int], children: Dict[int, List[int]], binds: List[gd.Matrix4], source: str) -> List[int]:
     """Joints no vertex follows whose inverse bind matrix does not fit their parent's: THREE.GLTFExporter
     writes the end bones it adds (`Head_end`) from the scene, 100x the scale of the armature-space rest of
     the others, so they stood kilometres off and the written file could not hold them. Such a joint's bind
     rides on its parent's by its node's own transform, as a node outside the skin does; one line names them.
     Returns the skin slots mended."""
     joints = skin.get("joints", [])
-    carried: Optional[Dict[int, Tuple[float, List[float]]]] = None
     mended = []
     stack = list(children.get(-1, []))
     while stack:  # parents before children, so a child sees its parent's mended bind
@@ -554,9 +550,7 @@ def _mend_stray_binds(gltf: Dict, document: gd.Document, skin: Dict, parents: Li
         have, want = gd.decompose4(relative)[2], gd.decompose4(local)[2]
         if all(abs(a - b) <= STRAY_SCALE * max(abs(b), 1e-9) for a, b in zip(have, want)):
             continue
-        if carried is None:
-            carried = _vertex_weight_by_node(gltf, document, skin)
-        if carried.get(joints[k], (0.0, None))[0] > 0.0:
+        if carried().get(joints[k], (0.0, None))[0] > 0.0:
             continue  # it deforms the mesh: its bind is the mesh's, however odd
         binds[k] = gd.multiply4(binds[parents[k]], local)
         mended.append(k)
@@ -568,7 +562,7 @@ def _mend_stray_binds(gltf: Dict, document: gd.Document, skin: Dict, parents: Li
     return mended
 
 
-def _vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Dict) -> Dict[int, Tuple[float, List[float]]]:
+def vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Optional[Dict] = None) -> Dict[int, Tuple[float, List[float]]]:
     """Node -> (the vertex weight the skinned meshes give it, those vertices' weighted sum in `skin`'s
     bind space; meshes of other skins add weight only): which bones deform, and where what they carry lies."""
     carried: Dict[int, Tuple[float, List[float]]] = {}
@@ -578,7 +572,7 @@ def _vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Dict) -> Dic
         if "mesh" not in node or not isinstance(node.get("skin"), int) or not 0 <= node["skin"] < len(skins):
             continue
         slots = skins[node["skin"]].get("joints", [])
-        own = skins[node["skin"]] is skin
+        own = skin is not None and skins[node["skin"]] is skin
         for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
             attributes = primitive.get("attributes", {})
             points = document.accessor(attributes["POSITION"]) if own and "POSITION" in attributes else None
@@ -600,46 +594,53 @@ def _vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Dict) -> Dic
     return carried
 
 
-def _character_trees(gltf: Dict, document: gd.Document, skin: Dict, trees: List[List[int]], parents: List[int],
-                     binds: Optional[List[gd.Matrix4]]) -> Tuple[List[int], List[List[int]], List[int]]:
+def _character_trees(carried: Callable[[], Dict[int, Tuple[float, List[float]]]], skin: Dict, trees: List[List[int]],
+                     parents: List[int], binds: Optional[List[gd.Matrix4]]) -> Tuple[List[int], List[List[int]], List[int]]:
     """(the body, the other skinned trees, skin parents with those hung from the body) of a skin whose
-    joints form several trees (largest first). The body is the tree the mesh is skinned to most, not the
-    largest: a control rig exported beside the deforming bones outnumbers them (Mixamo bones under 35
-    Ctrl_ bones). Trees that carry vertices too are part of the character (a foot under an IK control, a
-    helmet on a slot bone off the armature): each hangs from the body bone nearest what it carries at
-    bind, as the constraint that held it there did (the exporter drops constraints). Trees that carry
-    none (poles, targets) are helpers left alone. Without a skinned mesh: the largest tree alone."""
-    joints = skin.get("joints", [])
+    joints form several trees (largest first), by `body_and_hangers`: trees that carry no vertex (poles,
+    targets) are helpers left alone. Without a skinned mesh: the largest tree alone."""
     if len(trees) < 2:
         return trees[0], [], parents
-    carried = _vertex_weight_by_node(gltf, document, skin)
-    weight = [sum(carried.get(joints[k], (0.0, None))[0] for k in tree) for tree in trees]
-    if not any(weight):
-        return trees[0], [], parents
-    body = max(range(len(trees)), key=lambda t: (weight[t], len(trees[t]), -t))
-    hung = [tree for t, tree in enumerate(trees) if t != body and weight[t] > 0.0]
+    joints = skin.get("joints", [])
+    by_node = carried()
+    by_slot = {k: by_node[joints[k]] for tree in trees for k in tree if joints[k] in by_node}
+    at = {k: (binds[k][12], binds[k][13], binds[k][14]) for tree in trees for k in tree} if binds is not None else None
+    body, hang = body_and_hangers(trees, by_slot, parents, at)
     parents = list(parents)
-    for tree in hung:
-        parents[tree[0]] = _nearest_bone(trees[body], parents, tree, joints, carried, binds)
-    return trees[body], hung, parents
+    for t, parent in hang.items():
+        parents[trees[t][0]] = parent
+    return trees[body], [trees[t] for t in sorted(hang)], parents
 
 
-def _nearest_bone(body: List[int], parents: Sequence[int], tree: List[int], joints: List[int],
-                  carried: Dict[int, Tuple[float, List[float]]], binds: Optional[List[gd.Matrix4]]) -> int:
-    """`nearest_bone` to the weighted centre of what `tree` carries at bind (skin space); the body's root
-    without inverse bind matrices to place it."""
-    total = sum(carried.get(joints[k], (0.0, None))[0] for k in tree)
-    if binds is None or not total > 0.0:
-        return body[0]
-    centre = tuple(sum(carried[joints[k]][1][i] for k in tree if joints[k] in carried) / total for i in range(3))
-    return nearest_bone(centre, body, parents, {k: (binds[k][12], binds[k][13], binds[k][14]) for k in body})  # type: ignore[arg-type]
+def body_and_hangers(trees: Sequence[Sequence[int]], carried: Mapping[int, Tuple[float, Sequence[float]]],
+                     parents: Sequence[int], at: Optional[Mapping[int, Vec3]]) -> Tuple[int, Dict[int, int]]:
+    """Of joints that form several trees (each depth first, root first), which tree is the character and
+    where the others that carry vertices hang: (the body's index, {tree index: the body joint it hangs
+    from}). `carried`: joint -> (vertex weight, those vertices' weighted sum). The body is the tree the
+    mesh is skinned to most, not the largest: a control rig exported beside the deforming bones outnumbers
+    them (Mixamo bones under 35 Ctrl_ bones); without weights the largest. A tree that carries vertices
+    (a foot under an IK control, a helmet on a slot bone off the armature) hangs from the body bone
+    nearest what it carries (`_nearest_bone`, by the joints' places `at`; the body's root without them),
+    as the constraint that held it there did (exporters drop constraints). The glTF reader and the
+    Blender add-on (kimodo_rig.retarget.armature) both choose so."""
+    weight = [sum(carried[k][0] for k in tree if k in carried) for tree in trees]
+    body = max(range(len(trees)), key=lambda t: (weight[t], len(trees[t]), -t))
+    hang = {}
+    for t, tree in enumerate(trees):
+        if t == body or not weight[t] > 0.0:
+            continue
+        if at is None:
+            hang[t] = trees[body][0]
+            continue
+        centre = tuple(sum(carried[k][1][i] for k in tree if k in carried) / weight[t] for i in range(3))
+        hang[t] = _nearest_bone(centre, trees[body], parents, at)  # type: ignore[arg-type]
+    return body, hang
 
 
-def nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at: Dict[int, Vec3]) -> int:
+def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at: Dict[int, Vec3]) -> int:
     """The joint of `body` (depth first, root first) whose bone, from the joint `at` its place to each of
     its children (a leaf: the joint alone), passes nearest `centre`: where a tree of skinned bones off the
-    armature (a foot under an IK control, a helmet slot) hangs. The glTF reader and the Blender add-on
-    (kimodo_rig.retarget.armature) both hang such trees so."""
+    armature (a foot under an IK control, a helmet slot) hangs (`body_and_hangers`)."""
     below: Dict[int, List[int]] = {}
     for k in body:
         below.setdefault(parents[k], []).append(k)

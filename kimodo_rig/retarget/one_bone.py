@@ -102,7 +102,6 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             for side, point, goal in here:
                 hip = add(positions[tmap.bones["thigh_" + side]], move)
                 turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
-                turns[side][frame] = scale(normalize(turn[:3]), quat_angle(turn))
                 ends = (heels[side], soles.toe_points.get(side) or heels[side])
                 last[side] = {id(end): add(hip, quat_rotate(turn, subtract(add(posed_point(end, rotations, positions), move), hip)))
                               for end in ends}

@@ -7,7 +7,7 @@ import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import formats
 from ..errors import KimodoError
@@ -206,13 +206,18 @@ def _mesh_feet(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Tuple[
             for side, (chosen, sole, long_end) in choices.items()}
 
 
+def _one_bone_legs(tmap) -> Set[str]:
+    """The sides whose leg is one bone, hip to foot (Kenney's `leg-left`): no shin, no two-bone chain."""
+    return {side for side in SIDES if feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side)}
+
+
 def _add_heels(bind: Dict[str, Vec3], tmap) -> None:
     """Where each foot's mesh is seen from for which way it points (`heel_l`, `heel_r` in `bind`): the
     foot joint, or on a one-bone leg, which has no ankle, the hip its sole reaches out from under (the
     leg's tip, from its vertices, can lie at the toe's front: Kenney's box feet pointed backwards)."""
+    one_bone = _one_bone_legs(tmap)
     for side in SIDES:
-        one_bone = feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side)
-        bind["heel_" + side] = bind["thigh_" + side] if one_bone else bind["foot_" + side]
+        bind["heel_" + side] = bind["thigh_" + side] if side in one_bone else bind["foot_" + side]
 
 
 def _carrier(weights) -> str:
@@ -545,7 +550,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
         for side in SIDES:
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
-    one_bone = {side for side in SIDES if feet.leg_chain(tmap, side) is None and not tmap.has("calf_" + side)}
+    one_bone = _one_bone_legs(tmap)
     for frame in range(frames):
         world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
         joint_matrices: Dict = {}

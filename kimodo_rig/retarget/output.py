@@ -41,7 +41,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     """The character with the new animation when the target carries a mesh, else a box rig of the
     target skeleton."""
     if target.document is not None and target.has_mesh:
-        document = _with_tip_nodes(target)
+        document = _written_document(target)
         names = target.skeleton.joint_names
         joint_nodes = dict(zip(names, target.nodes))  # tip joints (after the file's own) have no node to animate
         scales = dict(zip(names, target.scales))
@@ -66,7 +66,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     )
 
 
-def _with_tip_nodes(target: Target) -> gd.Document:
+def _written_document(target: Target) -> gd.Document:
     """The character's document with one plain node per tip joint, under its bone at the tip's place, so
     the written file carries where each childless limb bone ends (read back like any joint); and every
     joint's node named as the skeleton names it: a name the file repeats (two bones `index_03_r`, a mesh

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..ops.derived_channels import least_acceleration
 from ..ops.fk import rest_pose
@@ -145,19 +145,23 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
     and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
     least that keeps its lowest sole point on the floor, further along its own lean and out to the side
-    (ONE_BONE_OUTWARD of its lean where it hangs straight down), eased over BLEND_FRAMES; not in contact."""
+    (ONE_BONE_OUTWARD of its lean where it hangs straight down) or back towards hanging straight
+    (`_clearing_angle`), eased over BLEND_FRAMES, each frame about its own axis and never turned deeper
+    under the floor than it was (the ease about another frame's axis dipped a long foot 3.5 cm); not in
+    contact."""
     skeleton = tmap.skeleton
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
     lateral = 1.0 if side == SIDES[0] else -1.0
-    needs, axes = [], []
+    needs: List[float] = []
+    axes: List[Optional[Vec3]] = []
     for frame, (rotations, positions) in enumerate(poses):
         hip = positions[thigh]
         placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
         low = min(placed, key=lambda q: q[1])
         axes.append(None)
         needs.append(0.0)
-        if planted[frame] or low[1] >= floor:
+        if planted[frame]:
             continue
         outward = normalize(subtract(positions[tmap.bones["thigh_" + SIDES[0]]], positions[tmap.bones["thigh_" + SIDES[1]]]))
         lean = subtract(low, hip)
@@ -166,21 +170,14 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         axis = normalize(cross((0.0, -1.0, 0.0), normalize(lean)))
         if length(axis) < 0.5:
             continue
+        axes[frame] = axis  # every swinging frame's own: the ease turns a frame about the axis that lifts its foot
+        if low[1] >= floor:
+            continue
 
-        def lowest(angle: float) -> float:
-            turn = quat_from_axis_angle(axis, angle)
-            return min(hip[1] + quat_rotate(turn, subtract(q, hip))[1] for q in placed)
-
-        low_angle, high_angle = 0.0, math.radians(ONE_BONE_CLEAR_MAX_DEG)
-        if lowest(high_angle) < floor:
-            low_angle = high_angle
-        for _ in range(20):
-            middle = (low_angle + high_angle) / 2.0
-            if lowest(middle) >= floor:
-                high_angle = middle
-            else:
-                low_angle = middle
-        needs[frame], axes[frame] = high_angle, axis
+        angle = _clearing_angle(lambda a: _lowest_turned(placed, hip, axis, a), floor)  # noqa: B023
+        if angle < 0.0:  # back towards hanging straight: a foot long beside the leg dips at both ends
+            axes[frame], angle = scale(axis, -1.0), -angle
+        needs[frame] = angle
     eased = _ease(needs)
     for frame, angle in enumerate(eased):
         if angle <= 0.0 or planted[frame]:
@@ -189,7 +186,50 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         if axis is None:
             continue
         rotations, positions = poses[frame]
-        _turn_about(joints, rotations, positions, positions[thigh], quat_from_axis_angle(axis, angle))
+        hip = positions[thigh]
+        if angle > needs[frame]:
+            # Eased in or out about an axis that is not this frame's need: never turned under the floor
+            # (a foot long beside a rigid leg lifts at one end and dips at the other).
+            placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
+            keep = min(floor, _lowest_turned(placed, hip, axis, 0.0))
+            if _lowest_turned(placed, hip, axis, angle) < keep:
+                angle = _last_true(lambda a: _lowest_turned(placed, hip, axis, a) >= keep, needs[frame], angle)  # noqa: B023
+        _turn_about(joints, rotations, positions, hip, quat_from_axis_angle(axis, angle))
+
+
+def _clearing_angle(lowest: Callable[[float], float], floor: float) -> float:
+    """The turn (radians, signed about the lean's axis: + further along the lean and up) of least size up to
+    ONE_BONE_CLEAR_MAX_DEG that keeps `lowest(angle)` on or above `floor`; where none does, the one that
+    lifts it most (0 when no turn lifts it). A foot short beside its leg clears by swinging on; a long
+    one (Kenney's, longer than the leg) dips at whichever end goes down, and clears nearest hanging straight."""
+    step = math.radians(1.0)
+    best, best_low = 0.0, lowest(0.0)
+    for k in range(1, int(ONE_BONE_CLEAR_MAX_DEG) + 1):
+        for sign in (1.0, -1.0):
+            angle = sign * k * step
+            low = lowest(angle)
+            if low >= floor:
+                return _last_true(lambda a: lowest(a) >= floor, angle, sign * (k - 1) * step)
+            if low > best_low:
+                best, best_low = angle, low
+    return best
+
+
+def _last_true(holds: Callable[[float], bool], good: float, bad: float, steps: int = 16) -> float:
+    """Bisection between `good` (holds) and `bad` (does not): the value nearest `bad` found to hold."""
+    for _ in range(steps):
+        middle = (good + bad) / 2.0
+        if holds(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
+
+
+def _lowest_turned(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, angle: float) -> float:
+    """The lowest of `points` turned by `angle` about `axis` through `pivot`."""
+    turn = quat_from_axis_angle(axis, angle)
+    return min(pivot[1] + quat_rotate(turn, subtract(q, pivot))[1] for q in points)
 
 
 def _bridged(flags: Sequence[Tuple[bool, bool]], positions: Sequence[Sequence[Vec3]], heel: int, toe: int,

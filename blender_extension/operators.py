@@ -22,7 +22,7 @@ from .kimodo_rig import formats, naming
 from .kimodo_rig.errors import KimodoError
 from .kimodo_rig.formats import raw
 from .kimodo_rig.retarget import api
-from .kimodo_rig.retarget.armature import pose_channels, skeleton_of, tip_points, world_poses
+from .kimodo_rig.retarget.armature import added_points, pose_channels, skeleton_of, tip_points, world_poses
 from .kimodo_rig.retarget.report import format_report, report_warnings
 from .kimodo_rig.retarget.solve import NEW_ROOT_NAME
 from .kimodo_rig.rotations import length, subtract
@@ -143,7 +143,7 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         action = blender_data.key_action(obj, name, channels, first)
         names = retargeted.skeleton.joint_names
         samples = blender_data.sample_heads(context, obj, [first + f for f in range(motion.frame_count)], full.joint_names,
-                                            tip_points(armature))
+                                            tip_points(armature) + added_points(armature, info.added_joints))
         worst = 0.0
         for frame, sample in enumerate(samples):
             for joint, joint_name in enumerate(full.joint_names):

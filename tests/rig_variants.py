@@ -745,6 +745,50 @@ def kenney_platformer_like(gltf: pygltflib.GLTF2) -> None:
     gltf.nodes[node_index(gltf, "Root")].mesh = None  # the mannequin's box at its root bone: Kenney has none
 
 
+# Kenney's platformer proportions, as measured on one of its characters (numbers of our own, no data of
+# theirs): legs shorter than the hips are wide, each a block whose foot reaches as far ahead of the leg's
+# column as the leg is long, arms held out, no head bone. Metres, node origins in the parent's frame.
+BLOCK_LEG = 0.2  # the hip's height above the sole
+BLOCK_HIPS_APART = 0.25
+BLOCKS = {  # name: (parent, origin, [box (min corner, max corner) in the node's frame, ...])
+    "root": ("character", (0.0, 0.02, 0.0), []),
+    "torso": ("root", (0.0, 0.18, 0.0), [((-0.2, 0.0, -0.12), (0.2, 0.55, 0.12))]),
+    "arm-left": ("torso", (0.22, 0.3, 0.0), [((0.0, -0.05, -0.05), (0.25, 0.05, 0.05))]),
+    "arm-right": ("torso", (-0.22, 0.3, 0.0), [((-0.25, -0.05, -0.05), (0.0, 0.05, 0.05))]),
+    "leg-left": ("root", (BLOCK_HIPS_APART / 2, 0.18, 0.0),
+                 [((-0.075, -0.2, -0.075), (0.075, 0.1, 0.075)), ((-0.075, -0.2, 0.075), (0.075, -0.05, 0.15))]),
+    "leg-right": ("root", (-BLOCK_HIPS_APART / 2, 0.18, 0.0),
+                  [((-0.075, -0.2, -0.075), (0.075, 0.1, 0.075)), ((-0.075, -0.2, 0.075), (0.075, -0.05, 0.15))]),
+}
+
+
+def kenney_blocks(path) -> Path:
+    """A character of Kenney's platformer kind made here from boxes (`BLOCKS`): rigid parts on nodes, no
+    skin, one-bone limbs, its feet as long ahead of the leg as the leg is tall, the hips wider apart than
+    the legs are long. Saved at `path`."""
+    gltf = pygltflib.GLTF2(scene=0, scenes=[pygltflib.Scene(nodes=[0])], nodes=[pygltflib.Node(name="character")],
+                           buffers=[pygltflib.Buffer(byteLength=0)])
+    gltf.set_binary_blob(b"")
+    corners = np.array([[(i >> 0) & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
+    faces = [(0, 2, 1), (1, 2, 3), (4, 5, 6), (5, 7, 6), (0, 1, 4), (1, 5, 4),
+             (2, 6, 3), (3, 6, 7), (0, 4, 2), (2, 4, 6), (1, 3, 5), (3, 7, 5)]
+    index = {"character": 0}
+    for name, (parent, origin, boxes) in BLOCKS.items():
+        node = pygltflib.Node(name=name, translation=list(origin))
+        if boxes:
+            points = np.concatenate([np.asarray(low) + corners * (np.asarray(high) - np.asarray(low)) for low, high in boxes])
+            triangles = np.concatenate([np.array(faces) + 8 * k for k in range(len(boxes))])
+            gltf.meshes.append(pygltflib.Mesh(primitives=[pygltflib.Primitive(
+                attributes=pygltflib.Attributes(POSITION=add_accessor(gltf, points, "VEC3", bounds=True)),
+                indices=add_accessor(gltf, triangles.reshape(-1, 1), "SCALAR", component=5125))]))
+            node.mesh = len(gltf.meshes) - 1
+        gltf.nodes.append(node)
+        index[name] = len(gltf.nodes) - 1
+        holder = gltf.nodes[index[parent]]
+        holder.children = list(holder.children or []) + [index[name]]
+    return save(gltf, path)
+
+
 def end_bones_from_the_scene(gltf: pygltflib.GLTF2) -> None:
     """End bones as THREE.GLTFExporter adds them (a Quaternius knight re-exported from three.js): a `_end`
     joint under each foot, the head and the hands, in the skin, with an inverse bind matrix taken from the

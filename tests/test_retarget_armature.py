@@ -13,7 +13,7 @@ from kimodo_rig import formats
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.ops.fk import rest_positions, world_positions
 from kimodo_rig.retarget import api, character
-from kimodo_rig.retarget.armature import Armature, ArmatureBone, pose_channels, skeleton_of, tip_points, world_poses
+from kimodo_rig.retarget.armature import Armature, ArmatureBone, added_points, pose_channels, skeleton_of, tip_points, world_poses
 from kimodo_rig.retarget.mapping import map_humanoid
 
 GLTF_TO_BLENDER = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # glTF (x, y, z) -> Blender (x, -z, y)
@@ -264,3 +264,22 @@ def test_an_armature_of_several_top_bones_hangs_them_as_the_gltf_reader_does(tmp
     bare = skeleton_of(Armature("rig", bones, built.matrix_world))
     bare_parent = {name: bare.joint_names[p] for name, p in zip(bare.joint_names, bare.parents) if p >= 0}
     assert bare.joint_names[0] == "Root" and all(bare_parent[name] == "Root" for name in loose)
+
+
+def test_the_joints_the_retarget_adds_are_sampled_where_the_skeleton_has_them(tmp_path):
+    """A one-bone leg's ankle (`RetargetInfo.added_joints`, glTF frame) in armature space for the add-on
+    to sample as it samples the tips: carried back by the armature's own placement (a 100x scale, turned
+    and moved, as the Blender importer leaves some rigs), it lands where the retarget's skeleton has it."""
+    import rig_variants as rv
+
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "kenney.glb", rv.kenney_like)
+    target = character.load_target(str(rig))
+    motion = formats.read_file(str(CLIPS / "soma_01_single_text_prompt"))
+    retargeted, info = api.retarget_motion(motion, target.skeleton, bind_mesh=character.bind_mesh(target))
+    assert [name for name, _, _ in info.added_joints] == ["leg-left_ankle", "leg-right_ankle"]
+    placement = np.array([[0.0, -100.0, 0.0, 1.5], [100.0, 0.0, 0.0, -2.0], [0.0, 0.0, 100.0, 0.25], [0.0, 0.0, 0.0, 1.0]])
+    armature = Armature("kenney", (), placement.tolist())
+    rest = dict(zip(retargeted.skeleton.joint_names, rest_positions(retargeted.skeleton)))
+    for (name, bone, point), (_, _, world) in zip(added_points(armature, info.added_joints), info.added_joints):
+        blender = placement @ np.r_[point, 1.0]
+        assert np.allclose(GLTF_TO_BLENDER.T @ blender[:3], rest[name], atol=1e-9) and np.allclose(world, rest[name])

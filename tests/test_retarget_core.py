@@ -311,3 +311,28 @@ def test_travel_direction_is_compared_when_clip_and_character_travel_at_their_si
 
     report = _measured(world, moved(source_m), moved(character_m), height_cm)[0]
     assert report.travel_cosine == (pytest.approx(1.0) if compared else None)
+
+
+def test_a_tipped_legs_ankle_is_above_its_sole_under_its_hip():
+    """`retarget.ankles`: the ankle of a leg bone whose vertices include its foot, from the sole's
+    footprint (vertices within 5% of the bone's height of the lowest, seen from above), written out
+    here for boxes: under the hip where the footprint lies under it, else its nearest point."""
+    from kimodo_rig.retarget.ankles import ankle_point, convex_hull, nearest_in_hull
+
+    def box(low, high):
+        return [(x, y, z) for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])]
+
+    # Kenney's block: a column under the hip, the foot 0.15 ahead of its centre, the leg 0.2 tall.
+    block = box((-0.075, 0.0, -0.075), (0.075, 0.3, 0.075)) + box((-0.075, 0.0, 0.075), (0.075, 0.15, 0.15))
+    assert ankle_point((0.0, 0.2, 0.0), block) == pytest.approx((0.0, 0.02, 0.0))
+    # Legs spread at rest (the mannequin's: the foot 8 cm out from under the hip): the footprint's nearest point.
+    spread = box((0.167, 0.003, 0.023), (0.2, 0.08, 0.205))
+    assert ankle_point((0.101, 0.866, 0.005), spread) == pytest.approx((0.167, 0.003 + 0.0863, 0.023))
+    # Nothing under the start: no ankle.
+    assert ankle_point((0.0, -0.5, 0.0), block) is None and ankle_point((0.0, 0.2, 0.0), []) is None
+    square = convex_hull([(0, 0), (1, 0), (1, 1), (0, 1), (0.5, 0.5), (1, 0.5)])
+    assert sorted(square) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert nearest_in_hull((0.25, 0.75), square) == (0.25, 0.75)
+    assert nearest_in_hull((2.0, 0.5), square) == pytest.approx((1.0, 0.5))
+    assert nearest_in_hull((-1.0, -1.0), square) == pytest.approx((0.0, 0.0))
+    assert nearest_in_hull((3.0, 1.0), [(0.0, 0.0), (2.0, 0.0)]) == pytest.approx((2.0, 0.0))  # a segment

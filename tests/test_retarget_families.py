@@ -230,3 +230,51 @@ def test_skinned_bones_nothing_drives_get_one_line_naming_them(tmp_path):
     assert result.returncode == 0 and output.exists(), result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning")]
     assert len(warnings) == 1 and "will not move: hat" in warnings[0] and "Traceback" not in result.stderr
+
+
+def _block_legs_judged(output: Path, clip: str) -> dict:
+    """Per block leg, the mean cosine of its COLUMN (the leg node's world rotation applied to straight
+    down: `kenney_blocks` stands each column straight under its hip, every node's rest rotation the
+    identity) with Kimodo's hip-to-ankle line (its posed joints), and the mean of their forward leans'
+    difference in degrees. numpy and pygltflib only."""
+    import test_feet_judges as tfj
+
+    case = tfj.Case(clip, None, {})
+    source, _ = tfj._source(case)
+    glb = Glb(output)
+    world = glb.animated_world_matrices()
+    names = [node.name for node in glb.gltf.nodes]
+    figures = {}
+    for s, leg in (("l", "leg-left"), ("r", "leg-right")):
+        column = world[:, names.index(leg), :3, :3] @ np.array([0.0, -1.0, 0.0])
+        frames = min(len(column), len(source["thigh_" + s]))
+        line = source["foot_" + s][:frames] - source["thigh_" + s][:frames]
+        line /= np.linalg.norm(line, axis=1)[:, None]
+        column = column[:frames] / np.linalg.norm(column[:frames], axis=1)[:, None]
+        lean = np.degrees(np.arctan2(column[:, 2], -column[:, 1]) - np.arctan2(line[:, 2], -line[:, 1]))
+        figures[leg] = (float((column * line).sum(1).mean()), float(lean.mean()))
+    return figures
+
+
+@pytest.mark.parametrize("clip", ["soma_01_single_text_prompt", "g1_01_single_text_prompt"])
+def test_block_legs_follow_kimodo_with_their_column_not_their_toe(tmp_path, clip):
+    """Kenney's block legs (`rig_variants.kenney_blocks`: the foot reaches as far ahead of the leg as the
+    leg is tall) end at a tip guessed from their vertices, at the toe's front. Aimed along Kimodo's
+    hip-to-ankle line, that tip leaned every leg back 33 degrees while Kimodo stood (the column's mean
+    cosine 0.82), and the report, measuring the same tip, said legs 0.975. The leg's line now ends at its
+    ankle (above the sole, under the hip): judged by the column, the legs lean as Kimodo's do (within 5
+    degrees on the mean), and the report's legs figure is the judge's. Unlocked the column is Kimodo's line
+    to 1e-6; locked, the floor costs the rest (a rigid foot that long dips at one end whenever its leg is
+    not upright: the swinging leg is turned up, 0.93-0.97 on these clips; the feet's figures are not
+    met on this kind yet, see the issue's note)."""
+    rig = rv.kenney_blocks(tmp_path / "blocks.glb")
+    out = tmp_path / "blocks_out.glb"
+    result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out, "--report", out.with_suffix(".json"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    judged = _block_legs_judged(out, clip)
+    for leg, (cosine, lean) in judged.items():
+        assert abs(lean) <= 5.0 and cosine >= 0.9, (leg, judged)
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["legs_match"] == pytest.approx(min(c for c, _ in judged.values()), abs=0.01), (report["legs_match"], judged)
+    names = [node.name for node in Glb(out).gltf.nodes]
+    assert "leg-left_ankle" in names and "leg-right_ankle" in names  # the line's end, written as the tips are

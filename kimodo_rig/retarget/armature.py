@@ -209,6 +209,14 @@ def tip_points(armature: Armature) -> List[Tuple[str, str, Vec3]]:
     return tips
 
 
+def added_points(armature: Armature, added: Sequence[Tuple[str, str, Sequence[float]]]) -> List[Tuple[str, str, Vec3]]:
+    """The joints the retarget added to the skeleton (`RetargetInfo.added_joints`: name, the bone, rest
+    point in the glTF frame) as `tip_points` gives tips (rest point in armature space), so a front end
+    samples them carried by their bones as it samples the tips."""
+    placement = Placement.of(armature)
+    return [(name, bone, placement.to_armature(matrix_apply(FROM_Y_UP, point))) for name, bone, point in added]
+
+
 def _ordered_skeleton(name: str, names: Sequence[str], parents: Sequence[int], offsets, rotations) -> Skeleton:
     """A Skeleton whose joints are re-sorted parent before child (re-parenting loose top bones can put a
     child before its new parent)."""

@@ -38,7 +38,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..model import Motion, Skeleton
 from ..ops.fk import global_rotations_and_positions, pose_globals
 from ..rotations import add, quat_rotate, scale
-from .mapping import SIDES, HumanoidMap
+from .ankles import with_ankles
+from .mapping import SIDES, HumanoidMap, map_humanoid
 from .solve import RetargetInfo, centred_average, retarget
 from .soles import (
     BLEND_FRAMES,
@@ -103,7 +104,11 @@ def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (),
     calls (`kimodo-rig retarget`, the preview, the Blender add-on through api.retarget_motion), so they
     all put the same motion on a character. `bind_mesh`: the character's vertices at bind (soles on the
     mesh; none: on the joints). With --in-place and the lock, the travel taken out is in
-    `info.removed_travel` (locked feet walk a treadmill, locked on the travelling motion)."""
+    `info.removed_travel` (locked feet walk a treadmill, locked on the travelling motion). A leg whose
+    foot is a tip guessed from the mesh gets an ankle joint its line ends at (`ankles.with_ankles`,
+    listed in `info.added_joints`)."""
+    target_map, added = with_ankles(target_map or map_humanoid(target, target_name or target.name), bind_mesh)
+    target = target_map.skeleton
     retargeted, info = retarget(motion, target, in_place=in_place, root_motion=root_motion,
                                 target_map=target_map, target_name=target_name, source_name=source_name)
     treadmill = None
@@ -116,7 +121,7 @@ def retarget_onto(motion: Motion, target: Skeleton, *, bind_mesh: BindMesh = (),
     root_track = info.root_track
     if root_track is not None:  # the root bone travels with the hips
         root_track = tuple(((p[0] + d[0], p[1], p[2] + d[1]), q) for (p, q), d in zip(root_track, moved))
-    return placed, replace(info, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track,
+    return placed, replace(info, added_joints=added, removed_travel=tuple(treadmill) if treadmill is not None else None, root_track=root_track,
                            foot_locked=foot_lock)
 
 

@@ -41,7 +41,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     """The character with the new animation when the target carries a mesh, else a box rig of the
     target skeleton."""
     if target.document is not None and target.has_mesh:
-        document = _written_document(target)
+        document = _written_document(target, _added_nodes(info, target))
         names = target.skeleton.joint_names
         joint_nodes = dict(zip(names, target.nodes))  # tip joints (after the file's own) have no node to animate
         scales = dict(zip(names, target.scales))
@@ -66,8 +66,22 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     )
 
 
-def _written_document(target: Target) -> gd.Document:
-    """The character's document with one plain node per tip joint, under its bone at the tip's place, so
+def _added_nodes(info: RetargetInfo, target: Target) -> List[Tuple[str, str, Vec3]]:
+    """The joints the retarget added (`info.added_joints`) as tips are kept: (name, bone, the joint's
+    place in the bone NODE's own frame at bind, scale included)."""
+    names = list(target.skeleton.joint_names)
+    rotations, positions = rest_pose(target.skeleton)
+    nodes = []
+    for name, bone, world in info.added_joints:
+        j = names.index(bone)
+        bind = gd.trs_matrix(positions[j], rotations[j], target.scales[j])
+        nodes.append((name, bone, gd.apply4(gd.invert4(bind), world)))
+    return nodes
+
+
+def _written_document(target: Target, added: Sequence[Tuple[str, str, Vec3]] = ()) -> gd.Document:
+    """The character's document with one plain node per tip joint (and per joint the retarget `added`),
+    under its bone at the tip's place, so
     the written file carries where each childless limb bone ends (read back like any joint); and every
     joint's node named as the skeleton names it: a name the file repeats (two bones `index_03_r`, a mesh
     node named as a bone) is made unique as the reader made it, so the written file says which node is
@@ -77,13 +91,13 @@ def _written_document(target: Target) -> gd.Document:
     joint_name = {node: name for name, node in node_of.items()}
     nodes = document.gltf.get("nodes", [])  # type: ignore[union-attr]
     clashing = [i for i, node in enumerate(nodes) if node.get("name") in node_of and joint_name.get(i) != node.get("name")]
-    if not target.tips and not clashing:
+    if not target.tips and not added and not clashing:
         return document  # type: ignore[return-value]
     gltf = copy.deepcopy(document.gltf)  # type: ignore[union-attr]
     nodes = gltf["nodes"]
     for i in clashing:
         nodes[i]["name"] = joint_name.get(i) or "{}_node{}".format(nodes[i]["name"], i)
-    for tip_name, bone, local in target.tips:
+    for tip_name, bone, local in list(target.tips) + list(added):
         nodes.append({"name": tip_name, "translation": list(local)})
         parent = nodes[node_of[bone]]
         parent["children"] = list(parent.get("children", [])) + [len(nodes) - 1]

@@ -75,6 +75,9 @@ class RetargetInfo:
     # were locked on the travelling motion (the report adds it back to measure the planted feet).
     removed_travel: Optional[Tuple[Tuple[float, float], ...]] = None
     foot_locked: bool = False  # the feet pass locked planted feet (not with --no-foot-lock)
+    # Joints the retarget added to the character (a tipped leg's ankle, retarget.ankles): (name, the bone
+    # it rides on, rest position in the glTF frame). The writers place them as the tips are placed.
+    added_joints: Tuple[Tuple[str, str, Vec3], ...] = ()
 
 
 def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:

@@ -82,6 +82,11 @@ KENNEY_CARRIED = {}
 for _s in "lr":
     KENNEY_CARRIED.update({"foot_" + _s: (KENNEY["thigh_" + _s], "foot_" + _s),
                            "hand_" + _s: (KENNEY["upperarm_" + _s], "hand_" + _s)})
+# Points carried by a bone given in the bone's own frame (the rig is not built from a shared one).
+BLOCKS_CARRIED = {}
+for _s, _x in (("l", 1.0), ("r", -1.0)):
+    BLOCKS_CARRIED.update({"foot_" + _s: (KENNEY["thigh_" + _s], (0.0, -0.9 * rv.BLOCK_LEG, 0.0)),
+                           "hand_" + _s: (KENNEY["upperarm_" + _s], (_x * 0.25, 0.0, 0.0))})
 
 # The judged bones of each rig family (their names as the family's exporter writes them).
 FAMILY_PARTS = {
@@ -177,6 +182,13 @@ VARIANTS = {
                                  limbs=(("thigh", "foot"), ("upperarm", "hand")),
                                  skip_report=("reach_target_cm", "limb_cosine_min"),
                                  one_bone_legs={"l": "leg-left", "r": "leg-right"}),
+    # Kenney's block proportions (rig_variants.kenney_blocks): the foot reaches as far ahead of the leg as
+    # the leg is tall, the hips wider apart than the legs are long. The judge's ankle is on the leg's column,
+    # 10% of the leg above the sole; the hand at the arm block's end.
+    "kenney_blocks": Variant(rv.MANNEQUIN, (rv.kenney_blocks_instead,), KENNEY, carried=BLOCKS_CARRIED,
+                             limbs=(("thigh", "foot"), ("upperarm", "hand")),
+                             skip_report=("reach_target_cm", "limb_cosine_min"),
+                             one_bone_legs={"l": "leg-left", "r": "leg-right"}),
     # End bones whose inverse bind matrices are the scene's (THREE.GLTFExporter): they ride on their parents.
     "end_bones_robot": Variant(rv.ROBOT, (rv.end_bones_from_the_scene,), tfv.ROBOT, warnings=(tfv.POSED, "do not fit"),
                                hands=tfv.ROBOT_HANDS),
@@ -235,9 +247,11 @@ def build(name: str, variant: Variant, folder: Path):
 def gltf_place(gltf, variant: Variant, bone: str, joint: str) -> list:
     """Where a joint of the BASE rig sits at bind, moved as the builders moved the scene (a joint the rig
     lost: the builders' scene turn / scale carry the bone it hung from; its offset is the base rig's)."""
+    built_world = rv.world_matrices(gltf)
+    if not isinstance(joint, str):  # a point in the bone's own frame
+        return (built_world[rv.node_index(gltf, bone)] @ np.append(np.asarray(joint, dtype=np.float64), 1.0))[:3].tolist()
     base = rv.load(variant.base)
     base_world = rv.world_matrices(base)
-    built_world = rv.world_matrices(gltf)
     original_bone = {v: k for k, v in tfj.ANONYMOUS.items()}.get(bone, bone)
     if original_bone not in [n.name for n in base.nodes]:
         original_bone = {"arm-left": "upperarm_l", "arm-right": "upperarm_r", "leg-left": "thigh_l",

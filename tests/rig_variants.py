@@ -766,8 +766,16 @@ def kenney_blocks(path) -> Path:
     """A character of Kenney's platformer kind made here from boxes (`BLOCKS`): rigid parts on nodes, no
     skin, one-bone limbs, its feet as long ahead of the leg as the leg is tall, the hips wider apart than
     the legs are long. Saved at `path`."""
-    gltf = pygltflib.GLTF2(scene=0, scenes=[pygltflib.Scene(nodes=[0])], nodes=[pygltflib.Node(name="character")],
-                           buffers=[pygltflib.Buffer(byteLength=0)])
+    gltf = pygltflib.GLTF2()
+    kenney_blocks_instead(gltf)
+    return save(gltf, path)
+
+
+def kenney_blocks_instead(gltf: pygltflib.GLTF2) -> None:
+    """Replaces everything in `gltf` with the box character of `kenney_blocks` (a builder for the sweep,
+    whose variants are built from a shared rig)."""
+    gltf.__init__(scene=0, scenes=[pygltflib.Scene(nodes=[0])], nodes=[pygltflib.Node(name="character")],
+                  buffers=[pygltflib.Buffer(byteLength=0)])
     gltf.set_binary_blob(b"")
     corners = np.array([[(i >> 0) & 1, (i >> 1) & 1, (i >> 2) & 1] for i in range(8)], dtype=np.float64)
     faces = [(0, 2, 1), (1, 2, 3), (4, 5, 6), (5, 7, 6), (0, 1, 4), (1, 5, 4),
@@ -786,7 +794,6 @@ def kenney_blocks(path) -> Path:
         index[name] = len(gltf.nodes) - 1
         holder = gltf.nodes[index[parent]]
         holder.children = list(holder.children or []) + [index[name]]
-    return save(gltf, path)
 
 
 def end_bones_from_the_scene(gltf: pygltflib.GLTF2) -> None:

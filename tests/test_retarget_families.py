@@ -278,3 +278,39 @@ def test_block_legs_follow_kimodo_with_their_column_not_their_toe(tmp_path, clip
     assert report["legs_match"] == pytest.approx(min(c for c, _ in judged.values()), abs=0.01), (report["legs_match"], judged)
     names = [node.name for node in Glb(out).gltf.nodes]
     assert "leg-left_ankle" in names and "leg-right_ankle" in names  # the line's end, written as the tips are
+
+
+def _block_soles(output: Path, rig: Path, clip: str) -> dict:
+    """The block legs' lowest vertex over the clip under the rig's rest floor (cm, the character's own
+    size) and their planted slide (tests/one_bone_judge.py): numpy placement of the legs' boxes by the
+    written nodes' world matrices, no kimodo_rig."""
+    import one_bone_judge
+    import test_feet_judges as tfj
+    from feet_judge import Skinned, _carried_by, _descendants, _node_world_static
+
+    contacts = tfj._source(tfj.Case(clip, None, {}))[1]
+    source = Skinned(rig)
+    legs = {"l": "leg-left", "r": "leg-right"}
+    static = _node_world_static(source.glb)[None]
+    floor = min(source.skin(static, _carried_by(source, _descendants(source.glb, leg)))[0][:, 1].min() for leg in legs.values())
+    written = Skinned(output)
+    world = written.glb.animated_world_matrices()
+    lowest = min(written.skin(world, _carried_by(written, _descendants(written.glb, leg)))[..., 1].min() for leg in legs.values())
+    return {"lowest_cm": 100.0 * (lowest - floor), "skate_cm": one_bone_judge.sole_slide(output, rig, legs, contacts)["skate_cm"]}
+
+
+def test_parallel_block_legs_planted_together_do_not_drop_the_hips_through_the_floor(tmp_path):
+    """Two block legs planted about as far apart as their hips are near parallel: the hips' least move
+    that lets both reach their pins is then a point on a circle that dips through the floor, and the
+    solve took it (soma_06 on `kenney_blocks`: the hips 26 cm down on 20 cm legs for three frames, the
+    soles 25.6 cm under the floor; the planted soles slid 0.38 cm a frame). Such a move is now refused
+    below ONE_BONE_LOWEST_HIP of the leg over its pin and the legs turn onto their pins instead: no sole
+    goes more than a quarter of the leg under the floor, and the planted soles slide less than 0.15 cm a
+    frame (at the character's own size; the issue's bars, per 1.7 m, are not met on this kind yet)."""
+    rig = rv.kenney_blocks(tmp_path / "blocks.glb")
+    out = tmp_path / "blocks_out.glb"
+    clip = "soma_06_root_waypoints"
+    result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    judged = _block_soles(out, rig, clip)
+    assert judged["lowest_cm"] >= -100.0 * rv.BLOCK_LEG / 4.0 and judged["skate_cm"] <= 0.15, judged

@@ -30,6 +30,7 @@ from .lock import _blend_offsets
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
 ONE_BONE_STIFFNESS = 0.001  # m²/m²: what the hips' move costs beside the legs' misses of their pins (squared)
+ONE_BONE_LOWEST_HIP = 0.8  # of the leg's length: how low over its pin a planted leg's hip may be moved
 ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
 ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)
 ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
@@ -304,12 +305,27 @@ def _sole_back(soles: Soles, side: str, rotations, positions, height: float) -> 
 def _hips_reaching(tmap: HumanoidMap, wanted: Sequence[Tuple[str, Point, Vec3]], pose) -> Vec3:
     """The least move of the hips (horizontal ONE_BONE_HIPS_LEVEL times dearer than vertical) that puts
     each planted one-bone leg's pinned point its own length from its hip: Gauss-Newton steps of the
-    weighted least-norm kind on |goal - hip - move| = length, one equation per planted leg."""
+    weighted least-norm kind on |goal - hip - move| = length, one equation per planted leg. Where that
+    move takes a hip down to less than ONE_BONE_LOWEST_HIP of its leg over its pin, the move is made
+    dearer beside the misses until it does not (two near parallel legs pinned slightly closer than their
+    hips leave the hips a circle through the floor: soma_06 on block legs, the hips 26 cm down on 20 cm
+    legs); the legs' turns onto their pins take the rest."""
     rotations, positions = pose
     legs = []
     for side, point, goal in wanted:
         hip = positions[tmap.bones["thigh_" + side]]
         legs.append((subtract(goal, hip), length(subtract(posed_point(point, rotations, positions), hip))))
+    stiffness = ONE_BONE_STIFFNESS
+    while True:
+        move = _least_reaching_move(legs, stiffness)
+        # (hip - goal) = -(towards - move): its height is the hip's over the pin after the move
+        if move[1] >= 0.0 or all(move[1] - towards[1] >= ONE_BONE_LOWEST_HIP * reach for towards, reach in legs) or stiffness > 1e3:
+            return move
+        stiffness *= 4.0
+
+
+def _least_reaching_move(legs: Sequence[Tuple[Vec3, float]], stiffness: float) -> Vec3:
+    """`_hips_reaching`'s Gauss-Newton steps for legs [(hip to goal, length)] at a given stiffness."""
     inverse = (1.0 / ONE_BONE_HIPS_LEVEL, 1.0, 1.0 / ONE_BONE_HIPS_LEVEL)
     move = (0.0, 0.0, 0.0)
     for _ in range(ONE_BONE_STEPS):
@@ -325,7 +341,7 @@ def _hips_reaching(tmap: HumanoidMap, wanted: Sequence[Tuple[str, Point, Vec3]],
         if not rows:
             break
         weighted = [tuple(r[k] * inverse[k] for k in range(3)) for r in rows]
-        gram = [[dot(a, b) + (ONE_BONE_STIFFNESS if i == j else 0.0) for j, b in enumerate(rows)] for i, a in enumerate(weighted)]
+        gram = [[dot(a, b) + (stiffness if i == j else 0.0) for j, b in enumerate(rows)] for i, a in enumerate(weighted)]
         if len(rows) == 1:
             factors = [-rests[0] / gram[0][0]]
         else:

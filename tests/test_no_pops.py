@@ -16,7 +16,7 @@ from conftest import NPZ, run_cli
 from feet_judge import Skinned, _height
 from gltf_judge import Glb
 
-HIPS = {"mannequin": "pelvis", "robot": "Hips", "dress": "Hips", "kenney": "torso"}
+HIPS = {"mannequin": "pelvis", "robot": "Hips", "dress": "Hips", "kenney": "torso", "blocks": "torso"}
 CLIPS = ("soma_01_single_text_prompt", "soma_03_full_body_keyframes", "soma_06_root_waypoints", "g1_01_single_text_prompt",
          "g1_02_multi_text_ee_constraint")
 # The hardest one-frame change of the hips' speed may be this many times Kimodo's own hardest, plus a
@@ -27,7 +27,10 @@ PLUS_CM = 1.0
 # One-bone legs (Kenney's) were held as not met until the lock's hips path was smoothed: where one foot
 # landed or lifted while the other stayed down the hips' move changed in a frame (soma_03 24, soma_06 22,
 # g1_02 21, and soma_01's leap 19.7 from the floor pass in flight; soma_06's walk is here for that).
-NOT_MET: dict = {}
+# Kenney's block proportions (`kenney_blocks`, feet as long as the legs) still pop where a foot rocks onto
+# its other end or lands while the other stands (the hips' circle of moves shifts): what they reach today.
+NOT_MET: dict = {("blocks", "soma_03_full_body_keyframes"): 38.5, ("blocks", "soma_06_root_waypoints"): 17.0,
+                 ("blocks", "g1_01_single_text_prompt"): 25.0, ("blocks", "g1_02_multi_text_ee_constraint"): 16.0}
 
 
 def _hardest_cm(hips: np.ndarray, height: float) -> float:
@@ -45,10 +48,16 @@ def kenney(tmp_path_factory):
     return rv.variant(rv.MANNEQUIN, tmp_path_factory.mktemp("kenney"), "kenney.glb", rv.kenney_like)
 
 
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory):
+    """Kenney's block proportions: the lock rocks the hips over a standing foot to lift the swinging one."""
+    return rv.kenney_blocks(tmp_path_factory.mktemp("blocks") / "blocks.glb")
+
+
 @pytest.mark.parametrize("rig", sorted(HIPS))
 @pytest.mark.parametrize("clip", CLIPS)
-def test_the_hips_change_speed_no_harder_than_kimodos_do(tmp_path, kenney, rig, clip):
-    target = {"mannequin": rv.MANNEQUIN, "robot": rv.ROBOT, "dress": rv.FEMALE_DRESS, "kenney": kenney}[rig]
+def test_the_hips_change_speed_no_harder_than_kimodos_do(tmp_path, kenney, blocks, rig, clip):
+    target = {"mannequin": rv.MANNEQUIN, "robot": rv.ROBOT, "dress": rv.FEMALE_DRESS, "kenney": kenney, "blocks": blocks}[rig]
     out = tmp_path / "out.glb"
     result = run_cli("retarget", NPZ / clip / "motion.npz", "--target", target, "-o", out)
     assert result.returncode == 0, result.stderr

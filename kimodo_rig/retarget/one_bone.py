@@ -18,7 +18,9 @@ from ..rotations import (
     normalize,
     quat_angle,
     quat_between,
+    quat_conjugate,
     quat_from_axis_angle,
+    quat_multiply,
     quat_rotate,
     scale,
     subtract,
@@ -146,14 +148,17 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
     and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
     least that keeps its lowest sole point on the floor, further along its own lean and out to the side
-    (ONE_BONE_OUTWARD of its lean where it hangs straight down) or back towards hanging straight
-    (`_clearing_angle`), eased over BLEND_FRAMES, each frame about its own axis and never turned deeper
-    under the floor than it was (the ease about another frame's axis dipped a long foot 3.5 cm); not in
-    contact."""
+    (ONE_BONE_OUTWARD of its lean where it hangs straight down) or back (`_clearing_angle`); where no
+    such turn clears, towards hanging straight down with its sole level, where that lifts it more (a
+    foot as long as the leg, rolled: the turn about the lean's axis does not pass through it). Eased over
+    BLEND_FRAMES, each frame about its own axis, an eased frame never lower than its own turn would
+    leave it (the ease about another frame's axis dipped a long foot 3.5 cm; past hanging straight,
+    1.7 cm on g1_04); not in contact."""
     skeleton = tmap.skeleton
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
     lateral = 1.0 if side == SIDES[0] else -1.0
+    rest_from = [quat_conjugate(q) for q in rest_pose(skeleton)[0]]  # world rest rotation undone: the rest column is straight down
     needs: List[float] = []
     axes: List[Optional[Vec3]] = []
     for frame, (rotations, positions) in enumerate(poses):
@@ -178,6 +183,16 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         angle = _clearing_angle(lambda a: _lowest_turned(placed, hip, axis, a), floor)  # noqa: B023
         if angle < 0.0:  # back towards hanging straight: a foot long beside the leg dips at both ends
             axes[frame], angle = scale(axis, -1.0), -angle
+        # Or towards hanging straight down, its sole level: a foot long beside its leg reaches highest
+        # there, and no turn about the lean's axis passes through it when the leg is also rolled.
+        column = quat_rotate(quat_multiply(rotations[thigh], rest_from[thigh]), (0.0, -1.0, 0.0))
+        straight = cross(column, (0.0, -1.0, 0.0))
+        if length(straight) > 1e-6 and _lowest_turned(placed, hip, axes[frame], angle) < floor:
+            upright = math.atan2(length(straight), dot(column, (0.0, -1.0, 0.0)))
+            straight = normalize(straight)
+            tilt = _last_true(lambda a: _lowest_turned(placed, hip, straight, a) >= floor, upright, 0.0)  # noqa: B023
+            if _lowest_turned(placed, hip, straight, tilt) > _lowest_turned(placed, hip, axes[frame], angle):
+                axes[frame], angle = straight, tilt
         needs[frame] = angle
     eased = _ease(needs)
     for frame, angle in enumerate(eased):
@@ -189,10 +204,11 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         rotations, positions = poses[frame]
         hip = positions[thigh]
         if angle > needs[frame]:
-            # Eased in or out about an axis that is not this frame's need: never turned under the floor
-            # (a foot long beside a rigid leg lifts at one end and dips at the other).
+            # Eased in or out further than this frame's own need: never lower than that need leaves it
+            # (a foot long beside a rigid leg lifts at one end and dips at the other; a leg turned towards
+            # hanging straight by a neighbour's larger angle swings past it).
             placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
-            keep = min(floor, _lowest_turned(placed, hip, axis, 0.0))
+            keep = min(floor, _lowest_turned(placed, hip, axis, needs[frame]))
             if _lowest_turned(placed, hip, axis, angle) < keep:
                 angle = _last_true(lambda a: _lowest_turned(placed, hip, axis, a) >= keep, needs[frame], angle)  # noqa: B023
         _turn_about(joints, rotations, positions, hip, quat_from_axis_angle(axis, angle))

@@ -50,7 +50,7 @@ def kenney(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def blocks(tmp_path_factory):
-    """Kenney's block proportions: the lock rocks the hips over a standing foot to lift the swinging one."""
+    """Kenney's block proportions: feet as long as the legs, hips wider apart than the legs are long."""
     return rv.kenney_blocks(tmp_path_factory.mktemp("blocks") / "blocks.glb")
 
 

@@ -32,7 +32,7 @@ from .lock import _blend_offsets
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
 ONE_BONE_STIFFNESS = 0.001  # m²/m²: what the hips' move costs beside the legs' misses of their pins (squared)
-ONE_BONE_LOWEST_HIP = 0.8  # of the leg's length: how low over its pin a planted leg's hip may be moved
+ONE_BONE_LOWEST_HIP = 0.8  # of the leg's reach to its pinned point: how low over the pin its hip may be moved
 ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
 ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)
 ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
@@ -140,11 +140,12 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             positions = poses[frame][1]
             positions[:] = [(p[0] + dx, p[1] + dy, p[2] + dz) for p in positions]
     for side in sides:
-        _clear_the_floor(tmap, soles, side, planted[side], poses, floor)
+        _clear_the_floor(tmap, soles, side, planted[side], poses, floor, rest_rotations)
     return moved
 
 
-def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float) -> None:
+def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float,
+                     rest_rotations: Sequence[Sequence[float]]) -> None:
     """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
     and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
     least that keeps its lowest sole point on the floor, further along its own lean and out to the side
@@ -158,7 +159,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
     lateral = 1.0 if side == SIDES[0] else -1.0
-    rest_from = [quat_conjugate(q) for q in rest_pose(skeleton)[0]]  # world rest rotation undone: the rest column is straight down
+    rest_from = quat_conjugate(rest_rotations[thigh])  # the leg's world rest rotation undone: its rest column is straight down
     needs: List[float] = []
     axes: List[Optional[Vec3]] = []
     for frame, (rotations, positions) in enumerate(poses):
@@ -185,13 +186,14 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
             axes[frame], angle = scale(axis, -1.0), -angle
         # Or towards hanging straight down, its sole level: a foot long beside its leg reaches highest
         # there, and no turn about the lean's axis passes through it when the leg is also rolled.
-        column = quat_rotate(quat_multiply(rotations[thigh], rest_from[thigh]), (0.0, -1.0, 0.0))
+        column = quat_rotate(quat_multiply(rotations[thigh], rest_from), (0.0, -1.0, 0.0))
         straight = cross(column, (0.0, -1.0, 0.0))
-        if length(straight) > 1e-6 and _lowest_turned(placed, hip, axes[frame], angle) < floor:
+        reached = _lowest_turned(placed, hip, axes[frame], angle)
+        if length(straight) > 1e-6 and reached < floor:
             upright = math.atan2(length(straight), dot(column, (0.0, -1.0, 0.0)))
             straight = normalize(straight)
             tilt = _last_true(lambda a: _lowest_turned(placed, hip, straight, a) >= floor, upright, 0.0)  # noqa: B023
-            if _lowest_turned(placed, hip, straight, tilt) > _lowest_turned(placed, hip, axes[frame], angle):
+            if _lowest_turned(placed, hip, straight, tilt) > reached:
                 axes[frame], angle = straight, tilt
         needs[frame] = angle
     eased = _ease(needs)

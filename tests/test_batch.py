@@ -103,12 +103,13 @@ def test_convert_takes_many_inputs_into_a_new_outdir_and_jobs_change_no_byte(tmp
         assert (result.returncode, result.stderr) == (0, ""), result.stderr
         lines = result.stdout.splitlines()
         assert lines[:-1] == ["{}: {} -> {}".format(source, what, outdir / name) for source, what, name in (
-            (inputs[0], "G1, 34 joints, 150 frames", "motion.bvh"),
-            (inputs[1], "SOMA, 30 joints, 150 frames", "motion_2.bvh"),
+            (inputs[0], "G1, 34 joints, 150 frames", "g1_01_single_text_prompt.bvh"),
+            (inputs[1], "SOMA, 30 joints, 150 frames", "soma_01_single_text_prompt.bvh"),
             (inputs[2], "SOMA, 30 joints, 227 frames", "soma_02_multi_text_prompt.bvh"))]
         assert SUMMARY.match(lines[-1]).groups() == ("3", "0")
         outputs[jobs] = _digests(outdir)
-    assert sorted(outputs["1"]) == ["motion.bvh", "motion_2.bvh", "soma_02_multi_text_prompt.bvh"]
+    assert sorted(outputs["1"]) == ["g1_01_single_text_prompt.bvh", "soma_01_single_text_prompt.bvh",
+                                    "soma_02_multi_text_prompt.bvh"]
     assert outputs["2"] == outputs["1"]
 
 
@@ -135,6 +136,28 @@ def test_retarget_takes_many_inputs_on_every_core_into_a_new_outdir_and_jobs_cha
         outputs[jobs] = ([line.replace(str(outdir), "OUT") for line in lines[:-1]], _digests(outdir))
     assert sorted(outputs[()][1]) == sorted(names)
     assert outputs[("--jobs", "1")] == outputs[()] and outputs[("--jobs", "2")] == outputs[()]
+
+
+def test_a_batch_names_kimodo_s_motion_npz_files_by_their_clip_folders(tmp_path):
+    """Kimodo writes `motion.npz` into each clip's folder: `clips/*/motion.npz` comes out named by the
+    clips, not motion, motion_2, ...; a stem shared within one folder keeps the stem and a suffix."""
+    from kimodo_rig import naming
+    (tmp_path / "walk").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "motion.npz").write_bytes(b"")
+    (tmp_path / "walk" / "motion.npz").write_bytes(b"")
+    (tmp_path / "walk" / "motion.bvh").write_bytes(b"")
+    (tmp_path / "walk" / "jump.bvh").write_bytes(b"")
+    got = naming.input_names([str(tmp_path / "run" / "motion.npz"), str(tmp_path / "walk" / "motion.npz"),
+                              str(tmp_path / "walk" / "jump.bvh"), str(tmp_path / "walk") + os.sep])
+    assert got == ["run", "walk", "jump", "walk"]
+    got = naming.input_names([str(tmp_path / "walk" / "motion.npz"), str(tmp_path / "walk" / "motion.bvh")])
+    assert got == ["motion", "motion"]
+    inputs = [str(NPZ / name / "motion.npz") for name in ("soma_01_single_text_prompt", "g1_01_single_text_prompt")]
+    outdir = tmp_path / "out"
+    result = run_cli("retarget", *inputs, "--target", "mixamo", "--outdir", outdir, "--jobs", "1")
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert sorted(p.name for p in outdir.iterdir()) == ["g1_01_single_text_prompt.glb", "soma_01_single_text_prompt.glb"]
 
 
 def test_convert_refuses_several_inputs_without_outdir_and_outdir_without_format(tmp_path):

@@ -50,9 +50,9 @@ def run_convert(args: argparse.Namespace) -> int:
             return 1
         extensions = formats.FORMATS[args.format].EXTENSIONS
         taken = set()  # type: set
-        pairs = [(path, str(outdir / (naming.unique(naming.sanitise_asset_name(Path(path).stem, fallback="motion"), taken)
+        pairs = [(path, str(outdir / (naming.unique(naming.sanitise_asset_name(name, fallback="motion"), taken)
                                       + (extensions[0] if extensions else ""))))
-                 for path in args.paths]
+                 for path, name in zip(args.paths, naming.input_names(args.paths))]
     tasks = [(source, target, args.input_format, args.format, args.fps, options) for source, target in pairs]
     failures = run_batch(tasks, convert_one, lambda task, line: line, args.jobs)
     return 1 if failures else 0

@@ -59,7 +59,8 @@ def run_retarget(args: argparse.Namespace) -> int:
         print(retarget_one(args.inputs[0], Path(args.output), target, target_map, mesh, args))
         return 0
     taken = set()  # type: set
-    tasks = [(source, Path(args.outdir) / (naming.unique(_stem(source), taken) + ".glb")) for source in args.inputs]
+    tasks = [(source, Path(args.outdir) / (naming.unique(_clean(name), taken) + ".glb"))
+             for source, name in zip(args.inputs, naming.input_names(args.inputs))]
     failures = run_batch(tasks, _retarget_task, _batch_line, args.jobs, shared=(target, target_map, mesh, args))
     return 1 if failures else 0
 
@@ -76,10 +77,8 @@ def _batch_line(task, report: str) -> str:
     return "{}, {} -> {}".format(lines[0], lines[-1].strip(), task[1])
 
 
-def _stem(source: str) -> str:
-    """The output name of an input in a batch: its own name, only [A-Za-z0-9_-] (never a path)."""
-    path = Path(source.rstrip("/\\"))
-    name = path.name if path.is_dir() else path.stem
+def _clean(name: str) -> str:
+    """An input's name (naming.input_names) as an output name in a batch: only [A-Za-z0-9_-] (never a path)."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "clip"
 
 

@@ -415,6 +415,28 @@ def add_helper_joint(gltf: pygltflib.GLTF2, name: str, parent_name: str, at_worl
         skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
 
 
+def shield_on_the_left_forearm(gltf: pygltflib.GLTF2) -> None:
+    """A prop the way Quaternius' Soldier carries one: a ShieldSlot joint at the middle of the left
+    forearm (`lowerarm_l`), a 55 x 45 cm board skinned to it alone, out at the arm's left side and
+    reaching 27 cm below it, below the fingertips where the arm hangs."""
+    bind = bind_worlds(gltf)
+    middle = (bind["lowerarm_l"][:3, 3] + bind["hand_l"][:3, 3]) / 2.0
+    add_helper_joint(gltf, "ShieldSlot", "lowerarm_l", middle)
+    node = next(n for n in gltf.nodes if n.mesh is not None and n.skin is not None)
+    skin = gltf.skins[node.skin]
+    slot = list(skin.joints).index(node_index(gltf, "ShieldSlot"))
+    low, high = middle + [0.05, -0.275, -0.225], middle + [0.08, 0.275, 0.225]
+    corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
+    faces = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1),
+             (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3)]
+    attributes = {"POSITION": add_accessor(gltf, corners, "VEC3", bounds=True),
+                  "JOINTS_0": add_accessor(gltf, np.tile([slot, 0, 0, 0], (8, 1)), "VEC4", component=5123),
+                  "WEIGHTS_0": add_accessor(gltf, np.tile([1.0, 0.0, 0.0, 0.0], (8, 1)), "VEC4")}
+    indices = add_accessor(gltf, np.array(faces).reshape(-1, 1), "SCALAR", component=5123)
+    gltf.meshes[node.mesh].primitives.append(pygltflib.Primitive(attributes=pygltflib.Attributes(**attributes),
+                                                                  indices=indices))
+
+
 def add_unreal_ik_bones(gltf: pygltflib.GLTF2) -> None:
     """The Unreal mannequin's IK bones (no vertex follows them): ik_foot_root and ik_hand_root off `Root`,
     ik_foot_l/r at the feet and ik_hand_l/r at the hands under them."""

@@ -337,6 +337,35 @@ def test_long_armed_character_keeps_its_hands_above_the_floor(tmp_path, clip, ri
         assert min(arms.values()) >= arms_bar, arms
 
 
+def test_a_shield_the_forearm_carries_is_not_kept_above_the_floor_as_a_hand_is(tmp_path):
+    """Quaternius' Soldier carries a shield on a ShieldSlot bone of its forearm and a sword on a
+    WeaponSlot of its hand. A prop is not the hand Kimodo keeps above its floor: kept up, the board
+    lifted the whole left arm off the clip (15 cm at the fingertips on soma_03's pick-up; the Soldier's
+    arm 0.993). With the shield the mannequin moves exactly as without it (numpy FK of both files),
+    while the board itself, skinned to its slot alone, goes under the floor where the hand reaches down."""
+    import rig_variants as rv
+    clip = "soma_03_full_body_keyframes"
+    shielded = rv.variant(BUILTIN / "mpfb2_game_engine.glb", tmp_path, "shield.glb", rv.shield_on_the_left_forearm)
+    outputs = {}
+    for label, target in (("plain", "mannequin"), ("shield", str(shielded))):
+        outputs[label] = tmp_path / (label + ".glb")
+        result = run_cli("retarget", NPZ / clip / "motion.npz", "--target", target, "-o", outputs[label])
+        assert result.returncode == 0, result.stderr
+    plain, shield = Glb(outputs["plain"]), Glb(outputs["shield"])
+    where = {label: (glb.animated_world_matrices()[..., :3, 3], {n.name: i for i, n in enumerate(glb.gltf.nodes)})
+             for label, glb in (("plain", plain), ("shield", shield))}
+    moved = {name: float(np.abs(where["shield"][0][:, where["shield"][1][name]] - where["plain"][0][:, index]).max())
+             for name, index in where["plain"][1].items() if name in where["shield"][1]}
+    assert "hand_l" in moved and max(moved.values()) <= 1e-5, max(moved.items(), key=lambda item: item[1])
+    assert min(_segment_cosines(outputs["shield"], clip, "mannequin").values()) >= 0.99
+    source = Skinned(shielded)
+    static = _node_world_static(source.glb)[None]
+    floor = source.skin(static, source.vertices_on(_descendants(source.glb, "foot_l") + _descendants(source.glb, "foot_r")))[0][:, 1].min()
+    written = Skinned(outputs["shield"])
+    board = written.skin(written.glb.animated_world_matrices(), written.vertices_on(_descendants(written.glb, "ShieldSlot")))
+    assert board[..., 1].min() - floor < -0.05
+
+
 def test_foot_lock_is_on_by_default_and_can_be_turned_off(tmp_path):
     clip = "soma_01_single_text_prompt"
     contacts = np.load(NPZ / clip / "motion.npz", allow_pickle=False)["foot_contacts"]

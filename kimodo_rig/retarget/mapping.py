@@ -239,6 +239,22 @@ def split_side(name: str) -> Tuple[Optional[str], str]:
     return side, base
 
 
+# Words that name a socket or a prop a limb carries (Soldier's ShieldSlot on the forearm, WeaponSlot on the
+# hand): its vertices are not the body's (kept above the floor, they lifted the whole arm off the clip).
+_PROP_WORDS = frozenset("slot socket weapon weapons prop props holster sheath scabbard shield sword gun rifle "
+                        "pistol attach attachment".split())
+
+
+def prop_joints(skeleton: Skeleton) -> FrozenSet[int]:
+    """The joints named as a socket or prop (_PROP_WORDS, a word of the name) and every joint below them."""
+    props = set()
+    for joint, name in enumerate(skeleton.joint_names):
+        words = {t.lower() for t in re.split(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|\d+", name)}
+        if words & _PROP_WORDS or joint in props or skeleton.parents[joint] in props:
+            props.add(joint)
+    return frozenset(props)
+
+
 _HELPER = re.compile(r"^(ik|fk|ctrl|ctl|control)|(ik|fk|ctrl|ctl|control|target|goal)$")
 _NUMBERED_NOISE = {"skeleton", "joint", "jnt", "bone", "bn", "def", ""}
 # Limb words that number a whole chain (Khronos CesiumMan: leg_joint_L_1.._5, Skeleton_arm_joint_L__4_..),

@@ -33,7 +33,7 @@ from ..rotations import (
     subtract,
 )
 from ..errors import KimodoError
-from .mapping import SIDES, HumanoidMap
+from .mapping import SIDES, HumanoidMap, prop_joints
 from .solve import RetargetInfo
 
 BLEND_FRAMES = 4
@@ -78,10 +78,13 @@ def hand_joints(tmap: HumanoidMap, side: str) -> List[int]:
     """The joints whose vertices are kept above the floor: the forearm and all below it (a hand of
     several palm bones, each the forearm's child, as RobotExpressive's Palm1L..Palm3L and ThumbL: its
     lowest finger is on any of them; and the forearm itself, which a kneel brings to the ground), or
-    where the map names no forearm, the hand and all below it."""
-    if tmap.has("lowerarm_" + side):
-        return subtree(tmap.skeleton, tmap.bones["lowerarm_" + side])
-    return subtree(tmap.skeleton, tmap.bones["hand_" + side]) if tmap.has("hand_" + side) else []
+    where the map names no forearm, the hand and all below it; never a prop either carries
+    (`prop_joints`: Soldier's ShieldSlot)."""
+    props = prop_joints(tmap.skeleton)
+    for part in ("lowerarm_", "hand_"):
+        if tmap.has(part + side):
+            return [j for j in subtree(tmap.skeleton, tmap.bones[part + side]) if j not in props]
+    return []
 
 
 def standing_joint(tmap: HumanoidMap, side: str) -> int:
@@ -193,9 +196,10 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
     hands: Dict[str, Tuple[Point, ...]] = {}
     toes: Dict[str, Optional[Point]] = {}
     from_mesh = True
+    props = prop_joints(skeleton)
     for side in SIDES:
         foot = standing_joint(tmap, side)
-        foot_joints = set(subtree(skeleton, foot))
+        foot_joints = set(subtree(skeleton, foot)) - props
         hand = hand_joint(tmap, side)
         on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
         if not on_foot and leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:

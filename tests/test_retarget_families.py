@@ -18,6 +18,7 @@ import pytest
 
 import rig_variants as rv
 from conftest import ROOT, run_cli
+from feet_judge import Skinned, _height
 from gltf_judge import Glb
 from kimodo_rig.retarget import character, mapping
 
@@ -281,8 +282,9 @@ def test_block_legs_follow_kimodo_with_their_column_not_their_toe(tmp_path, clip
 
 
 def _block_soles(output: Path, rig: Path, clip: str) -> dict:
-    """The block legs' lowest vertex over the clip under the rig's rest floor (cm, the character's own
-    size) and their planted slide (tests/one_bone_judge.py): numpy placement of the legs' boxes by the
+    """The block legs' lowest vertex over the clip under the rig's rest floor, the farthest a planted
+    leg's lowest vertex is from that floor in Kimodo's contact frames (cm, the character's own size) and
+    their planted slide (tests/one_bone_judge.py): numpy placement of the legs' boxes by the
     written nodes' world matrices, no kimodo_rig."""
     import one_bone_judge
     import test_feet_judges as tfj
@@ -295,8 +297,12 @@ def _block_soles(output: Path, rig: Path, clip: str) -> dict:
     floor = min(source.skin(static, _carried_by(source, _descendants(source.glb, leg)))[0][:, 1].min() for leg in legs.values())
     written = Skinned(output)
     world = written.glb.animated_world_matrices()
-    lowest = min(written.skin(world, _carried_by(written, _descendants(written.glb, leg)))[..., 1].min() for leg in legs.values())
-    return {"lowest_cm": 100.0 * (lowest - floor), "skate_cm": one_bone_judge.sole_slide(output, rig, legs, contacts)["skate_cm"]}
+    lowest = {s: written.skin(world, _carried_by(written, _descendants(written.glb, leg)))[..., 1].min(axis=1) - floor
+              for s, leg in legs.items()}
+    frames = min(len(contacts), len(lowest["l"]))
+    planted = np.concatenate([lowest[s][:frames][contacts[:frames, 2 * k] | contacts[:frames, 2 * k + 1]] for k, s in enumerate("lr")])
+    return {"lowest_cm": 100.0 * min(lowest[s].min() for s in legs), "planted_cm": 100.0 * float(np.abs(planted).max()),
+            "skate_cm": one_bone_judge.sole_slide(output, rig, legs, contacts)["skate_cm"]}
 
 
 def test_parallel_block_legs_planted_together_do_not_drop_the_hips_through_the_floor(tmp_path):
@@ -337,3 +343,24 @@ def test_a_swinging_block_leg_turns_towards_hanging_straight_to_clear_the_floor(
     assert judged["lowest_cm"] >= -100.0 * rv.BLOCK_LEG * 0.175, judged
     for leg, (cosine, lean) in _block_legs_judged(out, clip).items():
         assert abs(lean) <= 10.0 and cosine >= 0.955, (leg, cosine, lean)
+
+
+@pytest.mark.parametrize("clip", ["soma_02_multi_text_prompt", "soma_03_full_body_keyframes", "g1_02_multi_text_ee_constraint"])
+def test_rigid_legs_hike_the_hips_rather_than_leave_a_foot_under_the_floor(tmp_path, clip):
+    """Kimodo rolls its hips for legs whose knees bend. On one-bone legs (`kenney_blocks`: hips wider
+    apart than the legs are long) that roll took one planted foot under the floor and held the other
+    above it (soma_03's lunge: 7.5 cm under and 26 cm over per 1.7 m, the legs' columns 0.966 against
+    Kimodo's lines), and the swinging leg, unable to fold, was turned off Kimodo's line to clear the floor
+    (soma_02 0.967, sole 2.8 cm under a 20 cm leg's floor). The hips' roll is now the rigid legs': level,
+    hiked on a swinging leg's side, rolled so both planted soles stand equally low. Judged by numpy on the
+    written file: both columns within 0.99 of Kimodo's lines, no sole 2 cm under the floor and no planted
+    one 2 cm off it (per 1.7 m)."""
+    rig = rv.kenney_blocks(tmp_path / "blocks.glb")
+    out = tmp_path / "blocks_out.glb"
+    result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    per_1_7_m = 1.7 / _height(Skinned(rig))
+    soles = _block_soles(out, rig, clip)
+    assert soles["lowest_cm"] * per_1_7_m >= -2.0 and soles["planted_cm"] * per_1_7_m <= 2.0, soles
+    for leg, (cosine, lean) in _block_legs_judged(out, clip).items():
+        assert cosine >= 0.99, (leg, cosine, lean)

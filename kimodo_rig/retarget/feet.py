@@ -23,6 +23,9 @@ contacts, the feet placed on the floor and locked where they land.
   floor; no knee goes deeper under it than Kimodo's own. Before that the hips are carried horizontally by
   the planted feet, and with both down also turned about the vertical by most of what keeps both where
   they landed (hips wider than Kimodo's, turned as its own are, swing the feet round with them).
+- Rigid legs (one bone, hip to foot): the hips' roll is theirs, not Kimodo's (`one_bone.hike_hips`:
+  levelled, hiked on a swinging leg's side, rolled so both planted soles stand equally low); then the
+  lock of `one_bone._pin_one_bone_legs`.
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
   much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
   the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole
@@ -54,7 +57,7 @@ from .soles import (
     standing_joint,
 )
 from .lock import _follow_planted_feet, _foot_goals, _hold_flat_feet, _pitch_onto_floor, _reach_budget, _reach_goals
-from .one_bone import _bridged, _pin_one_bone_legs
+from .one_bone import _bridged, _pin_one_bone_legs, hike_hips
 from .hands import _keep_above, _lift_torso, _pitch_hand
 
 LEASH = 0.05  # of the leg's reach: how far Kimodo's planted foot may drift before the pin follows it
@@ -185,10 +188,12 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
-    poses = []
+    poses = [tuple(map(list, pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))))
+             for frame in range(frames)]
+    if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
+        hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
     shifts = []
-    for frame in range(frames):
-        rotations, positions = pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))
+    for frame, (rotations, positions) in enumerate(poses):
         clearance = max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
         # The feet that stand: heels down first (a foot on its toes pitches, its sole's front reaching
         # far below the ankle on a long foot: it is turned up onto the floor below, not stood on); a leg
@@ -198,7 +203,6 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
         standing = sorted(set(standing) | {side for side in SIDES if side not in lockable})
         lowest = min(posed_point(p, rotations, positions)[1] for side in standing for p in soles.feet[side])
         shifts.append(floor + (1.0 - planted_weight[frame]) * clearance - lowest)
-        poses.append((list(rotations), list(positions)))
     # The feet that stand change from one frame to the next (a heel lifts and the foot on its toes, pitched
     # far down, is lowest for a frame): the body must not jump with them. Not with a one-bone leg: its pins
     # move the hips by what each rigid leg needs from this height, and eased, its leg turns past the bar.

@@ -7,6 +7,7 @@ import math
 from array import array
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..model import Skeleton
 from ..ops.derived_channels import least_acceleration
 from ..ops.fk import rest_pose
 from ..rotations import (
@@ -28,6 +29,7 @@ from ..rotations import (
 from .mapping import SIDES, HumanoidMap
 from .soles import SOLE_BAND, _ease, _lowest, Point, posed_point, Soles, subtree, _turn_about
 from .lock import _blend_offsets
+from .solve import centred_average
 
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
@@ -45,6 +47,8 @@ ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed count
 ONE_BONE_FREE = 100.0
 ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
 ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+HIKE_FRAMES = 3  # a swinging leg's hike is the largest it needs this many frames either side, averaged as far
+HIKE_MAX_DEG = 25.0  # the most the hip line is rolled off level
 
 
 def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
@@ -388,3 +392,73 @@ def _one_bone_cap(angles: Sequence[float], budget: float) -> float:
         else:
             high = middle
     return low
+
+
+def hike_hips(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, contacts: Dict[str, List[Tuple[bool, bool]]],
+              poses) -> List[float]:
+    """Rigid legs set the hips' roll, as a person with a stiff knee hikes the hip. Kimodo rolls its hips
+    for legs whose knees bend: a one-bone leg cannot shorten, so that roll takes one foot under the floor
+    and holds the other above it (soma_03's lunge on Kenney's block proportions: 18 deg, 3 cm under and
+    11 cm over on 20 cm legs), and a swinging leg cannot fold to pass over the floor. So in every frame of
+    `poses` (world rotations, positions: changed in place) the line between the thighs is first levelled,
+    then rolled: with one foot planted, up on the swinging side by what that foot lacks to be as high as
+    the standing one's lowest point (the largest need within HIKE_FRAMES, averaged over as many, so it is
+    there in time and eases); with both planted, so that both soles stand equally low; in flight, level.
+    The hips turn about their joint; every bone under them keeps its world rotation (legs, arms and head
+    keep Kimodo's directions). Returns the roll per frame, radians about the hips' forward (+ lifts the
+    left side)."""
+    frames = len(poses)
+    on = {side: [heel or toe for heel, toe in contacts[side]] for side in SIDES}
+    cap = math.radians(HIKE_MAX_DEG)
+    needs: List[float] = []
+    both: List[bool] = []
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        _roll_hip_line(skeleton, tmap, rotations, positions, 0.0)
+        left, right = on["l"][frame], on["r"][frame]
+        both.append(left and right)
+        if not (left or right):
+            needs.append(0.0)
+            continue
+        low = {side: _lowest(soles.feet[side], rotations, positions) for side in SIDES}
+        width = length(subtract(positions[tmap.bones["thigh_l"]], positions[tmap.bones["thigh_r"]]))
+        # Rolled by a, the left sole rises against the right one by the thighs' distance times sin(a).
+        if left and right:
+            rise = low["r"] - low["l"]
+        elif right:  # the left swings: it rises by what it lacks, the right by nothing
+            rise = max(0.0, low["r"] - low["l"])
+        else:
+            rise = -max(0.0, low["l"] - low["r"])
+        needs.append(max(-cap, min(cap, math.asin(max(-1.0, min(1.0, rise / width))))) if width > 1e-9 else 0.0)
+    held = []
+    for frame in range(frames):
+        if both[frame]:
+            held.append(needs[frame])
+            continue
+        near = [n for n, b in zip(needs[max(0, frame - HIKE_FRAMES): frame + HIKE_FRAMES + 1],
+                                  both[max(0, frame - HIKE_FRAMES): frame + HIKE_FRAMES + 1]) if not b]
+        held.append(max(near, key=abs) if near else 0.0)
+    rolls = centred_average(held, HIKE_FRAMES)
+    for frame, roll in enumerate(rolls):
+        if roll:
+            rotations, positions = poses[frame]
+            _roll_hip_line(skeleton, tmap, rotations, positions, roll)
+    return rolls
+
+
+def _roll_hip_line(skeleton: Skeleton, tmap: HumanoidMap, rotations, positions, roll: float) -> None:
+    """Turn the hips joint about itself so that the line from its right thigh to its left is level, then
+    by `roll` (radians) about the hips' forward (+ lifts the left); each child of the hips is carried round
+    with it, keeping its world rotation."""
+    hips = tmap.bones["hips"]
+    line = subtract(positions[tmap.bones["thigh_l"]], positions[tmap.bones["thigh_r"]])
+    level = (line[0], 0.0, line[2])
+    if length(level) < 1e-9:
+        return
+    turn = quat_multiply(quat_from_axis_angle(normalize(cross(level, (0.0, 1.0, 0.0))), roll), quat_between(line, level))
+    pivot = positions[hips]
+    rotations[hips] = quat_multiply(turn, rotations[hips])
+    for child in skeleton.children(hips):
+        shift = subtract(add(pivot, quat_rotate(turn, subtract(positions[child], pivot))), positions[child])
+        for joint in subtree(skeleton, child):
+            positions[joint] = add(positions[joint], shift)

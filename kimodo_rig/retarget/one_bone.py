@@ -403,7 +403,8 @@ def hike_hips(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, contacts: Dic
     `poses` (world rotations, positions: changed in place) the line between the thighs is first levelled,
     then rolled: with one foot planted, up on the swinging side by what that foot lacks to be as high as
     the standing one's lowest point (the largest need within HIKE_FRAMES, averaged over as many, so it is
-    there in time and eases); with both planted, so that both soles stand equally low; in flight, level.
+    there in time and eases); with both planted, exactly so that both soles stand equally low; in flight,
+    level.
     The hips turn about their joint; every bone under them keeps its world rotation (legs, arms and head
     keep Kimodo's directions). Returns the roll per frame, radians about the hips' forward (+ lifts the
     left side)."""
@@ -438,7 +439,10 @@ def hike_hips(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, contacts: Dic
         near = [n for n, b in zip(needs[max(0, frame - HIKE_FRAMES): frame + HIKE_FRAMES + 1],
                                   both[max(0, frame - HIKE_FRAMES): frame + HIKE_FRAMES + 1]) if not b]
         held.append(max(near, key=abs) if near else 0.0)
-    rolls = centred_average(held, HIKE_FRAMES)
+    # Both planted, the roll is exactly what stands both soles equally low, not eased with the hike
+    # before: at a landing the pins would otherwise take the hips down until the lower sole sank (soma_01,
+    # soma_06: 3.4 cm per 1.7 m). The torso's hardest change of turn stays that of the hike-less one.
+    rolls = [need if planted else eased for need, planted, eased in zip(held, both, centred_average(held, HIKE_FRAMES))]
     for frame, roll in enumerate(rolls):
         if roll:
             rotations, positions = poses[frame]

@@ -345,6 +345,24 @@ def test_a_swinging_block_leg_turns_towards_hanging_straight_to_clear_the_floor(
         assert abs(lean) <= 10.0 and cosine >= 0.955, (leg, cosine, lean)
 
 
+def test_parallel_block_legs_pinned_a_little_apart_do_not_send_the_hips_off():
+    """Two parallel rigid legs (`kenney_blocks` standing in soma_04) whose pins are 1.6 cm ahead of one
+    foot and 1.2 cm behind the other: no move of the hips brings both (it moves both feet alike), and the
+    least move that made both legs' lengths fit anyway took the hips 9.5 cm forward and 4 cm up: the
+    left sole stood 2 cm over the floor (4.6 cm per 1.7 m) for a second. The hips' move now weighs more
+    against the pins' misses (ONE_BONE_STIFFNESS): it stays within twice the pins' offsets and the legs'
+    turns take the rest. Exercised on `one_bone._least_reaching_move` with legs built here (hip to pin,
+    the leg's length from hip to the pinned point as posed)."""
+    from kimodo_rig.retarget import one_bone
+
+    def leg(hip, posed, pin):
+        return tuple(p - h for p, h in zip(pin, hip)), float(np.linalg.norm(np.subtract(posed, hip)))
+
+    legs = [leg((0.1, 0.2, 0.0), (0.1, 0.0, 0.14), (0.1, 0.0, 0.156)), leg((-0.1, 0.2, 0.0), (-0.1, 0.0, 0.14), (-0.1, 0.0, 0.128))]
+    move = one_bone._least_reaching_move(legs, one_bone.ONE_BONE_STIFFNESS)
+    assert np.linalg.norm(move) <= 2 * 0.016, move
+
+
 @pytest.mark.parametrize("clip", ["soma_02_multi_text_prompt", "soma_03_full_body_keyframes", "soma_06_root_waypoints",
                                   "g1_02_multi_text_ee_constraint"])
 def test_rigid_legs_hike_the_hips_rather_than_leave_a_foot_under_the_floor(tmp_path, clip):

@@ -33,7 +33,10 @@ from .solve import centred_average
 
 ONE_BONE_HIPS_LEVEL = 4.0  # how much dearer the hips' horizontal moves are than their vertical ones
 ONE_BONE_STEPS = 8
-ONE_BONE_STIFFNESS = 0.001  # m²/m²: what the hips' move costs beside the legs' misses of their pins (squared)
+# m²/m²: what the hips' move costs beside the legs' misses of their pins (squared). Two parallel legs whose
+# pins are a little apart in opposite directions make the fit ill-conditioned: at 0.001 the hips went 9.5 cm
+# forward and 4 cm up for 1.6 cm (soma_04 standing on Kenney's block proportions).
+ONE_BONE_STIFFNESS = 0.01
 ONE_BONE_LOWEST_HIP = 0.8  # of the leg's reach to its pinned point: how low over the pin its hip may be moved
 ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
 ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)

@@ -656,3 +656,20 @@ def test_the_locks_estimate_counts_the_other_leg_folding_as_the_hips_come_down()
     # The right leg, 0.9 m hip to ankle, shortened by 5 cm: each bone turns acos(0.425 / 0.45) = 19 deg.
     assert abs(thigh_r - 0.425 / 0.45) < 2e-3 and abs(calf_r - 0.425 / 0.45) < 2e-3, (thigh_r, calf_r)
     assert min(thigh_l, calf_l) > 0.999, (thigh_l, calf_l)  # the left leg reaches its goal as it stands
+
+
+def test_the_report_follows_vertices_close_enough_to_find_a_turned_foot_s_lowest_point():
+    """The report measures a foot's lowest point over the clip on the vertices extreme in
+    SUPPORT_DIRECTIONS directions at bind (skinning them all every frame is too slow on dense meshes). At
+    96 directions a rounded foot turned between them was measured up to 4.1 mm high: Ybot's toe, 3.7 mm
+    under the floor in g1_02 by the judge, was reported on it, against the report's tolerance of 3 mm per
+    1.7 m. Judged here by numpy over every vertex of a foot-sized ellipsoid (26 cm long, 4000 vertices),
+    turned 3000 ways: the chosen vertices reach within 1.5 mm of the farthest one in every direction."""
+    k = np.arange(4000) + 0.5
+    polar, around = np.arccos(1 - 2 * k / 4000), np.pi * (1 + 5 ** 0.5) * k
+    foot = np.stack([np.cos(around) * np.sin(polar), np.cos(polar), np.sin(around) * np.sin(polar)], 1) * [0.05, 0.04, 0.13]
+    chosen, _, _ = output._foot_choice([tuple(p) for p in foot], [0] * len(foot), (0.0, 0.1, -0.1), 1.7)
+    directions = np.random.default_rng(1).normal(size=(3000, 3))
+    directions /= np.linalg.norm(directions, axis=1)[:, None]
+    missed = (foot @ directions.T).max(0) - (foot[chosen] @ directions.T).max(0)
+    assert missed.max() <= 0.0015, missed.max()

@@ -58,8 +58,8 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                        contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array, floor: float,
                        budget: float) -> List[Vec3]:
     """A one-bone leg (Kenney's `leg-left`, hip to foot) cannot bend, so its planted foot is kept where
-    it lands by what can move: each contact span pins its sole's back (heel down) or front (toe alone)
-    where it lands, the foot's lowest point on the rest floor; the hips move by the least (vertical
+    it lands by what can move: each contact span pins its sole's lower end (back or front; it rocks
+    onto the other where that goes lower) where it lands, the foot's lowest point on the rest floor; the hips move by the least (vertical
     before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
     then that path is smoothed where fewer than two legs are planted (`_smooth_hips`: where one foot lands
     or lifts while the other stays down, the least move changes in a frame) and each planted leg turns
@@ -89,11 +89,13 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                 continue
             front = soles.toe_points.get(side) or heels[side]
             pin = pins.get(side)
-            point = heels[side] if heel_on else front
-            if heel_on and toe_on:  # flat: the foot rocks on whichever end is lower (a rigid leg cannot stay flat)
-                back_y, front_y = (posed_point(p, rotations, positions)[1] for p in (heels[side], front))
-                held = pin[0] if pin is not None else None
-                point = front if front_y < back_y - (ONE_BONE_ROCK if held is not front else -ONE_BONE_ROCK) else heels[side]
+            # The foot stands on whichever end of its sole is lower, whatever Kimodo's heel and toe say: a
+            # rigid foot cannot bend at its ball, and at a heel strike Kimodo's toe alone may be down while
+            # the block is still pitched toes up (g1_01: its front pinned 9 cm over the floor, then the pin
+            # jumping between the ends each frame, 2.5 cm at a switch).
+            back_y, front_y = (posed_point(p, rotations, positions)[1] for p in (heels[side], front))
+            held = pin[0] if pin is not None else None
+            point = front if front_y < back_y - (ONE_BONE_ROCK if held is not front else -ONE_BONE_ROCK) else heels[side]
             at = posed_point(point, rotations, positions)  # type: ignore[arg-type]
             if pin is None:  # lands: pinned where it is now
                 pin = pins[side] = (point, (at[0], at[2]))  # type: ignore[assignment]

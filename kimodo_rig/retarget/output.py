@@ -489,6 +489,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     points: Dict[str, List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]]] = {s: [] for s in SIDES}
     all_bind: List[Vec3] = []
     every: List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]] = []
+    rigid: Set[str] = set()  # sides whose sole the bone above a foot tip carries
     if with_mesh:
         for index, node in enumerate(nodes):
             if "mesh" not in node:
@@ -527,10 +528,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             carriers = set(foot_nodes[side])
             points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
             foot_node = foot_nodes[side][0]
-            if not points[side] and feet.leg_chain(tmap, side) is None and parents[foot_node] >= 0:
-                # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+            if not points[side] and parents[foot_node] >= 0:
+                # A one-bone leg, or a shin with no foot bone, ends at a tip no vertex follows: the bone's
+                # own vertices carry its sole (it rocks on it as one piece: its slide is measured there).
                 carriers = set(below(parents[foot_node]))
                 points[side] = [p for p in every if sum(w for n, _, w in p[2] if n in carriers) >= 0.5]
+                rigid.add(side)
     notes = _footless(tmap)
     if with_mesh and not all(points[side] for side in SIDES):
         with_mesh = False
@@ -567,7 +570,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
         for side in SIDES:
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
-    one_bone = _one_bone_legs(tmap)
+    one_bone = _one_bone_legs(tmap) | rigid
     for frame in range(frames):
         world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
         joint_matrices: Dict = {}

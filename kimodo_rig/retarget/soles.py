@@ -202,8 +202,9 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
         foot_joints = set(subtree(skeleton, foot)) - props
         hand = hand_joint(tmap, side)
         on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
-        if not on_foot and leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
-            # A one-bone leg ends at a tip no vertex follows: the leg bone's own vertices carry its sole.
+        if not on_foot and skeleton.parents[foot] >= 0:
+            # A one-bone leg, or a shin with no foot bone, ends at a tip no vertex follows: the bone's own
+            # vertices carry its sole.
             leg_joints = set(subtree(skeleton, skeleton.parents[foot]))
             on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in leg_joints) >= 0.5]
         carrying = set(hand_joints(tmap, side))

@@ -73,6 +73,7 @@ REACH_BUDGETS = {"g1skel34": 0.021}
 LIFT_GRID = 12
 LIFT_STEPS = 8
 LET_GO_STEPS = 10
+FLOOR_SOLVES = 3  # solves per frame and leg, each after raising the goal by what a sole the shin carries is under
 
 
 def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
@@ -485,8 +486,15 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 goal = add(goal, (0.0, floor - low, 0.0))
             if length(subtract(goal, positions[foot])) < 1e-7:
                 continue
-            _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
-                         subtree(skeleton, calf), subtree(skeleton, foot))
+            for _ in range(FLOOR_SOLVES):
+                _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
+                             subtree(skeleton, calf), subtree(skeleton, foot))
+                # A sole the shin carries (no foot bone: the foot is the shin's tip) turns with the shin, so
+                # where the solve leaves it is measured again, and the goal raised by what it is under.
+                under = floor - _lowest(soles.feet[side], rotations, positions)
+                if under <= 1e-5:
+                    break
+                goal = add(positions[foot], (0.0, under, 0.0))
 
 
 def _drop_hip(skeleton: Skeleton, tmap: HumanoidMap, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]],

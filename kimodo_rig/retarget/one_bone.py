@@ -465,9 +465,7 @@ def _roll_hip_line(skeleton: Skeleton, tmap: HumanoidMap, rotations, positions, 
     if length(level) < 1e-9:
         return
     turn = quat_multiply(quat_from_axis_angle(normalize(cross(level, (0.0, 1.0, 0.0))), roll), quat_between(line, level))
-    pivot = positions[hips]
-    rotations[hips] = quat_multiply(turn, rotations[hips])
+    _turn_about(subtree(skeleton, hips), rotations, positions, positions[hips], turn)
+    back = quat_conjugate(turn)  # as lock._drop_hip keeps the thighs and spine: each child turned back about itself
     for child in skeleton.children(hips):
-        shift = subtract(add(pivot, quat_rotate(turn, subtract(positions[child], pivot))), positions[child])
-        for joint in subtree(skeleton, child):
-            positions[joint] = add(positions[joint], shift)
+        _turn_about(subtree(skeleton, child), rotations, positions, positions[child], back)

@@ -448,3 +448,26 @@ def test_the_lock_measures_a_sole_where_the_leg_s_solve_leaves_it(tmp_path, rig_
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     soles = _block_soles(out, rig, clip, legs)
     assert soles["lowest_cm"] * 1.7 / _height(Skinned(rig)) >= -0.5, soles
+
+
+def test_a_host_s_report_follows_the_foot_a_shin_with_no_foot_bone_carries(tmp_path):
+    """A host (the Blender add-on) samples the vertices `output.report_vertices` chooses. On a shin with no
+    foot bone it chose none (the one-bone fallback asked for a leg without a shin), so the host's report
+    measured the floor at the shin's tip. It now follows the shin's own vertices, as the retarget and the
+    .glb report do: the lowest vertex it follows on each side is that side's lowest at bind (numpy over
+    the bind mesh's weights, here)."""
+    from kimodo_rig.formats import read_file
+    from kimodo_rig.retarget import feet as retarget_feet, output
+
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", lambda g: rv.drop_joints(g, ["foot_l", "foot_r"]))
+    target = character.load_target(str(rig))
+    mesh = character.bind_mesh(target)
+    motion = read_file(sweep.NPZ / "soma_01_single_text_prompt" / "motion.npz")
+    _, info = retarget_feet.retarget_onto(motion, target.skeleton, bind_mesh=mesh)
+    chosen = output.report_vertices(info, mesh)
+    points = np.array([p for p, _ in mesh])
+    for side in "lr":
+        shin = [i for i, (_, weights) in enumerate(mesh)
+                if sum(w for name, w in weights.items() if name == "calf_" + side) >= 0.5]
+        assert chosen.get(side), (side, chosen)
+        assert points[chosen[side], 1].min() == pytest.approx(points[shin, 1].min(), abs=1e-6)

@@ -170,7 +170,8 @@ def report_from_positions(source: Motion, info: RetargetInfo, target_positions, 
 
 def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
     """Per side, the indices into `bind_mesh` of the foot's vertices: weighted at least half to the
-    foot's bones (a one-bone leg's: to the leg), by the rig's own weights over its own bones."""
+    foot's bones (where none are, as at a one-bone leg's or a footless shin's tip: to the bone above it,
+    as `soles.find_soles` and `_glb_feet` have them), by the rig's own weights over its own bones."""
     tmap = info.target_map
     skeleton = tmap.skeleton
     bones = set(info.target.joint_names)
@@ -178,7 +179,7 @@ def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Li
     for side in SIDES:
         foot = feet.standing_joint(tmap, side)
         carriers = [{skeleton.joint_names[j] for j in soles.subtree(skeleton, foot)}]
-        if feet.leg_chain(tmap, side) is None and skeleton.parents[foot] >= 0:
+        if skeleton.parents[foot] >= 0:
             carriers.append({skeleton.joint_names[j] for j in soles.subtree(skeleton, skeleton.parents[foot])})
         for names in carriers:
             result[side] = [i for i, (_, weights) in enumerate(bind_mesh)

@@ -157,7 +157,7 @@ VARIANTS = {
                               NO_TOES_NO_HANDS, carried={"hand_" + s: ("lowerarm_" + s, "hand_" + s) for s in "lr"}),
     # A shin with no foot bone (its foot's mesh on the shin): the judge follows the original ankle,
     # carried by the shin.
-    "footless_shins": Variant(rv.MANNEQUIN, (lambda g: rv.drop_joints(g, ["foot_l", "foot_r"]),),
+    "footless_shins": Variant(rv.MANNEQUIN, (rv.footless_shins,),
                               dict({k: v for k, v in MANNEQUIN.items() if not k.startswith("toe")},
                                    **{"foot_" + s: MANNEQUIN["calf_" + s] for s in "lr"}),
                               carried={"foot_" + s: (MANNEQUIN["calf_" + s], "foot_" + s) for s in "lr"},

@@ -415,6 +415,11 @@ def add_helper_joint(gltf: pygltflib.GLTF2, name: str, parent_name: str, at_worl
         skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
 
 
+def footless_shins(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin's shins as leaf bones: its foot bones dropped, their mesh skinned to the shins."""
+    drop_joints(gltf, ["foot_l", "foot_r"])
+
+
 def shield_on_the_left_forearm(gltf: pygltflib.GLTF2) -> None:
     """A prop the way Quaternius' Soldier carries one: a ShieldSlot joint at the middle of the left
     forearm (`lowerarm_l`), a 55 x 45 cm board skinned to it alone, out at the arm's left side and

@@ -283,10 +283,11 @@ def test_block_legs_follow_kimodo_with_their_column_not_their_toe(tmp_path, clip
 
 
 def _block_soles(output: Path, rig: Path, clip: str, legs: Optional[dict] = None) -> dict:
-    """The block legs' (or `legs`': {"l": bone, "r": bone}, the sole under each) lowest vertex over the clip under the rig's rest floor, the farthest a planted
-    leg's lowest vertex is from that floor in Kimodo's contact frames (cm, the character's own size) and
-    their planted slide (tests/one_bone_judge.py): numpy placement of the legs' boxes by the
-    written nodes' world matrices, no kimodo_rig."""
+    """The block legs' (or `legs`': {"l": bone, "r": bone}, the sole under each) lowest vertex over the
+    clip under the rig's rest floor, the farthest a planted leg's lowest vertex is from that floor in
+    Kimodo's contact frames (cm, the character's own size) and their planted slide
+    (tests/one_bone_judge.py): numpy placement of the legs' vertices by the written nodes' world
+    matrices, no kimodo_rig."""
     import one_bone_judge
     import test_feet_judges as tfj
     from feet_judge import Skinned, _carried_by, _descendants, _node_world_static
@@ -373,9 +374,9 @@ def test_rigid_legs_hike_the_hips_rather_than_leave_a_foot_under_the_floor(tmp_p
     Kimodo's lines), and the swinging leg, unable to fold, was turned off Kimodo's line to clear the floor
     (soma_02 0.967, sole 2.8 cm under a 20 cm leg's floor). The hips' roll is now the rigid legs': level,
     hiked on a swinging leg's side, rolled so both planted soles stand equally low (exactly: eased with
-    the hike before it, a landing took the hips down until the other sole sank, soma_06 3.4 cm per 1.7 m). Judged by numpy on the
-    written file: both columns within 0.99 of Kimodo's lines, no sole 2 cm under the floor and no planted
-    one 2 cm off it (per 1.7 m)."""
+    the hike before it, a landing took the hips down until the other sole sank, soma_06 3.4 cm per 1.7
+    m). Judged by numpy on the written file: both columns within 0.99 of Kimodo's lines, no sole 2 cm
+    under the floor and no planted one 2 cm off it (per 1.7 m)."""
     rig = rv.kenney_blocks(tmp_path / "blocks.glb")
     out = tmp_path / "blocks_out.glb"
     result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out)
@@ -416,7 +417,7 @@ def test_a_shin_with_no_foot_bone_stands_on_the_foot_it_carries(tmp_path, clip):
     the judge's within its tolerance."""
     import test_feet_judges as tfj
 
-    rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", lambda g: rv.drop_joints(g, ["foot_l", "foot_r"]))
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", rv.footless_shins)
     out = tmp_path / "footless_out.glb"
     result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out, "--report", out.with_suffix(".json"))
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
@@ -440,7 +441,7 @@ def test_the_lock_measures_a_sole_where_the_leg_s_solve_leaves_it(tmp_path, rig_
     if rig_name == "robot":
         rig, legs = rv.ROBOT, {"l": "FootL", "r": "FootR"}
     else:
-        rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", lambda g: rv.drop_joints(g, ["foot_l", "foot_r"]))
+        rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", rv.footless_shins)
         legs = {"l": "calf_l", "r": "calf_r"}
     clip = "soma_03_full_body_keyframes"
     out = tmp_path / "out.glb"
@@ -459,7 +460,7 @@ def test_a_host_s_report_follows_the_foot_a_shin_with_no_foot_bone_carries(tmp_p
     from kimodo_rig.formats import read_file
     from kimodo_rig.retarget import feet as retarget_feet, output
 
-    rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", lambda g: rv.drop_joints(g, ["foot_l", "foot_r"]))
+    rig = rv.variant(rv.MANNEQUIN, tmp_path, "footless.glb", rv.footless_shins)
     target = character.load_target(str(rig))
     mesh = character.bind_mesh(target)
     motion = read_file(sweep.NPZ / "soma_01_single_text_prompt" / "motion.npz")

@@ -59,8 +59,8 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                        budget: float) -> List[Vec3]:
     """A one-bone leg (Kenney's `leg-left`, hip to foot) cannot bend, so its planted foot is kept where
     it lands by what can move: each contact span pins its sole's lower end (back or front; it rocks
-    onto the other where that goes lower) where it lands, the foot's lowest point on the rest floor; the hips move by the least (vertical
-    before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
+    onto the other where that goes lower) where it lands, the foot's lowest point on the rest floor;
+    the hips move by the least (vertical before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
     then that path is smoothed where fewer than two legs are planted (`_smooth_hips`: where one foot lands
     or lifts while the other stays down, the least move changes in a frame) and each planted leg turns
     about its hip onto its pin from where the hips are. The turns are eased in before and out after each

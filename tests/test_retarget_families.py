@@ -429,6 +429,24 @@ def test_a_shin_with_no_foot_bone_stands_on_the_foot_it_carries(tmp_path, clip):
     assert report["lowest_toe_cm"] == pytest.approx(soles["lowest_cm"], abs=tfj.TOLERANCE["lowest_toe_cm"] / per_1_7_m), report
 
 
+@pytest.mark.parametrize("clip", ["soma_05_root_path", "g1_04_ee_constraint", "g1_02_multi_text_ee_constraint"])
+def test_a_sole_the_shin_carries_rolls_on_the_floor_rather_than_slides(sweep_folder, clip):
+    """A shin with no foot bone carries its foot's mesh, so the foot cannot keep its rotation: pinned by
+    its ankle, the sole swung about the ankle as the shin pitched through a step, and the point on the
+    floor slid 0.3-0.7 cm a frame; over soma_05 and g1_04 the planted soles slid 0.19 cm a frame per 1.7 m.
+    The lock now keeps the point the sole stood on the frame before where it stood, so the sole rolls
+    over its points as a rocker does (`lock._rock`). Rolled wholly, G1's kneel (g1_02, the foot behind on
+    its toes) folded the leg about the foot it cannot bend, and its shin lost 0.04 of its mean cosine: the
+    roll gives way past ROLL_TURN. Judged by numpy skinning of the written file (the sweep's judge): planted
+    soles slide at most 0.15 cm a frame and every limb keeps the bar (0.99 SOMA, 0.97 G1). g1_02's kneel
+    still floats its planted foot (issue 8's open part), so only its slide and limbs are judged."""
+    record = sweep.run_pair(clip, "footless_shins", sweep_folder)
+    figures = record["figures"]
+    assert figures["skate_cm"] <= 0.15 and figures["limb_cosine_min_segment"] >= (0.97 if clip.startswith("g1") else 0.99), figures
+    if not clip.startswith("g1_02"):
+        assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
+
+
 @pytest.mark.parametrize("rig_name", ["robot", "footless"])
 def test_the_lock_measures_a_sole_where_the_leg_s_solve_leaves_it(tmp_path, rig_name):
     """The lock kept a sole out of the floor by raising the foot's goal by what the sole, carried along

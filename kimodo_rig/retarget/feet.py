@@ -247,7 +247,8 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
             legs = _leg_length(tmap, side) / max(1e-9, _leg_length(smap, side))
             knee = smap.bones["calf_" + side]
             knee_floors[side] = [floor + min(0.0, positions[knee][1] * legs) for positions in source_positions]
-    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor, _reach_budget(source.skeleton.name), knee_floors)
+    _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor, _reach_budget(source.skeleton.name), knee_floors,
+                 contacts if lock else None)
     _lift_torso(skeleton, tmap, soles, poses, floor)
     for side in SIDES:
         _pitch_hand(tmap, soles, side, poses, floor)

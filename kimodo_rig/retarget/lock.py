@@ -74,6 +74,12 @@ LIFT_GRID = 12
 LIFT_STEPS = 8
 LET_GO_STEPS = 10
 FLOOR_SOLVES = 3  # solves per frame and leg, each after raising the goal by what a sole the shin carries is under
+# A sole the shin carries (no foot bone) rocks with the shin; its pin is the point it stands on, which it
+# rolls over (`_rock`). In a frame the roll may turn a thigh or shin by at most this (1 - cosine, 5.7 deg)
+# beyond where the plain lock has it: a kneel folds the leg about a foot that cannot bend, and rolled
+# wholly its shin lost 0.04 of its mean cosine over G1's kneeling clip. ROLL_SOLVES: solves per frame.
+ROLL_TURN = 0.005
+ROLL_SOLVES = 4
 
 
 def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
@@ -436,7 +442,8 @@ def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], position
 
 
 def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dict[str, List[Optional[Vec3]]],
-                 poses, roots: array, floor: float, budget: float, knee_floors: Mapping[str, Sequence[float]]) -> None:
+                 poses, roots: array, floor: float, budget: float, knee_floors: Mapping[str, Sequence[float]],
+                 contacts: Optional[Mapping[str, Sequence[Tuple[bool, bool]]]] = None) -> None:
     """Bring each foot to its goal with two-bone IK, turning the legs as little as the goals allow:
     where both feet have goals at different heights (one on its heel, the other on its toes or kneeling
     behind it) the hips first go up or down by what turns the legs least (`_shared_lift`). Where the
@@ -445,7 +452,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     frames that still turn them most have their goals' heights let go towards where the legs have the
     feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
     reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
-    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor."""
+    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor. A sole the shin
+    carries rocks on the floor through the `contacts` (the lock's; None: no lock) as `_rock` has it."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
 
@@ -470,8 +478,11 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
              for frame in range(frames)]
     downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
     eased = [lift + b - a for lift, a, b in zip(lifts, downs, ups)]  # the hips' change: negative comes down
+    rocking = {side: _Rocking() for side in sides if contacts is not None and _sole_on_shin(skeleton, tmap, soles, side)}
     for frame in range(frames):
         rotations, positions = poses[frame]
+        for side, rock in rocking.items():
+            rock.next_frame(contacts[side][frame][0] or contacts[side][frame][1], goals[side], frame)  # type: ignore[index]
         if eased[frame] != 0.0:
             roots[frame * 3 + 1] += eased[frame]
             positions[:] = [(p[0], p[1] + eased[frame], p[2]) for p in positions]
@@ -484,17 +495,128 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
                 goal = add(goal, (0.0, floor - low, 0.0))
-            if length(subtract(goal, positions[foot])) < 1e-7:
-                continue
-            for _ in range(FLOOR_SOLVES):
-                _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
-                             subtree(skeleton, calf), subtree(skeleton, foot))
-                # A sole the shin carries (no foot bone: the foot is the shin's tip) turns with the shin, so
-                # where the solve leaves it is measured again, and the goal raised by what it is under.
-                under = floor - _lowest(soles.feet[side], rotations, positions)
-                if under <= 1e-5:
-                    break
-                goal = add(positions[foot], (0.0, under, 0.0))
+            rock = rocking.get(side)
+            if rock is not None and rock.planted:
+                _rock(skeleton, tmap, soles, side, poses[frame], goal, floor, rock)
+            elif length(subtract(goal, positions[foot])) >= 1e-7:
+                _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
+
+
+def _reach_sole(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, rotations: List[Quat],
+                positions: List[Vec3], goal: Vec3, floor: float, pin: Optional[Tuple[Point, Tuple[float, float]]] = None) -> None:
+    """The leg's two-bone solve towards `goal`. A sole the shin carries (no foot bone: the foot is the
+    shin's tip) turns with the shin, so where the solve leaves it is measured again and the goal raised
+    by what it is under (FLOOR_SOLVES solves at most). With `pin` (a sole point and where it must stand,
+    x and z) the goal also moves by what that point misses horizontally (ROLL_SOLVES), never out of the
+    leg's reach (`_within_reach`: a leg stretched behind slides its toe rather than lift it)."""
+    thigh, calf, foot = leg_chain(tmap, side)  # type: ignore[misc]
+    for _ in range(FLOOR_SOLVES if pin is None else ROLL_SOLVES):
+        _solve_chain(skeleton, rotations, positions, thigh, calf, foot, goal, _lateral(tmap, side, positions),
+                     subtree(skeleton, calf), subtree(skeleton, foot))
+        under = max(0.0, floor - _lowest(soles.feet[side], rotations, positions))
+        if pin is None:
+            if under <= 1e-5:
+                break
+            goal = add(positions[foot], (0.0, under, 0.0))
+            continue
+        at = posed_point(pin[0], rotations, positions)
+        miss = (pin[1][0] - at[0], under, pin[1][1] - at[2])
+        if length(miss) <= 1e-5:
+            break
+        goal = _within_reach(positions[thigh], positions[calf], positions[foot], add(positions[foot], miss))
+
+
+class _Rocking:
+    """A sole the shin carries through one leg's contact spans (`_rock`): the point it stands on and
+    where (x, z), and how far the rolling has moved the foot off its goal (eased out after a span)."""
+
+    def __init__(self) -> None:
+        self.planted = False
+        self.pin: Optional[Tuple[Point, Tuple[float, float]]] = None
+        self.rolled: Vec3 = (0.0, 0.0, 0.0)
+        self.since = BLEND_FRAMES + 1  # frames since the last contact
+
+    def next_frame(self, planted: bool, goals: List[Optional[Vec3]], frame: int) -> None:
+        """Into `frame`: a new span starts unrolled; after one the rolling eases out of `goals` over
+        BLEND_FRAMES, so the foot does not jump back where the lock had it as it lifts."""
+        self.planted = planted
+        if planted:
+            if self.pin is None:
+                self.rolled = (0.0, 0.0, 0.0)
+            self.since = 0
+            return
+        self.pin = None
+        self.since += 1
+        goal = goals[frame]
+        if self.since <= BLEND_FRAMES and goal is not None:
+            x = 1.0 - self.since / float(BLEND_FRAMES + 1)
+            goals[frame] = add(goal, scale(self.rolled, x * x * (3.0 - 2.0 * x)))
+
+
+def _rock(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose, goal: Vec3, floor: float,
+          rock: _Rocking) -> None:
+    """A planted sole the shin carries, solved so that it rolls on the floor. Its foot cannot keep its
+    rotation (it has none of its own), so a foot pinned by its ankle swung its sole about the ankle as
+    the shin pitched through a step, the point on the floor sliding 0.3-0.7 cm a frame per 1.7 m. Instead
+    the point lowest in the frame before stays where it stood (`_reach_sole`'s pin), the foot moving
+    off its goal by what that takes, which carries on into the next frame: the sole rolls over its
+    points as a rocker does. Where the roll would turn a thigh or shin more than ROLL_TURN beyond the
+    plain lock's solve, the foot goes only part of the way (1 - cosine grows as the square of it)."""
+    rotations, positions = pose
+    chain = leg_chain(tmap, side)
+    foot = chain[2]  # type: ignore[index]
+    if rock.pin is not None:
+        before = (list(rotations), list(positions))
+        _reach_sole(skeleton, tmap, soles, side, rotations, positions, add(goal, rock.rolled), floor, rock.pin)
+        rolled_turns = _segment_cosines(before[1], positions, chain)  # type: ignore[arg-type]
+        if min(rolled_turns) < 1.0 - ROLL_TURN:
+            full = subtract(positions[foot], goal)
+            rolled_pose = (list(rotations), list(positions))
+            rotations[:], positions[:] = before
+            _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
+            extra = max(b - r for b, r in zip(_segment_cosines(before[1], positions, chain), rolled_turns))  # type: ignore[arg-type]
+            if extra <= ROLL_TURN:
+                rotations[:], positions[:] = rolled_pose
+            else:
+                rotations[:], positions[:] = before
+                share = math.sqrt(ROLL_TURN / extra)
+                _reach_sole(skeleton, tmap, soles, side, rotations, positions, add(goal, (full[0] * share, 0.0, full[2] * share)), floor)
+        moved = subtract(positions[foot], goal)
+        rock.rolled = (moved[0], 0.0, moved[2])
+    else:  # where it lands
+        _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
+    lowest = min(soles.feet[side], key=lambda p: posed_point(p, rotations, positions)[1])
+    at = posed_point(lowest, rotations, positions)
+    rock.pin = (lowest, (at[0], at[2]))
+
+
+def _sole_on_shin(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str) -> bool:
+    """No point of the side's sole rides on its foot joint or below it: a shin with no foot bone carries
+    the foot's mesh, its foot joint only the tip where the shin ends."""
+    below = set(subtree(skeleton, tmap.bones["foot_" + side]))
+    return not any(joint in below for point in soles.feet[side] for joint, _, _ in point)
+
+
+def _within_reach(hip: Vec3, knee: Vec3, ankle: Vec3, goal: Vec3) -> Vec3:
+    """`goal`, brought horizontally towards the hip until the leg reaches it no straighter than
+    REACH_LIMIT (or than it is)."""
+    upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
+    longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
+    dx, dy, dz = subtract(goal, hip)
+    horizontal = math.hypot(dx, dz)
+    if dx * dx + dy * dy + dz * dz <= longest * longest or horizontal < 1e-12:
+        return goal
+    k = math.sqrt(max(0.0, longest * longest - dy * dy)) / horizontal
+    return (hip[0] + dx * k, goal[1], hip[2] + dz * k)
+
+
+def _segment_cosines(before: Sequence[Vec3], after: Sequence[Vec3], chain: Sequence[int]) -> List[float]:
+    """Thigh's and shin's cosines between two poses' positions of the leg's (hip, knee, ankle)."""
+    out = []
+    for a, b in zip(chain, chain[1:]):
+        u, v = subtract(before[b], before[a]), subtract(after[b], after[a])
+        out.append(dot(u, v) / max(1e-12, length(u) * length(v)))
+    return out
 
 
 def _drop_hip(skeleton: Skeleton, tmap: HumanoidMap, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]],

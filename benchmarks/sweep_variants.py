@@ -167,6 +167,15 @@ VARIANTS = {
                               # (the worst frame's cosine differs by up to 0.0102 on raw soma_03)
                               skip_report=("reach_target_cm", "limb_cosine_min"),
                               one_bone_legs={"l": MANNEQUIN["calf_l"], "r": MANNEQUIN["calf_r"]}),
+    # The same, facing +X in a centimetre armature: the roll and the sole the shin carries come from the
+    # rig's geometry, not its axes or units.
+    "footless_shins_x_cm": Variant(rv.MANNEQUIN, (rv.footless_shins, lambda g: rv.wrap_armature(g, scale=0.01),
+                                                  lambda g: rv.turn_scene(g, 90.0)),
+                                   dict({k: v for k, v in MANNEQUIN.items() if not k.startswith("toe")},
+                                        **{"foot_" + s: MANNEQUIN["calf_" + s] for s in "lr"}), 90.0,
+                                   carried={"foot_" + s: (MANNEQUIN["calf_" + s], "foot_" + s) for s in "lr"},
+                                   skip_report=("reach_target_cm", "limb_cosine_min"),
+                                   one_bone_legs={"l": MANNEQUIN["calf_l"], "r": MANNEQUIN["calf_r"]}),
     "ik_helpers": Variant(rv.MANNEQUIN, (rv.add_unreal_ik_bones,), MANNEQUIN),
     "cm_mannequin": Variant(rv.MANNEQUIN, (lambda g: rv.wrap_armature(g, scale=0.01),), MANNEQUIN),
     "giant_mixamo": Variant(rv.MIXAMO, (lambda g: rv.scale_scene(g, 2.7),), tfj._parts(tfj.MIXAMO_PARTS)),
@@ -201,6 +210,12 @@ VARIANTS = {
                              limbs=(("thigh", "foot"), ("upperarm", "hand")),
                              skip_report=("reach_target_cm", "limb_cosine_min"),
                              one_bone_legs={"l": "leg-left", "r": "leg-right"}),
+    # The same facing -Z and twice the size: the hike and the rocking come from the blocks' geometry.
+    "kenney_blocks_back_big": Variant(rv.MANNEQUIN, (rv.kenney_blocks_instead, lambda g: rv.turn_scene(g, 180.0),
+                                                     lambda g: rv.scale_scene(g, 2.0)), KENNEY, 180.0,
+                                      carried=BLOCKS_CARRIED, limbs=(("thigh", "foot"), ("upperarm", "hand")),
+                                      skip_report=("reach_target_cm", "limb_cosine_min"),
+                                      one_bone_legs={"l": "leg-left", "r": "leg-right"}),
     # End bones whose inverse bind matrices are the scene's (THREE.GLTFExporter): they ride on their parents.
     "end_bones_robot": Variant(rv.ROBOT, (rv.end_bones_from_the_scene,), tfv.ROBOT, warnings=(tfv.POSED, "do not fit"),
                                hands=tfv.ROBOT_HANDS),

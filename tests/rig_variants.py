@@ -249,7 +249,9 @@ def turn_scene(gltf: pygltflib.GLTF2, degrees: float, axis=(0.0, 1.0, 0.0)) -> N
 
 
 def _transform_scene(gltf: pygltflib.GLTF2, m: np.ndarray) -> None:
-    top = pygltflib.Node(name="Turned", children=list(gltf.scenes[gltf.scene or 0].nodes))
+    taken = {node.name for node in gltf.nodes}
+    name = next(n for n in ["Turned"] + ["Turned_{}".format(k) for k in range(2, len(gltf.nodes) + 2)] if n not in taken)
+    top = pygltflib.Node(name=name, children=list(gltf.scenes[gltf.scene or 0].nodes))  # a second turn: a name of its own
     set_local_matrix(top, m)
     gltf.nodes.append(top)
     gltf.scenes[gltf.scene or 0].nodes = [len(gltf.nodes) - 1]

@@ -288,17 +288,30 @@ def gltf_place(gltf, variant: Variant, bone: str, joint: str) -> list:
     return (built_world[rv.node_index(gltf, bone)] @ local)[:3].tolist()
 
 
+def pair_case(clip: str, name: str, out: Path):
+    """(the judges' case, the --target file, the rig they read at bind, the parts the rig lost with where
+    they sit, the output .glb) of one pair, its rig built in OUT/rigs."""
+    variant = VARIANTS[name]
+    target, judged, carried = build(name, variant, out / "rigs")
+    kind = RawCase if clip.startswith("raw:") else tfj.Case
+    case = kind(clip.split(":")[-1], None, variant.parts, variant.facing_deg, variant.limbs, variant.warnings,
+                {part: (bone, joint) for part, (bone, joint) in variant.carried.items()})
+    return case, target, judged, carried, out / "{}__{}.glb".format(clip.replace(":", "_"), name)
+
+
+def judge_spec(clip: str, name: str, out: Path) -> dict:
+    """The pair's case as the judges read it (tests/blender/feet_judge.py's SPEC: numpy, Blender, three.js)."""
+    case, _, judged, carried, glb = pair_case(clip, name, out)
+    return tfv.judge_spec(glb.stem, case, judged, glb, len(tfj._source(case)[1]), VARIANTS[name].hands, carried)
+
+
 def run_pair(clip: str, name: str, out: Path) -> dict:
     variant = VARIANTS[name]
     raw = clip.startswith("raw:")
     clip_name = clip.split(":")[-1]
-    target, judged, carried = build(name, variant, out / "rigs")
-    kind = RawCase if raw else tfj.Case
-    case = kind(clip_name, None, variant.parts, variant.facing_deg, variant.limbs, variant.warnings,
-                {part: (bone, joint) for part, (bone, joint) in variant.carried.items()})
+    case, target, judged, carried, glb = pair_case(clip, name, out)
     source = (CLIPS / clip_name) if raw else (NPZ / clip_name / "motion.npz")
-    stem = "{}__{}".format(clip.replace(":", "_"), name)
-    glb = out / (stem + ".glb")
+    stem = glb.stem
     report_file = out / (stem + ".json")
     command = [sys.executable, "-m", "kimodo_rig", "retarget", str(source), "--target", str(target), "-o", str(glb),
                "--report", str(report_file)]

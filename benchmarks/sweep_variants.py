@@ -176,6 +176,8 @@ VARIANTS = {
                                    carried={"foot_" + s: (MANNEQUIN["calf_" + s], "foot_" + s) for s in "lr"},
                                    skip_report=("reach_target_cm", "limb_cosine_min"),
                                    one_bone_legs={"l": MANNEQUIN["calf_l"], "r": MANNEQUIN["calf_r"]}),
+    # The feet's mesh in a mesh with a skin of its own (one skin per mesh, as VRoid writes).
+    "shoes_own_skin": Variant(rv.MANNEQUIN, (rv.shoes_in_a_skin_of_their_own,), MANNEQUIN),
     "ik_helpers": Variant(rv.MANNEQUIN, (rv.add_unreal_ik_bones,), MANNEQUIN),
     "cm_mannequin": Variant(rv.MANNEQUIN, (lambda g: rv.wrap_armature(g, scale=0.01),), MANNEQUIN),
     "giant_mixamo": Variant(rv.MIXAMO, (lambda g: rv.scale_scene(g, 2.7),), tfj._parts(tfj.MIXAMO_PARTS)),

@@ -422,6 +422,47 @@ def footless_shins(gltf: pygltflib.GLTF2) -> None:
     drop_joints(gltf, ["foot_l", "foot_r"])
 
 
+def shoes_in_a_skin_of_their_own(gltf: pygltflib.GLTF2) -> None:
+    """The feet's mesh moved out of the body's into a mesh of its own with a skin of its own, as
+    exporters that write one skin per mesh do (VRoid's body, hair and face; shoes as separate objects):
+    the new skin lists only the shins, feet and balls, in another order than the body's, its inverse
+    binds the same joints' binds; the body's mesh keeps no foot vertex."""
+    node = next(n for n in gltf.nodes if n.mesh is not None and n.skin is not None)
+    body = gltf.skins[node.skin]
+    feet = ["ball_r", "foot_r", "calf_r", "ball_l", "foot_l", "calf_l"]
+    foot_slots = {list(body.joints).index(node_index(gltf, name)) for name in ("foot_l", "ball_l", "foot_r", "ball_r")}
+    body_ibm = read_accessor(gltf, body.inverseBindMatrices).astype(np.float64)
+    new_slot = {list(body.joints).index(node_index(gltf, name)): k for k, name in enumerate(feet)}
+    kept, shoes = [], []
+    for primitive in gltf.meshes[node.mesh].primitives:
+        a = primitive.attributes
+        positions, joints, weights = (read_accessor(gltf, i) for i in (a.POSITION, a.JOINTS_0, a.WEIGHTS_0))
+        triangles = read_accessor(gltf, primitive.indices).reshape(-1, 3)
+        on_foot = (np.isin(joints, list(foot_slots)) * weights).sum(1) >= 0.5
+        for mine, wanted in ((kept, ~on_foot), (shoes, on_foot)):
+            chosen = triangles[wanted[triangles].all(1)]
+            used = np.unique(chosen)
+            if not len(used):
+                continue
+            renumber = np.full(len(positions), -1)
+            renumber[used] = np.arange(len(used))
+            slots = joints[used]
+            if mine is shoes:
+                slots = np.vectorize(lambda k: new_slot.get(int(k), 0))(slots) * (weights[used] > 0)
+            attributes = pygltflib.Attributes(POSITION=add_accessor(gltf, positions[used], "VEC3", bounds=True),
+                                              JOINTS_0=add_accessor(gltf, slots, "VEC4", component=5123),
+                                              WEIGHTS_0=add_accessor(gltf, weights[used], "VEC4"))
+            mine.append(pygltflib.Primitive(attributes=attributes, material=primitive.material,
+                                            indices=add_accessor(gltf, renumber[chosen].reshape(-1, 1), "SCALAR", component=5125)))
+    gltf.meshes[node.mesh].primitives = kept
+    ibm = np.stack([body_ibm[list(body.joints).index(node_index(gltf, name))] for name in feet])
+    gltf.skins.append(pygltflib.Skin(name="Shoes", joints=[node_index(gltf, name) for name in feet],
+                                     inverseBindMatrices=add_accessor(gltf, ibm, "MAT4")))
+    gltf.meshes.append(pygltflib.Mesh(name="Shoes", primitives=shoes))
+    gltf.nodes.append(pygltflib.Node(name="Shoes", mesh=len(gltf.meshes) - 1, skin=len(gltf.skins) - 1))
+    gltf.scenes[gltf.scene or 0].nodes.append(len(gltf.nodes) - 1)
+
+
 def shield_on_the_left_forearm(gltf: pygltflib.GLTF2) -> None:
     """A prop the way Quaternius' Soldier carries one: a ShieldSlot joint at the middle of the left
     forearm (`lowerarm_l`), a 55 x 45 cm board skinned to it alone, out at the arm's left side and

@@ -38,6 +38,11 @@ REPORT_PROPERTY = "kimodo_report"
 MESH_OFF_BONES_HINT = ("meshes hang from the bones of an armature scaled {:g}x: if it came from Blender's glTF "
                        "importer, import it again with Bone Dir 'Temperance', which puts them where the file has them")
 BONE_MAP_PROPERTY = "kimodo_bone_map"
+# A character made of rigid parts (Kenney's platformer characters: a mesh object per limb, no armature) is
+# not what the add-on retargets onto; with one selected the motion goes on a box rig and the report says so.
+RIGID_PARTS_MIN = 3  # mesh objects in the selected object's hierarchy: a lone mesh (the default cube) is no character
+RIGID_PARTS_WARNING = ("{} is one of {} rigid parts with no armature: the motion is on a new Kimodo box rig "
+                       "(`kimodo-rig retarget CLIP --target CHARACTER.glb` retargets onto characters of rigid parts)")
 
 
 def clip_path(filepath: str) -> Path:
@@ -93,6 +98,14 @@ def editable_bone_map(obj):
         return {}
 
 
+def rigid_parts(obj) -> int:
+    """How many mesh objects make up the hierarchy `obj` is in (from its topmost parent down)."""
+    top = obj
+    while top.parent is not None:
+        top = top.parent
+    return sum(1 for o in [top] + list(top.children_recursive) if o.type == "MESH")
+
+
 def import_motion(context, filepath: str, options: api.RetargetOptions, set_scene: bool):
     """Returns (armature object, action, report text). Raises KimodoError with nothing left behind."""
     path = clip_path(filepath)
@@ -100,6 +113,12 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
     name = naming.clip_stem(motion.prompt, motion.name, motion.frame_count)
     made = []  # objects and datablocks to remove on failure
     obj = target_armature(context)
+    active = context.view_layer.objects.active
+    passed_over = None  # a selected character of rigid parts the box rig is made instead of
+    if obj is None and active is not None and active.select_get():
+        parts = rigid_parts(active)
+        if parts >= RIGID_PARTS_MIN:
+            passed_over = RIGID_PARTS_WARNING.format(active.name, parts)
     scene = context.scene
     saved_scene = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
     animation = obj.animation_data if obj is not None else None
@@ -154,6 +173,8 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         if made:
             text = "{}: {}, {} joints, {} frames on a new Kimodo box rig, worst joint disagreement {:.1e} m".format(
                 name, motion.skeleton.label, motion.joint_count, motion.frame_count, worst)
+            if passed_over is not None:
+                text += "\n  warning: " + passed_over
         else:
             picks = {side: [where[i] for i in chosen] for side, chosen in api.report_vertices(info, mesh).items()}
             foot_vertices = blender_data.sample_vertices(context, [first + f for f in range(motion.frame_count)], picks) if picks else None

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rig_variants as rv
 from conftest import CLIPS, NPZ, RIGS, ROOT, run_blender, run_cli
 from gltf_judge import Glb, forward_kinematics, read_raw_clip, skeleton_record
 from kimodo_rig import skeletons
@@ -297,8 +298,10 @@ def run_blender_cases(version, built, command_line, exported):
     bad = [str(ROOT / "tests" / "invalid" / name) for name in BAD_CLIPS]
     bad += [str(ROOT / "tests" / "invalid" / "nan_rotation" / "local_rotations_xyzw.f32"), str(truncated),
             str(RIG_FILES["mannequin"]), str(work / "no_such_clip.bvh")]
+    rigid = rv.variant(rv.MANNEQUIN, work, "rigid_parts.glb", rv.kenney_platformer_like)
     spec = {"zip": str(zip_path), "work": str(work), "cases": cases, "bad": bad, "bad_rig": str(RIG_FILES["mannequin"]),
-            "good_clip": str(CLIPS / "soma_01_single_text_prompt"), "rootless_rig": str(RIG_FILES["mixamo"])}
+            "good_clip": str(CLIPS / "soma_01_single_text_prompt"), "rootless_rig": str(RIG_FILES["mixamo"]),
+            "rigid_rig": str(rigid)}
     (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     pointer = run_blender("extension.py", work / "spec.json", timeout=1800, lts=version == "4.2")
     result = json.loads(open(pointer["result"], encoding="utf-8").read())
@@ -563,6 +566,21 @@ def test_bad_files_give_one_error_and_change_nothing(blender):
         assert cli.returncode == 1
         assert entry["errors"][0] == "Error: " + cli.stderr.strip(), (entry, cli.stderr)
     assert {e["selection"] for e in blender["bad"]} == {"armature", "none", "stick", "rootless", "constrained"}
+
+
+def test_a_character_of_rigid_parts_selected_gets_a_box_rig_and_a_warning_naming_it(blender):
+    """The add-on retargets onto armatures. Kenney's platformer characters have none (a mesh object per
+    limb, `rig_variants.kenney_platformer_like` imported by Blender's glTF importer): with one of their
+    parts selected the motion went on a new box rig and nothing said the character was not used. The
+    report now warns in one line naming the part and pointing at the command line; a lone mesh selected
+    (Blender's default cube) is no character and gets the box rig without it."""
+    part, cube = blender["rigid"]
+    assert part["result"] == cube["result"] == ["FINISHED"] and part["new_armatures"] == cube["new_armatures"] == 1
+    warnings = [line for line in part["report"].splitlines() if line.startswith("  warning: ")]
+    assert warnings == ["  warning: torso is one of {} rigid parts with no armature: the motion is on a new Kimodo box "
+                        "rig (`kimodo-rig retarget CLIP --target CHARACTER.glb` retargets onto characters of rigid "
+                        "parts)".format(part["meshes"])], part["report"]
+    assert part["meshes"] >= 3 and "warning" not in cube["report"], cube["report"]
 
 
 @pytest.mark.parametrize("version, case", on_each_blender([c[0] for c in CASES]))

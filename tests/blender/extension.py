@@ -452,6 +452,29 @@ def run_bad(paths, rig, good_clip, rootless_rig):
     return results
 
 
+def run_rigid(rig, clip):
+    """A character of rigid parts (no armature; `rig`) with its torso selected, then a lone mesh (a cube)
+    selected: each import makes a new box rig; what its report says."""
+    out = []
+    for selection in ("part", "cube"):
+        clear_scene()
+        if selection == "part":
+            bpy.ops.import_scene.gltf(filepath=rig)
+            target = bpy.data.objects["torso"]
+        else:
+            bpy.ops.mesh.primitive_cube_add()
+            target = bpy.context.view_layer.objects.active
+        select_only(target)
+        before = set(bpy.data.objects.keys())
+        result, _ = capture(lambda: bpy.ops.kimodo.import_motion(filepath=clip))
+        made = [bpy.data.objects[name] for name in sorted(set(bpy.data.objects.keys()) - before)]
+        rigs = [o for o in made if o.type == "ARMATURE"]
+        out.append({"selection": selection, "result": sorted(result) if isinstance(result, set) else result,
+                    "meshes": sum(1 for o in bpy.data.objects if o.type == "MESH" and o not in made),
+                    "new_armatures": len(rigs), "report": rigs[0].data.get("kimodo_report", "") if rigs else ""})
+    return out
+
+
 def main():
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     out = {"blender": bpy.app.version_string}
@@ -468,6 +491,7 @@ def main():
     out["install_folder"] = str(Path(USER))
     out["cases"] = [run_case(case) for case in spec["cases"]]
     out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"], spec["rootless_rig"])
+    out["rigid"] = run_rigid(spec["rigid_rig"], spec["good_clip"])
     addon_utils.disable(MODULE)
     out["unregistered"] = {"operator": "KIMODO_OT_import_motion" in dir(bpy.types),
                            "panel": "VIEW3D_PT_kimodo" in dir(bpy.types),

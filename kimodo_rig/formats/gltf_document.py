@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from ..errors import KimodoError
 from ..files import read_input
 from ..rotations import Quat, Vec3, matrix_to_quat
+from . import meshopt
 from .limits import parse_json
 
 GLB_MAGIC = 0x46546C67  # "glTF"
@@ -115,7 +116,8 @@ class DocumentBuilder:
     def to_glb(self) -> bytes:
         while len(self.binary) % 4:
             self.binary.append(0)
-        self.gltf["buffers"] = [{"byteLength": len(self.binary)}]
+        # Buffer 0 is the binary chunk; any others (a meshopt fallback buffer, which holds no bytes) stay.
+        self.gltf["buffers"] = [{"byteLength": len(self.binary)}] + list(self.gltf.get("buffers") or [])[1:]
         text = json.dumps(self.gltf, separators=(",", ":")).encode("utf-8")
         text += b" " * (-len(text) % 4)
         total = 12 + 8 + len(text) + 8 + len(self.binary)
@@ -139,6 +141,7 @@ class Document:
         self.source = source
         self._decoded: Dict[int, List[Tuple[float, ...]]] = {}
         self._budget = DECODE_BUDGET_ITEMS + len(binary)
+        self._unpacked: Dict[int, bytes] = {}  # meshopt-compressed buffer views, decoded
 
     def accessor(self, index: int) -> List[Tuple[float, ...]]:
         """The items of accessor `index` (indices and types already checked by check_structure); the bytes
@@ -166,15 +169,10 @@ class Document:
             self._spend(index, count)
             return [tuple(0.0 for _ in range(width))] * count
         view = self.gltf["bufferViews"][accessor["bufferView"]]
-        if view.get("buffer", 0) != 0:
-            raise KimodoError("{}: only the GLB's own binary buffer is supported".format(self.source))
         if accessor["type"].startswith("MAT") and size < 4:
             raise KimodoError("{}: padded matrix accessors are not supported".format(self.source))
-        view_start = view.get("byteOffset", 0)
+        data, view_start = self._view_bytes(accessor["bufferView"])
         view_length = view["byteLength"]
-        if view_start + view_length > len(self.binary):
-            raise KimodoError("{}: buffer view {} ends at byte {}, past the {}-byte binary chunk".format(
-                self.source, accessor["bufferView"], view_start + view_length, len(self.binary)))
         stride = view.get("byteStride") or size * width
         start = accessor.get("byteOffset", 0)
         end = start + stride * (count - 1) + size * width if count else start
@@ -182,13 +180,50 @@ class Document:
             raise KimodoError("{}: accessor {} reads {} items past the end of buffer view {} ({} of {} bytes)".format(
                 self.source, index, count, accessor["bufferView"], end, view_length))
         self._spend(index, count)
-        items = [struct.unpack_from("<{}{}".format(width, fmt), self.binary, view_start + start + i * stride)
+        items = [struct.unpack_from("<{}{}".format(width, fmt), data, view_start + start + i * stride)
                  for i in range(count)]
         if accessor.get("normalized"):
             scale = float((1 << (8 * size - (1 if fmt.islower() else 0))) - 1)
             items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
         return items
 
+    def _view_bytes(self, index: int) -> "Tuple[bytes, int]":
+        """(bytes, offset of the view in them) of buffer view `index`: the GLB's binary chunk, or the view
+        decoded from its EXT_meshopt_compression stream (gltfpack -c) where it has one."""
+        view = self.gltf["bufferViews"][index]
+        extensions = view.get("extensions")
+        compressed = None
+        if isinstance(extensions, dict):
+            compressed = extensions.get("EXT_meshopt_compression") or extensions.get("KHR_meshopt_compression")
+        if compressed is None:
+            if view.get("buffer", 0) != 0:
+                raise KimodoError("{}: only the GLB's own binary buffer is supported".format(self.source))
+            start, length = view.get("byteOffset", 0), view["byteLength"]
+            if start + length > len(self.binary):
+                raise KimodoError("{}: buffer view {} ends at byte {}, past the {}-byte binary chunk".format(
+                    self.source, index, start + length, len(self.binary)))
+            return self.binary, start
+        if index not in self._unpacked:
+            self._unpacked[index] = self._unpack(index, view, compressed)
+        return self._unpacked[index], 0
+
+    def _unpack(self, index: int, view: Dict[str, Any], compressed: Any) -> bytes:
+        where = "{}: buffer view {}'s meshopt stream".format(self.source, index)
+        fields = compressed if isinstance(compressed, dict) else {}
+        count, stride, length = fields.get("count"), fields.get("byteStride"), fields.get("byteLength")
+        start = fields.get("byteOffset", 0)
+        if not all(_is_int(v) and v >= 0 for v in (count, stride, length, start)) or fields.get("buffer", 0) != 0:
+            raise KimodoError("{} is not in the GLB's own binary buffer with its count, stride and length".format(where))
+        if fields.get("mode") != "ATTRIBUTES":
+            raise KimodoError("{} holds {} (only vertex and matrix data, mode ATTRIBUTES, is read)".format(where, fields.get("mode")))
+        if count * stride != view["byteLength"] or start + length > len(self.binary):
+            raise KimodoError("{} does not fit its buffer view or the binary chunk".format(where))
+        self._spend(index, count)
+        try:
+            raw = meshopt.decode_attributes(self.binary[start:start + length], count, stride)
+            return meshopt.apply_filter(raw, count, stride, fields.get("filter", "NONE"))
+        except meshopt.MeshoptError as error:
+            raise KimodoError("{}: {}".format(where, error)) from error
 
     def floats(self, index: int) -> Sequence[float]:
         """The components of accessor `index` laid end to end. A plain, tightly packed float32 accessor

@@ -691,6 +691,9 @@ def _warn_if_saved_off_bind(source: str, gltf: Dict, joints: List[int], order: L
                     "(from the inverse bind matrices) is the rest", source, name, worst)
 
 
+BIND_SPACE_RESCALE = 1.5  # a root whose bind is more than this bigger or smaller than its saved transform: not a pose
+
+
 def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int], root_node: int,
                    root_bind: gd.Matrix4) -> gd.Matrix4:
     """Where the skin's bind space sits in the scene, from the inverse bind matrices and the nodes ABOVE
@@ -703,7 +706,9 @@ def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int],
     whose bind transform of the root joint, relative to its parent, is nearer the saved one. A saved pose
     turns and moves the root joint but does not rescale it or swap its axes, which is what the wrong
     reading would need. A root joint that none of the file's own animations moves is placement, not pose:
-    its saved transform places the bind space."""
+    its saved transform places the bind space. Where neither reading gives the root joint its saved size
+    (no pose rescales it), the inverse bind matrices carry a transform of their own (gltfpack bakes the
+    mesh's dequantization into them) and the root joint's saved transform places the bind space."""
     identity = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     animations = gltf.get("animations") or []
     keyed = {channel.get("target", {}).get("node") for animation in animations for channel in animation.get("channels", [])}
@@ -716,8 +721,6 @@ def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int],
             return identity
     parent = node_parents[root_node]
     above = world[parent] if parent >= 0 else identity
-    if max(abs(a - b) for a, b in zip(above, identity)) < 1e-9:
-        return identity
     saved = gd.node_local_matrix(gltf["nodes"][root_node])
     try:
         inverse_above = gd.invert4(above)
@@ -730,4 +733,20 @@ def _skin_to_world(gltf: Dict, world: List[gd.Matrix4], node_parents: List[int],
         size = sum(saved[c * 4 + r] ** 2 for r, c in linear) ** 0.5 or 1.0
         return sum((local[c * 4 + r] - saved[c * 4 + r]) ** 2 for r, c in linear) ** 0.5 / size
 
-    return identity if distance(identity) <= distance(above) else above
+    def rescaled(skin_to_world: gd.Matrix4) -> bool:
+        """The root's bind, so read, is at another size than its saved transform: no pose does that."""
+        local = gd.multiply4(inverse_above, gd.multiply4(skin_to_world, root_bind))
+        sizes = [sum(m[c * 4 + r] ** 2 for r in range(3) for c in range(3)) ** 0.5 for m in (local, saved)]
+        return not sizes[1] / BIND_SPACE_RESCALE <= sizes[0] <= sizes[1] * BIND_SPACE_RESCALE
+
+    plain = max(abs(a - b) for a, b in zip(above, identity)) < 1e-9  # nothing above: one reading
+    best = identity if plain or distance(identity) <= distance(above) else above
+    if rescaled(best):
+        # Neither reading: the inverse bind matrices carry a transform of their own (gltfpack bakes the
+        # mesh's dequantization into them, 1/16383 of its size), so the root joint's saved transform,
+        # which a pose turns and moves but never rescales, places the bind space.
+        try:
+            return gd.multiply4(world[root_node], gd.invert4(root_bind))
+        except ValueError:
+            return best
+    return best

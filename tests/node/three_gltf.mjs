@@ -9,6 +9,11 @@ export const THREE = await import(pathToFileURL(path.join(modules, "three", "bui
 export const { GLTFLoader } = await import(
   pathToFileURL(path.join(modules, "three", "examples", "jsm", "loaders", "GLTFLoader.js")).href
 );
+// three's own meshopt decoder (WebAssembly), so files gltfpack compressed load as in a browser.
+const { MeshoptDecoder } = await import(
+  pathToFileURL(path.join(modules, "three", "examples", "jsm", "libs", "meshopt_decoder.module.js")).href
+);
+await MeshoptDecoder.ready;
 
 // Whatever three says while loading is part of the verdict, so it is collected, not lost in stderr.
 export const messages = [];
@@ -31,6 +36,7 @@ const stubTextures = () => ({
 export function parse(bytes) {
   const loader = new GLTFLoader();
   loader.register(stubTextures);
+  loader.setMeshoptDecoder(MeshoptDecoder);
   const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
   return new Promise((resolve, reject) => loader.parse(buffer, "", resolve, reject));
 }

@@ -227,6 +227,7 @@ def read_gltf_target(path) -> Target:
     # skin, a hierarchy of rigid parts (Kenney's characters) whose nodes are the joints.
     skin = max(skins, key=lambda s: len(s.get("joints", []))) if skins else _rigid_parts(gltf, source)
     joints = list(skin.get("joints", []))
+    _warn_of_draco(source, gltf)
     node_count = len(gltf.get("nodes", []))
     if not joints or any(not isinstance(n, int) or not 0 <= n < node_count for n in joints):
         raise KimodoError("{}: the skin lists no valid joints".format(source))
@@ -382,7 +383,7 @@ def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
             except ValueError:  # a singular node matrix: that mesh cannot be placed, so it is not a sole
                 continue
             for primitive in primitives:
-                if "POSITION" in primitive.get("attributes", {}):
+                if "POSITION" in primitive.get("attributes", {}) and not _draco(primitive):
                     placed = (gd.apply4(to_world, v) for v in document.accessor(primitive["attributes"]["POSITION"]))
                     result.extend((p, {names[node_joint[holder]]: 1.0}) for p in placed if gd.is_finite(p))  # type: ignore[misc]
             continue
@@ -404,7 +405,7 @@ def bind_mesh(target: Target) -> List[Tuple[Vec3, Dict[str, float]]]:
         slots = [node_joint.get(n) for n in joints]
         for primitive in primitives:
             attributes = primitive.get("attributes", {})
-            if not all(k in attributes for k in ("POSITION", "JOINTS_0", "WEIGHTS_0")):
+            if not all(k in attributes for k in ("POSITION", "JOINTS_0", "WEIGHTS_0")) or _draco(primitive):
                 continue
             vertices = document.accessor(attributes["POSITION"])
             influences = document.accessor(attributes["JOINTS_0"])
@@ -657,6 +658,28 @@ def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at:
         ends = [at[c] for c in below.get(k, [])] or [at[k]]
         best = min(best, min((gap(at[k], end), -rank, k) for end in ends))
     return best[2]
+
+
+DRACO = "KHR_draco_mesh_compression"
+
+
+def _draco(primitive: Dict) -> bool:
+    """The primitive's vertices are in a Draco stream (its accessors hold no data of their own)."""
+    extensions = primitive.get("extensions")
+    return isinstance(extensions, dict) and DRACO in extensions
+
+
+def _warn_of_draco(source: str, gltf: Dict) -> None:
+    """One line when meshes are Draco-compressed: kimodo-rig (the standard library only) does not decode
+    Draco, so those vertices carry no sole and the feet stand on what else there is (their joints)."""
+    meshes = [mesh.get("name") or "mesh{}".format(k) for k, mesh in enumerate(gltf.get("meshes", []))
+              if any(_draco(p) for p in mesh.get("primitives", []))]
+    if meshes:
+        LOG.warning("%s: mesh %s %s Draco-compressed (%s), which kimodo-rig does not decode: feet no other mesh "
+                    "carries stand on their joints, not their soles, and may float or sink by the sole's depth; "
+                    "export the character without Draco compression to stand it on its soles",
+                    source, ", ".join(meshes[:3]) + (", ..." if len(meshes) > 3 else ""),
+                    "is" if len(meshes) == 1 else "are", DRACO)
 
 
 def _warn_of_trees(source: str, gltf: Dict, joints: List[int], trees: List[List[int]], body: List[int],

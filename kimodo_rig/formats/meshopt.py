@@ -29,6 +29,8 @@ def decode_attributes(data: bytes, count: int, stride: int) -> bytes:
     if len(data) < 1 + tail or data[0] != ATTRIBUTES_HEADER:
         raise MeshoptError("not an attribute stream of version 0 (header {})".format(
             "0x{:02x}".format(data[0]) if data else "missing"))
+    if len(data) * 64 < count * stride:  # 2 header bits per 16 elements of each byte at the least
+        raise MeshoptError("{} bytes cannot hold {} elements of {} bytes".format(len(data), count, stride))
     baseline = bytearray(data[len(data) - stride:])
     block_max = min((8192 // stride) & ~(GROUP - 1), 256)
     out = bytearray(count * stride)
@@ -100,6 +102,8 @@ def apply_filter(raw: bytes, count: int, stride: int, name: str) -> bytes:
         if stride % 4:
             raise MeshoptError("the exponential filter needs a stride that is a multiple of 4")
         words = struct.unpack("<{}i".format(len(raw) // 4), raw)
+        if any(not -100 <= w >> 24 <= 100 for w in words):  # the range the extension allows
+            raise MeshoptError("an exponent outside -100..100")
         values = [math.ldexp(((w & 0xFFFFFF) ^ 0x800000) - 0x800000, w >> 24) for w in words]
         return struct.pack("<{}f".format(len(values)), *values)
     if name == "OCTAHEDRAL":

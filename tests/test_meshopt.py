@@ -1,6 +1,7 @@
 """Characters compressed with EXT_meshopt_compression, as web characters often come (gltfpack -c: vertex
 data, the skin's inverse bind matrices and the faces in compressed streams, the mesh's dequantization
-baked into the inverse bind matrices; tests/data/rigs/meshopt). kimodo-rig refused them ("only the GLB's
+baked into the inverse bind matrices; EXT_meshopt_compression's version 0 streams and
+KHR_meshopt_compression's version 1; tests/data/rigs/meshopt). kimodo-rig refused them ("only the GLB's
 own binary buffer is supported"). Judged against the uncompressed mannequin they were made from: its bind
 mesh read by pygltflib + numpy, its retarget, and three.js (GLTFLoader with three's own meshopt decoder)
 skinning the written file."""
@@ -23,7 +24,9 @@ from kimodo_rig.retarget import character
 
 PLAIN = RIGS / "mpfb2" / "mpfb2_game_engine.glb"
 PACKED = {"meshopt": RIGS / "meshopt" / "mannequin_meshopt.glb",
-          "filters": RIGS / "meshopt" / "mannequin_meshopt_filters.glb"}  # + exponential and octahedral filters
+          "filters": RIGS / "meshopt" / "mannequin_meshopt_filters.glb",  # + exponential and octahedral filters
+          "khr": RIGS / "meshopt" / "mannequin_khr.glb",  # KHR_meshopt_compression: version 1 streams
+          "khr_filters": RIGS / "meshopt" / "mannequin_khr_filters.glb"}  # + rotated 4-byte XOR channels
 CLIP = NPZ / "soma_01_single_text_prompt" / "motion.npz"
 QUANTUM_M = 3e-4  # gltfpack's 14-bit positions on a 1.7 m character: 0.1 mm steps
 
@@ -40,6 +43,38 @@ def _plain_vertices() -> np.ndarray:
             start = (view.byteOffset or 0) + (accessor.byteOffset or 0)
             out.append(np.frombuffer(blob, np.float32, accessor.count * 3, start).reshape(-1, 3))
     return np.concatenate(out).astype(np.float64)
+
+
+@pytest.mark.parametrize("kind", list(PACKED))
+def test_every_stream_decodes_as_three_js_s_own_decoder_decodes_it(kind):
+    """Every attribute stream of the file (vertex data, inverse bind matrices), filters applied, against
+    three's meshopt decoder (tests/node/meshopt_views.mjs): the same bytes, where a filter rounds (the
+    extension allows one unit in the last place) the same 16-bit values within 1."""
+    from kimodo_rig.formats import meshopt
+
+    node = subprocess.run(["node", str(ROOT / "tests" / "node" / "meshopt_views.mjs"), str(PACKED[kind])],
+                          capture_output=True, text=True, env=dict(os.environ, KIMODO_NODE_MODULES=str(node_modules())))
+    assert node.returncode == 0, node.stderr[-3000:]
+    theirs = json.loads(node.stdout)
+    data = PACKED[kind].read_bytes()
+    length = struct.unpack_from("<I", data, 12)[0]
+    gltf, binary = json.loads(data[20:20 + length]), data[20 + length + 8:]
+    checked = 0
+    for index, view in enumerate(gltf["bufferViews"]):
+        stream = next(iter(view.get("extensions", {}).values()), None)
+        if stream is None or stream["mode"] != "ATTRIBUTES":
+            continue
+        start = stream.get("byteOffset", 0)
+        raw = meshopt.decode_attributes(binary[start:start + stream["byteLength"]], stream["count"], stream["byteStride"])
+        ours = meshopt.apply_filter(raw, stream["count"], stream["byteStride"], stream.get("filter", "NONE"))
+        reference = bytes.fromhex(theirs[str(index)])
+        if stream.get("filter", "NONE") in ("NONE", "EXPONENTIAL"):
+            assert ours == reference, index
+        else:
+            a, b = (np.frombuffer(x, np.int8 if stream["byteStride"] == 4 else np.int16).astype(int) for x in (ours, reference))
+            assert np.abs(a - b).max() <= 1, index
+        checked += 1
+    assert checked == len(theirs) >= 5
 
 
 @pytest.mark.parametrize("kind", list(PACKED))
@@ -109,8 +144,8 @@ def test_three_js_sees_the_compressed_character_s_feet_where_numpy_sees_the_plai
 
 
 def test_a_broken_meshopt_stream_is_one_line_naming_the_file(tmp_path):
-    """A stream that is not version 0 (here: its header byte changed): one line naming the file and the
-    buffer view, exit 1, nothing written."""
+    """A stream of no version there is (here: its header byte changed to 0xa2): one line naming the file
+    and the buffer view, exit 1, nothing written."""
     rig = tmp_path / "broken.glb"
     shutil.copy(PACKED["meshopt"], rig)
     data = bytearray(rig.read_bytes())
@@ -119,18 +154,18 @@ def test_a_broken_meshopt_stream_is_one_line_naming_the_file(tmp_path):
     skin_view = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]["bufferView"]
     at = 20 + length + 8 + gltf["bufferViews"][skin_view]["extensions"]["EXT_meshopt_compression"].get("byteOffset", 0)
     assert data[at] == 0xA0
-    data[at] = 0xA1
+    data[at] = 0xA2
     rig.write_bytes(bytes(data))
     out = tmp_path / "out.glb"
     result = run_cli("retarget", CLIP, "--target", rig, "-o", out)
     assert result.returncode == 1 and not out.exists() and not list(tmp_path.glob("*.tmp*"))
     assert result.stderr.strip().splitlines() == [
-        "{}: buffer view {}'s meshopt stream: not an attribute stream of version 0 (header 0xa1)".format(rig, skin_view)]
+        "{}: buffer view {}'s meshopt stream: not an attribute stream of version 0 or 1 (header 0xa2)".format(rig, skin_view)]
 
 
 @pytest.mark.parametrize("kind", list(PACKED))
 def test_damaged_meshopt_streams_read_or_fail_in_one_line(tmp_path, kind):
-    """Bytes of the compressed streams changed at random (400 files, a fixed seed): reading the character
+    """Bytes of the compressed streams changed at random (200 files per kind, a fixed seed): reading the character
     and its soles either works or stops with kimodo-rig's one-line error, never another exception."""
     from kimodo_rig.errors import KimodoError
 

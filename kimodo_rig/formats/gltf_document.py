@@ -189,7 +189,7 @@ class Document:
 
     def _view_bytes(self, index: int) -> "Tuple[bytes, int]":
         """(bytes, offset of the view in them) of buffer view `index`: the GLB's binary chunk, or the view
-        decoded from its EXT_meshopt_compression stream (gltfpack -c) where it has one."""
+        decoded from its EXT_ or KHR_meshopt_compression stream (gltfpack -c) where it has one."""
         view = self.gltf["bufferViews"][index]
         extensions = view.get("extensions")
         compressed = None

@@ -1,6 +1,7 @@
-"""EXT_meshopt_compression's attribute codec (mode 0, "ATTRIBUTES") and its filters, decoded as the
-extension's Appendix A and B specify them (KhronosGroup/glTF, extensions/2.0/Vendor/EXT_meshopt_compression):
-what gltfpack -c writes for vertex data and a skin's inverse bind matrices. The index modes (triangles,
+"""The meshopt attribute codec (mode 0, "ATTRIBUTES": version 0 of EXT_meshopt_compression, version 1 of
+KHR_meshopt_compression) and its filters, decoded as the extensions' Appendix A and B specify them
+(KhronosGroup/glTF, extensions/2.0/Vendor/EXT_meshopt_compression, Khronos/KHR_meshopt_compression): what
+gltfpack -c writes for vertex data and a skin's inverse bind matrices. The index modes (triangles,
 indices) are not decoded: kimodo-rig reads a character's vertices, never its faces."""
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import List
+    from typing import List, Tuple
 
-ATTRIBUTES_HEADER = 0xA0  # version 0, the only one the ratified extension allows
+ATTRIBUTES_HEADER = 0xA0  # | version: 0 (EXT_meshopt_compression) or 1 (KHR_meshopt_compression)
 GROUP = 16  # elements per group of deltas
-TAIL_MIN = 32  # bytes: the tail (the baseline element) is padded to at least this
+TAIL_MIN = {0: 32, 1: 24}  # bytes: the tail (baseline element, version 1's channel modes) is padded to at least this
+# Bits per delta for a group's 2 header bits: version 0, then version 1 by the byte position's control mode
+# (0 or 1; 2: all deltas 0, 3: literal bytes). 0 bits: all deltas 0; 8: one byte each.
+BIT_LENGTHS = {None: (0, 2, 4, 8), 0: (0, 1, 2, 4), 1: (1, 2, 4, 8)}
 
 
 class MeshoptError(ValueError):
@@ -21,18 +25,28 @@ class MeshoptError(ValueError):
 
 
 def decode_attributes(data: bytes, count: int, stride: int) -> bytes:
-    """`count` elements of `stride` bytes from an attribute stream (header 0xa0, attribute blocks, the
-    baseline element in the tail)."""
+    """`count` elements of `stride` bytes from an attribute stream: header 0xa0 or 0xa1, attribute blocks,
+    and the tail (the baseline element; in version 1 also one channel mode per 4 bytes)."""
     if not (0 < stride <= 256 and stride % 4 == 0):
         raise MeshoptError("byteStride {} is not a multiple of 4 up to 256".format(stride))
-    tail = max(stride, TAIL_MIN)
-    if len(data) < 1 + tail or data[0] != ATTRIBUTES_HEADER:
-        raise MeshoptError("not an attribute stream of version 0 (header {})".format(
+    version = data[0] - ATTRIBUTES_HEADER if data else -1
+    if version not in (0, 1):
+        raise MeshoptError("not an attribute stream of version 0 or 1 (header {})".format(
             "0x{:02x}".format(data[0]) if data else "missing"))
-    if len(data) * 64 < count * stride:  # 2 header bits per 16 elements of each byte at the least
-        raise MeshoptError("{} bytes cannot hold {} elements of {} bytes".format(len(data), count, stride))
-    baseline = bytearray(data[len(data) - stride:])
+    channels = stride // 4 if version == 1 else 0
+    tail = max(stride + channels, TAIL_MIN[version])
+    if len(data) < 1 + tail:
+        raise MeshoptError("{} bytes hold no tail".format(len(data)))
     block_max = min((8192 // stride) & ~(GROUP - 1), 256)
+    blocks = (count + block_max - 1) // block_max
+    # Each block takes a byte at the least per byte position (version 0) or per 4 (version 1's controls).
+    if len(data) < blocks * (stride // 4 if version == 1 else stride):
+        raise MeshoptError("{} bytes cannot hold {} elements of {} bytes".format(len(data), count, stride))
+    baseline = bytearray(data[len(data) - stride - channels:len(data) - channels])
+    modes = data[len(data) - channels:] if channels else bytes(stride // 4)
+    for mode in modes:
+        if (mode & 15) > 2 or ((mode & 15) < 2 and mode >> 4):
+            raise MeshoptError("channel mode 0x{:02x} is none the format has".format(mode))
     out = bytearray(count * stride)
     at = 1
     end = len(data) - tail
@@ -40,22 +54,60 @@ def decode_attributes(data: bytes, count: int, stride: int) -> bytes:
     while done < count:
         elements = min(block_max, count - done)
         padded = (elements + GROUP - 1) // GROUP * GROUP
+        controls = b""
+        if version == 1:
+            if at + stride // 4 > end:
+                raise MeshoptError("the stream ends inside a block's control bytes")
+            controls, at = data[at:at + stride // 4], at + stride // 4
+        deltas = []
         for byte in range(stride):
-            deltas, at = _data_block(data, at, end, padded)
-            value = baseline[byte]
-            for i in range(elements):
-                d = deltas[i]
-                value = (value + ((d >> 1) ^ -(d & 1))) & 0xFF  # zigzag back to a signed delta, 8-bit wrap
-                out[(done + i) * stride + byte] = value
-            baseline[byte] = value
+            control = (controls[byte // 4] >> ((byte % 4) * 2)) & 3 if version == 1 else None
+            if control == 2:
+                deltas.append([0] * padded)
+            elif control == 3:  # the block's deltas as they are, one byte each (no padding to a group)
+                if at + elements > end:
+                    raise MeshoptError("the stream ends inside literal deltas")
+                deltas.append(list(data[at:at + elements]))
+                at += elements
+            else:
+                column, at = _data_block(data, at, end, padded, BIT_LENGTHS[control])
+                deltas.append(column)
+        for channel in range(stride // 4):
+            _undelta(out, stride, done, elements, channel * 4, deltas, baseline, modes[channel])
         done += elements
     if at != end:
         raise MeshoptError("the stream holds {} bytes more than {} elements need".format(end - at, count))
     return bytes(out)
 
 
-def _data_block(data: bytes, at: int, end: int, padded: int) -> "tuple":
-    """One byte position's deltas for `padded` elements: 2 header bits per group of 16, then the groups."""
+def _undelta(out: bytearray, stride: int, done: int, elements: int, first: int, deltas: "List[List[int]]",
+             baseline: bytearray, mode: int) -> None:
+    """One channel's 4 bytes of a block's elements from their deltas: byte deltas (mode 0), 2-byte deltas
+    (1) or 4-byte XOR deltas rotated by the mode's high 4 bits (2), each from the element before (the
+    baseline before the first), which the baseline then becomes."""
+    width = (1, 2, 4)[mode & 15]
+    rotation = mode >> 4
+    bits = 8 * width
+    mask = (1 << bits) - 1
+    for part in range(first, first + 4, width):
+        value = sum(baseline[part + j] << (8 * j) for j in range(width))
+        columns = deltas[part:part + width]
+        for i in range(elements):
+            d = sum(columns[j][i] << (8 * j) for j in range(width))
+            if width == 4:
+                value ^= ((d >> rotation) | (d << ((32 - rotation) & 31))) & mask  # the encoder rotated left
+            else:
+                value = (value + ((d >> 1) ^ -(d & 1))) & mask  # zigzag back to a signed delta, wrapped
+            at = (done + i) * stride + part
+            for j in range(width):
+                out[at + j] = (value >> (8 * j)) & 0xFF
+        for j in range(width):
+            baseline[part + j] = (value >> (8 * j)) & 0xFF
+
+
+def _data_block(data: bytes, at: int, end: int, padded: int, lengths: "Tuple[int, ...]") -> "tuple":
+    """One byte position's deltas for `padded` elements: 2 header bits per group of 16 (picking the bits
+    per delta from `lengths`), then the groups."""
     groups = padded // GROUP
     header_size = (groups + 3) // 4
     if at + header_size > end:
@@ -64,25 +116,26 @@ def _data_block(data: bytes, at: int, end: int, padded: int) -> "tuple":
     at += header_size
     deltas: List[int] = []
     for g in range(groups):
-        mode = (header[g // 4] >> ((g % 4) * 2)) & 3
-        if mode == 0:
+        bits = lengths[(header[g // 4] >> ((g % 4) * 2)) & 3]
+        if bits == 0:
             deltas.extend([0] * GROUP)
             continue
-        if mode == 3:
+        if bits == 8:
             if at + GROUP > end:
                 raise MeshoptError("the stream ends inside a group")
             deltas.extend(data[at:at + GROUP])
             at += GROUP
             continue
-        bits = 2 if mode == 1 else 4
         packed = GROUP * bits // 8
         sentinel = (1 << bits) - 1
         if at + packed > end:
             raise MeshoptError("the stream ends inside a group")
+        # 2 and 4 bits: the first delta in the most significant bits; 1 bit: in the least.
+        shifts = range(0, 8) if bits == 1 else range(8 - bits, -1, -bits)
         extra = at + packed
         for k in range(packed):
             byte = data[at + k]
-            for shift in range(8 - bits, -1, -bits):  # most significant first
+            for shift in shifts:
                 value = (byte >> shift) & sentinel
                 if value == sentinel:  # the delta is the next explicit byte
                     if extra >= end:

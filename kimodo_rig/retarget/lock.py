@@ -597,11 +597,16 @@ def _sole_on_shin(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str
     return not any(joint in below for point in soles.feet[side] for joint, _, _ in point)
 
 
+def _longest_reach(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
+    """How far from its hip a locked leg may reach: no straighter than REACH_LIMIT, or than the animation
+    has it (a leg standing straight bent by a few millimetres of hips turns its thigh by degrees)."""
+    legs = length(subtract(knee, hip)) + length(subtract(ankle, knee))
+    return max(legs * REACH_LIMIT, min(length(subtract(ankle, hip)), legs * (1.0 - 1e-6)))
+
+
 def _within_reach(hip: Vec3, knee: Vec3, ankle: Vec3, goal: Vec3) -> Vec3:
-    """`goal`, brought horizontally towards the hip until the leg reaches it no straighter than
-    REACH_LIMIT (or than it is)."""
-    upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
-    longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
+    """`goal`, brought horizontally towards the hip until the leg reaches it (`_longest_reach`)."""
+    longest = _longest_reach(hip, knee, ankle)
     dx, dy, dz = subtract(goal, hip)
     horizontal = math.hypot(dx, dz)
     if dx * dx + dy * dy + dz * dz <= longest * longest or horizontal < 1e-12:
@@ -612,11 +617,11 @@ def _within_reach(hip: Vec3, knee: Vec3, ankle: Vec3, goal: Vec3) -> Vec3:
 
 def _segment_cosines(before: Sequence[Vec3], after: Sequence[Vec3], chain: Sequence[int]) -> List[float]:
     """Thigh's and shin's cosines between two poses' positions of the leg's (hip, knee, ankle)."""
-    out = []
-    for a, b in zip(chain, chain[1:]):
-        u, v = subtract(before[b], before[a]), subtract(after[b], after[a])
-        out.append(dot(u, v) / max(1e-12, length(u) * length(v)))
-    return out
+    return [_cosine(subtract(before[b], before[a]), subtract(after[b], after[a])) for a, b in zip(chain, chain[1:])]
+
+
+def _cosine(u: Vec3, v: Vec3) -> float:
+    return dot(u, v) / max(1e-12, length(u) * length(v))
 
 
 def _drop_hip(skeleton: Skeleton, tmap: HumanoidMap, sides: Sequence[str], goals: Dict[str, List[Optional[Vec3]]],
@@ -699,9 +704,7 @@ def _hips_reach(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Opt
             continue
         hip, knee, ankle = (positions[j] for j in chain)
         upper, lower = length(subtract(knee, hip)), length(subtract(ankle, knee))
-        # No straighter than REACH_LIMIT, or than the animation has it (a leg standing straight
-        # bent by a few millimetres of hips turns its thigh by degrees).
-        longest = max((upper + lower) * REACH_LIMIT, min(length(subtract(ankle, hip)), (upper + lower) * (1.0 - 1e-6)))
+        longest = _longest_reach(hip, knee, ankle)
         shortest = abs(upper - lower) + (upper + lower) * (1.0 - REACH_LIMIT)
         dx, dy, dz = subtract(goal, hip)
         dy -= lift
@@ -720,7 +723,7 @@ def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Ve
     hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
     swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, positions))
     upper, lower = subtract(knee, hip), subtract(ankle, knee)
-    return tuple(dot(before, after) / max(1e-12, length(before) * length(after))  # type: ignore[return-value]
+    return tuple(_cosine(before, after)  # type: ignore[return-value]
                  for before, after in ((upper, quat_rotate(swing, upper)), (lower, quat_rotate(quat_multiply(swing, bend), lower))))
 
 

@@ -75,6 +75,7 @@ def _vrm(version):
 
 
 MANNEQUIN = tfj._parts(tfj.MANNEQUIN_PARTS)
+MANNEQUIN_SWAPPED = tfj._parts(tfj.MANNEQUIN_PARTS, swap=True)  # the character's left part -> the bone named right
 ANON = tfj._parts(tfj.MANNEQUIN_PARTS, tfj.ANONYMOUS.get)
 NO_TOES_NO_HANDS = {k: v for k, v in MANNEQUIN.items() if not k.startswith(("hand", "toe"))}
 KENNEY = {k: v for k, v in tfj._parts(KENNEY_PARTS).items()}
@@ -142,7 +143,7 @@ VARIANTS = {
         lambda g: rv.pose_nodes(g, animation=10, frame=12, hips="Body", hips_move=(0.0012, -0.002, 0.003)),)),
     "posed_mixamo": Variant(rv.MIXAMO, (), tfj._parts(tfj.MIXAMO_PARTS), posed=(rv.pose_nodes,), warnings=(tfv.POSED,)),
     "back_viewer_sides": Variant(rv.MANNEQUIN, (lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
-                                 tfj._parts(tfj.MANNEQUIN_PARTS, swap=True), 180.0, warnings=(SWAPPED,)),
+                                 MANNEQUIN_SWAPPED, 180.0, warnings=(SWAPPED,)),
     "back_viewer_robot": Variant(rv.ROBOT, (lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
                                  tfj._parts(tfv.ROBOT_PARTS, swap=True), 180.0, warnings=(tfv.POSED, SWAPPED),
                                  hands=tfv.ROBOT_HANDS),
@@ -178,6 +179,15 @@ VARIANTS = {
                                    one_bone_legs={"l": MANNEQUIN["calf_l"], "r": MANNEQUIN["calf_r"]}),
     # The feet's mesh in a mesh with a skin of its own (one skin per mesh, as VRoid writes).
     "shoes_own_skin": Variant(rv.MANNEQUIN, (rv.shoes_in_a_skin_of_their_own,), MANNEQUIN),
+    # The same facing -Z with viewer-side names: sides and facing from the shins' own mesh.
+    "footless_back_viewer": Variant(rv.MANNEQUIN, (rv.footless_shins, lambda g: rv.turn_scene(g, 180.0), rv.swap_side_names),
+                                    dict({k: v for k, v in MANNEQUIN_SWAPPED.items() if not k.startswith("toe")},
+                                         **{"foot_" + s: MANNEQUIN_SWAPPED["calf_" + s] for s in "lr"}),
+                                    180.0, warnings=(SWAPPED,),
+                                    carried={"foot_" + s: (MANNEQUIN_SWAPPED["calf_" + s], "foot_" + ("r" if s == "l" else "l"))
+                                             for s in "lr"},
+                                    skip_report=("reach_target_cm", "limb_cosine_min"),
+                                    one_bone_legs={s: MANNEQUIN_SWAPPED["calf_" + s] for s in "lr"}),
     "ik_helpers": Variant(rv.MANNEQUIN, (rv.add_unreal_ik_bones,), MANNEQUIN),
     "cm_mannequin": Variant(rv.MANNEQUIN, (lambda g: rv.wrap_armature(g, scale=0.01),), MANNEQUIN),
     "giant_mixamo": Variant(rv.MIXAMO, (lambda g: rv.scale_scene(g, 2.7),), tfj._parts(tfj.MIXAMO_PARTS)),

@@ -22,6 +22,7 @@ from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
+from .soles import foot_carriers
 
 LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent.parent / "rigs"
@@ -118,8 +119,10 @@ def _holder(node: int, parents: Sequence[int], joints: Mapping[int, object]) -> 
 
 def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
     """Heel to toe as the feet's mesh has it, for feet whose joints say nothing (no toe joint, no child:
-    RobotExpressive's plated feet): per foot, its joint to the centroid of the vertices its bones carry
-    (at least half) at bind, on the floor plane, both feet averaged; None without such vertices."""
+    RobotExpressive's plated feet, a shin's tip with no foot bone): per foot, its joint to the centroid of
+    the vertices its bones carry (at least half; where they carry none, from the bone above, which
+    carries them: `foot_carriers`; the tip the rig reading added is where they end, at the toe) at bind,
+    on the floor plane, both feet averaged; None without such vertices."""
     skeleton = target.skeleton
     positions = rest_positions(skeleton)
     mesh = bind_mesh(target)
@@ -127,15 +130,14 @@ def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
     for side in ("l", "r"):
         if not hmap.has("foot_" + side):
             continue
-        below, stack = set(), [hmap.bones["foot_" + side]]
-        while stack:
-            joint = stack.pop()
-            below.add(skeleton.joint_names[joint])
-            stack.extend(skeleton.children(joint))
-        points = [p for p, weights in mesh if sum(w for name, w in weights.items() if name in below) >= 0.5]
+        points: List[Vec3] = []
+        for top, below in foot_carriers(skeleton, hmap.bones["foot_" + side]):
+            points = [p for p, weights in mesh if sum(w for name, w in weights.items() if name in below) >= 0.5]
+            if points:
+                break
         if not points:
             continue
-        start = positions[hmap.anchor("foot_" + side)]
+        start = positions[hmap.anchor("foot_" + side) if top == hmap.bones["foot_" + side] else top]
         dx = sum(p[0] for p in points) / len(points) - start[0]
         dz = sum(p[2] for p in points) / len(points) - start[2]
         size = math.hypot(dx, dz)

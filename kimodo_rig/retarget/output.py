@@ -177,11 +177,7 @@ def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, Li
     bones = set(info.target.joint_names)
     result = {}
     for side in SIDES:
-        foot = feet.standing_joint(tmap, side)
-        carriers = [{skeleton.joint_names[j] for j in soles.subtree(skeleton, foot)}]
-        if skeleton.parents[foot] >= 0:
-            carriers.append({skeleton.joint_names[j] for j in soles.subtree(skeleton, skeleton.parents[foot])})
-        for names in carriers:
+        for _, names in soles.foot_carriers(skeleton, feet.standing_joint(tmap, side)):
             result[side] = [i for i, (_, weights) in enumerate(bind_mesh)
                             if _share(weights, names, bones) >= 0.5]
             if result[side]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..model import Motion, Skeleton
@@ -62,6 +62,14 @@ def subtree(skeleton: Skeleton, joint: int) -> List[int]:
         if skeleton.parents[j] in inside:
             inside.add(j)
     return sorted(inside)
+
+
+def foot_carriers(skeleton: Skeleton, foot: int) -> List[Tuple[int, FrozenSet[str]]]:
+    """(top joint, the names of it and the bones below it) whose vertices are a foot's, in the order to
+    try them: the foot; then, for when its bones carry none (a one-bone leg's or a shin's tip, no foot
+    bone: the foot's mesh is on the bone above), the bone above it."""
+    tops = [foot] + ([skeleton.parents[foot]] if skeleton.parents[foot] >= 0 else [])
+    return [(top, frozenset(skeleton.joint_names[j] for j in subtree(skeleton, top))) for top in tops]
 
 
 def hand_joint(tmap: HumanoidMap, side: str) -> Optional[int]:

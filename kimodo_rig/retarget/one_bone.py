@@ -50,6 +50,10 @@ ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed count
 ONE_BONE_FREE = 100.0
 ONE_BONE_HARD = 1e6  # the weight that holds the hips where both planted legs reach their pins
 ONE_BONE_GAP = 2  # frames: the longest lift of a foot that lands again where it lifted that is held down
+# Of the character's height: how far from its miss a planted rigid foot's last lift may stay (the bar is
+# 0.0059: 1 cm per 1.7 m), and how many times the frames outside that are held harder.
+ONE_BONE_STAND = 0.002
+ONE_BONE_STAND_ROUNDS = 6
 HIKE_FRAMES = 3  # a swinging leg's hike is the largest it needs this many frames either side, averaged as far
 HIKE_MAX_DEG = 25.0  # the most the hip line is rolled off level
 
@@ -148,9 +152,57 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
             roots[frame * 3 + 2] += dz
             positions = poses[frame][1]
             positions[:] = [(p[0] + dx, p[1] + dy, p[2] + dz) for p in positions]
+    for frame, rise in enumerate(_stand_on_the_floor(tmap, soles, sides, planted, poses, floor, height)):
+        roots[frame * 3 + 1] += rise
+        moved[frame] = (moved[frame][0], moved[frame][1] + rise, moved[frame][2])
     for side in sides:
         _clear_the_floor(tmap, soles, side, planted[side], poses, floor, rest_rotations)
     return moved
+
+
+def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], planted: Dict[str, List[bool]], poses,
+                        floor: float, height: float) -> List[float]:
+    """The planted rigid feet's lowest points set on the floor where the pins and turns left them a little
+    off (the pair's reach is solved with misses allowed, and a turn tilts a block onto another corner):
+    each thigh is lifted by its planted foot's miss (with one planted, both by its), the hips rising by
+    the mean of the two and rolling by their difference, both moves nearly vertical at the feet so the
+    pins hold. The lifts are the path that changes speed least (ONE_BONE_SMOOTHING) while staying within
+    ONE_BONE_STAND (of the character's `height`) of each planted frame's miss and easing to none off the
+    floor: exact per frame, the hips would follow every frame's tilt of a block onto another corner.
+    `poses` changed in place; returns the rise per frame."""
+    skeleton = tmap.skeleton
+    frames = len(poses)
+    tolerance = ONE_BONE_STAND * height
+    wanted = {side: [0.0] * frames for side in SIDES}
+    standing = [False] * frames
+    for frame, (rotations, positions) in enumerate(poses):
+        on = [side for side in sides if planted[side][frame]]
+        if on:
+            standing[frame] = True
+            misses = {side: floor - _lowest(soles.feet[side], rotations, positions) for side in on}
+            for side in SIDES:  # a thigh over a swinging (or lockable) leg lifts with the planted one
+                wanted[side][frame] = misses.get(side, sum(misses.values()) / len(misses))
+    lifts = {}
+    for side in SIDES:
+        weights = [1.0] * frames
+        for _ in range(ONE_BONE_STAND_ROUNDS):  # the frames left out of the band held harder, until none is
+            lifts[side] = least_acceleration(wanted[side], weights, ONE_BONE_SMOOTHING)
+            out = [f for f in range(frames) if standing[f] and abs(lifts[side][f] - wanted[side][f]) > tolerance]
+            if not out:
+                break
+            for f in out:
+                weights[f] *= 10.0
+    rises = []
+    for frame, (rotations, positions) in enumerate(poses):
+        left, right = lifts["l"][frame], lifts["r"][frame]
+        rise = (left + right) / 2.0
+        rises.append(rise)
+        width = length(subtract(positions[tmap.bones["thigh_l"]], positions[tmap.bones["thigh_r"]]))
+        if width > 1e-9 and left != right:
+            _roll_hips(skeleton, tmap, rotations, positions, math.asin(max(-1.0, min(1.0, (left - right) / width))))
+        if rise:
+            positions[:] = [(p[0], p[1] + rise, p[2]) for p in positions]
+    return rises
 
 
 def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float,
@@ -459,12 +511,27 @@ def _roll_hip_line(skeleton: Skeleton, tmap: HumanoidMap, rotations, positions, 
     """Turn the hips joint about itself so that the line from its right thigh to its left is level, then
     by `roll` (radians) about the hips' forward (+ lifts the left); each child of the hips is carried round
     with it, keeping its world rotation."""
-    hips = tmap.bones["hips"]
     line = subtract(positions[tmap.bones["thigh_l"]], positions[tmap.bones["thigh_r"]])
     level = (line[0], 0.0, line[2])
     if length(level) < 1e-9:
         return
-    turn = quat_multiply(quat_from_axis_angle(normalize(cross(level, (0.0, 1.0, 0.0))), roll), quat_between(line, level))
+    _turn_hips(skeleton, tmap, rotations, positions,
+               quat_multiply(quat_from_axis_angle(normalize(cross(level, (0.0, 1.0, 0.0))), roll), quat_between(line, level)))
+
+
+def _roll_hips(skeleton: Skeleton, tmap: HumanoidMap, rotations, positions, roll: float) -> None:
+    """Turn the hips joint about itself by `roll` (radians, + lifts the left thigh) about the level line
+    square to its thighs', each child of the hips keeping its world rotation."""
+    line = subtract(positions[tmap.bones["thigh_l"]], positions[tmap.bones["thigh_r"]])
+    level = (line[0], 0.0, line[2])
+    if length(level) > 1e-9:
+        _turn_hips(skeleton, tmap, rotations, positions, quat_from_axis_angle(normalize(cross(level, (0.0, 1.0, 0.0))), roll))
+
+
+def _turn_hips(skeleton: Skeleton, tmap: HumanoidMap, rotations, positions, turn) -> None:
+    """Turn the hips joint about itself by `turn`; each child of the hips is carried round with it,
+    keeping its world rotation."""
+    hips = tmap.bones["hips"]
     _turn_about(subtree(skeleton, hips), rotations, positions, positions[hips], turn)
     back = quat_conjugate(turn)  # as lock._drop_hip keeps the thighs and spine: each child turned back about itself
     for child in skeleton.children(hips):

@@ -42,7 +42,13 @@ ONE_BONE_SETTLE = 3  # times the pin's height is set again after the turn
 ONE_BONE_DAMPING = 0.5  # of the sole's miss the pin's height takes at a step (the hips' answer swings past it)
 ONE_BONE_OUTWARD = 0.25  # of a swinging leg's reach: how far out to the side it swings where it hangs straight
 ONE_BONE_CLEAR_MAX_DEG = 45.0
-ONE_BONE_ROCK = 0.002  # metres: how much lower a flat foot's other end must go before it rocks onto it
+# Of the character's height: how much lower than its pinned point another point of a planted rigid sole
+# must be, once the leg is turned onto its pin, before the foot rocks onto that point, and how many times
+# that to rock straight back onto the point it just left (a block pitched near level would see-saw).
+ONE_BONE_ROCK = 0.0027
+ONE_BONE_ROCK_BACK = 4.0
+ONE_BONE_ROCK_EASE = 2  # frames either side of a rock where the hips' path need not hold both pins exactly
+ONE_BONE_SETTLED = 0.0013  # of the character's height: a turned sole's lowest point this near the floor is on it
 ONE_BONE_SMOOTHING = 100.0  # frames^4: how much the hips' change of speed counts against their move's miss
 # With no leg planted, how much the hips' height keeps to the floor pass's: held loosely (1) it swings on
 # below it after the last planted frame and the swinging leg, reaching under the floor, is turned up
@@ -62,8 +68,9 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                        contacts: Dict[str, List[Tuple[bool, bool]]], poses, roots: array, floor: float,
                        budget: float) -> List[Vec3]:
     """A one-bone leg (Kenney's `leg-left`, hip to foot) cannot bend, so its planted foot is kept where
-    it lands by what can move: each contact span pins its sole's lower end (back or front; it rocks
-    onto the other where that goes lower) where it lands, the foot's lowest point on the rest floor;
+    it lands by what can move: each contact span pins its sole's lower end (back or front) where it
+    lands, the foot's lowest point on the rest floor, and where the leg's turn onto that pin tilts another
+    point of the sole lower, the foot rocks onto that point (`_rock`), pinned where the turn put it;
     the hips move by the least (vertical before horizontal, ONE_BONE_HIPS_LEVEL) that lets every planted leg's fixed length reach its pin,
     then that path is smoothed where fewer than two legs are planted (`_smooth_hips`: where one foot lands
     or lifts while the other stays down, the least move changes in a frame) and each planted leg turns
@@ -77,58 +84,42 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
     height = max(p[1] for p in rest_positions) - min(p[1] for p in rest_positions)
     heels = {side: _sole_back(soles, side, rest_rotations, rest_positions, height) for side in sides}
     pins: Dict[str, Tuple[Point, Tuple[float, float]]] = {}
-    last: Dict[str, Dict[int, Vec3]] = {}  # per side: where the last frame's correction left each end of the sole
+    left: Dict[str, Point] = {}  # per side: the point the planted foot last rocked off
     planted = {side: [False] * frames for side in sides}
+    rocked = [False] * frames
     moves: List[Optional[Vec3]] = [None] * frames
     turns: Dict[str, List[Optional[Vec3]]] = {side: [None] * frames for side in sides}
     settled: List[List[Tuple[str, Point, Vec3]]] = [[] for _ in range(frames)]  # per frame: the goals the move was solved for
     for frame in range(frames):
         rotations, positions = poses[frame]
-        here = []
         for side in sides:
             heel_on, toe_on = contacts[side][frame]
             if not (heel_on or toe_on):
                 pins.pop(side, None)
-                last.pop(side, None)
+                left.pop(side, None)
                 continue
-            front = soles.toe_points.get(side) or heels[side]
-            pin = pins.get(side)
-            # The foot stands on whichever end of its sole is lower, whatever Kimodo's heel and toe say: a
-            # rigid foot cannot bend at its ball, and at a heel strike Kimodo's toe alone may be down while
-            # the block is still pitched toes up (g1_01: its front pinned 9 cm over the floor, then the pin
-            # jumping between the ends each frame, 2.5 cm at a switch).
-            back_y, front_y = (posed_point(p, rotations, positions)[1] for p in (heels[side], front))
-            held = pin[0] if pin is not None else None
-            point = front if front_y < back_y - (ONE_BONE_ROCK if held is not front else -ONE_BONE_ROCK) else heels[side]
-            at = posed_point(point, rotations, positions)  # type: ignore[arg-type]
-            if pin is None:  # lands: pinned where it is now
-                pin = pins[side] = (point, (at[0], at[2]))  # type: ignore[assignment]
-            elif pin[0] is not point:  # rocks onto its other end: pinned where the last frame left that end
-                was = last[side][id(point)]
-                pin = pins[side] = (point, (was[0], was[2]))  # type: ignore[assignment]
-            above = at[1] - _lowest(soles.feet[side], rotations, positions)
-            here.append((side, point, (pin[1][0], floor + above, pin[1][1])))
             planted[side][frame] = True
-        if not here:
-            continue
-        for _ in range(ONE_BONE_SETTLE):  # the turn pitches the foot: its lowest point goes back onto the floor
-            settled[frame] = here
-            move = moves[frame] = _hips_reaching(tmap, here, poses[frame])
-            again, off = [], 0.0
-            for side, point, goal in here:
-                hip = add(positions[tmap.bones["thigh_" + side]], move)
-                turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
-                ends = (heels[side], soles.toe_points.get(side) or heels[side])
-                last[side] = {id(end): add(hip, quat_rotate(turn, subtract(add(posed_point(end, rotations, positions), move), hip)))
-                              for end in ends}
-                low = min(hip[1] + quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip))[1]
-                          for p in soles.feet[side])
-                again.append((side, point, add(goal, (0.0, ONE_BONE_DAMPING * (floor - low), 0.0))))
-                off = max(off, abs(floor - low))
-            if off < 1e-3:
+            if side not in pins:  # lands on whichever end of its sole is lower, pinned where that is now
+                front = soles.toe_points.get(side) or heels[side]
+                back_y, front_y = (posed_point(p, rotations, positions)[1] for p in (heels[side], front))
+                point = front if front_y < back_y else heels[side]
+                at = posed_point(point, rotations, positions)
+                pins[side] = (point, (at[0], at[2]))
+        for attempt in range(2):  # once more where a foot rocked: the frame solved on its new pin
+            here = []
+            for side in sides:
+                if planted[side][frame]:
+                    point, (x, z) = pins[side]
+                    above = posed_point(point, rotations, positions)[1] - _lowest(soles.feet[side], rotations, positions)
+                    here.append((side, point, (x, floor + above, z)))
+            if not here:
                 break
-            here = again
-    moved = _smooth_hips(tmap, soles, settled, moves, poses, floor, [roots[f * 3 + 1] for f in range(frames)])
+            here, moves[frame] = _settle(tmap, soles, here, poses[frame], floor, ONE_BONE_SETTLED * height)
+            settled[frame] = here
+            if attempt or not _rock(tmap, soles, heels, here, moves[frame], poses[frame], pins, left, ONE_BONE_ROCK * height):
+                break
+            rocked[frame] = True
+    moved = _smooth_hips(tmap, soles, settled, moves, poses, floor, [roots[f * 3 + 1] for f in range(frames)], rocked)
     for frame, here in enumerate(settled):  # each planted leg turned onto its pin from where the hips now are
         positions = poses[frame][1]
         for side, point, goal in here:
@@ -158,6 +149,58 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
     for side in sides:
         _clear_the_floor(tmap, soles, side, planted[side], poses, floor, rest_rotations)
     return moved
+
+
+def _sole_turned(tmap: HumanoidMap, soles: Soles, side: str, point: Point, goal: Vec3, move: Vec3, pose,
+                 extras: Sequence[Optional[Point]] = ()) -> List[Tuple[Point, Vec3]]:
+    """Each point of a planted rigid foot's sole (and of `extras`) where the hips' `move` and the leg's
+    turn about its hip onto `goal` for `point` put it."""
+    rotations, positions = pose
+    hip = add(positions[tmap.bones["thigh_" + side]], move)
+    turn = quat_between(subtract(add(posed_point(point, rotations, positions), move), hip), subtract(goal, hip))
+    points = list(soles.feet[side])
+    points += [p for p in extras if p is not None and all(p is not q for q in points)]
+    return [(p, add(hip, quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip)))) for p in points]
+
+
+def _settle(tmap: HumanoidMap, soles: Soles, here: List[Tuple[str, Point, Vec3]], pose, floor: float,
+            tolerance: float) -> Tuple[List[Tuple[str, Point, Vec3]], Vec3]:
+    """The hips' least move for the planted legs' goals, each goal's height set again (up to
+    ONE_BONE_SETTLE times, ONE_BONE_DAMPING of the miss) until the turn onto it leaves its sole's lowest
+    point within `tolerance` of the floor: the turn pitches the foot. Returns the goals the move was
+    solved for, and the move."""
+    for round_ in range(ONE_BONE_SETTLE):
+        move = _hips_reaching(tmap, here, pose)
+        again, off = [], 0.0
+        for side, point, goal in here:
+            low = min(at[1] for _, at in _sole_turned(tmap, soles, side, point, goal, move, pose))
+            again.append((side, point, add(goal, (0.0, ONE_BONE_DAMPING * (floor - low), 0.0))))
+            off = max(off, abs(floor - low))
+        if off < tolerance or round_ == ONE_BONE_SETTLE - 1:
+            break
+        here = again
+    return here, move
+
+
+def _rock(tmap: HumanoidMap, soles: Soles, heels: Dict[str, Point], here: Sequence[Tuple[str, Point, Vec3]],
+          move: Vec3, pose, pins: Dict[str, Tuple[Point, Tuple[float, float]]], left: Dict[str, Point],
+          threshold: float) -> bool:
+    """A planted rigid foot turned onto its pin may tilt onto another point of its sole, lower than the
+    pinned one: the pin then moves to that point, where the turn put it (a block stands on a corner it
+    turns onto; pinned on the other, the sole slid as the block pitched: g1_04 0.19, soma_04 0.27 cm a
+    frame per 1.7 m). Rocking straight back needs ONE_BONE_ROCK_BACK times `threshold`. Returns whether
+    any foot rocked; `pins` and `left` changed in place."""
+    rocked = False
+    for side, point, goal in here:
+        placed = _sole_turned(tmap, soles, side, point, goal, move, pose, (heels[side], soles.toe_points.get(side)))
+        pinned_y = next(at[1] for p, at in placed if p is point)
+        lowest, at = min(placed, key=lambda item: item[1][1])
+        need = threshold * (ONE_BONE_ROCK_BACK if left.get(side) is lowest else 1.0)
+        if lowest is not point and pinned_y - at[1] > need:
+            pins[side] = (lowest, (at[0], at[2]))
+            left[side] = point
+            rocked = True
+    return rocked
 
 
 def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], planted: Dict[str, List[bool]], poses,
@@ -332,7 +375,8 @@ def _bridged(flags: Sequence[Tuple[bool, bool]], positions: Sequence[Sequence[Ve
 
 
 def _smooth_hips(tmap: HumanoidMap, soles: Soles, settled: Sequence[List[Tuple[str, Point, Vec3]]],
-                 moves: Sequence[Optional[Vec3]], poses, floor: float, heights_before: Sequence[float]) -> List[Vec3]:
+                 moves: Sequence[Optional[Vec3]], poses, floor: float, heights_before: Sequence[float],
+                 rocked: Sequence[bool]) -> List[Vec3]:
     """The hips' move per frame, changing speed least: where both legs are planted it is the one that lets
     both reach their pins (a rigid pair leaves the hips a circle), elsewhere it may differ from the least
     move, so where one foot lands or lifts while the other stays down the hips get there over several
@@ -340,8 +384,12 @@ def _smooth_hips(tmap: HumanoidMap, soles: Soles, settled: Sequence[List[Tuple[s
     pin exactly (it turns onto it). The hips' height itself (`heights_before`, the floor pass's, plus the
     move) is then smoothed where no leg is planted: in flight the floor pass follows Kimodo's lowest foot
     joint and the rigid legs' lowest sole, each turning a corner where another joint or leg becomes the
-    lowest (soma_01's leap: 19.7 cm a frame per frame, against Kimodo's own 4.6)."""
-    weights = [ONE_BONE_HARD if len(here) > 1 else 1.0 for here in settled]
+    lowest (soma_01's leap: 19.7 cm a frame per frame, against Kimodo's own 4.6). Within ONE_BONE_ROCK_EASE
+    frames of a foot rocking onto another point (`rocked`), both planted legs' move is not held hard
+    either: the pin steps there, and so would the hips (the torso's hardest change 4.2-6.7 against a bar
+    of 5.0)."""
+    near_rock = [any(rocked[max(0, f - ONE_BONE_ROCK_EASE): f + ONE_BONE_ROCK_EASE + 1]) for f in range(len(settled))]
+    weights = [ONE_BONE_HARD if len(here) > 1 and not near else 1.0 for here, near in zip(settled, near_rock)]
     wanted = [m or (0.0, 0.0, 0.0) for m in moves]
     path = [least_acceleration([m[k] for m in wanted], weights, ONE_BONE_SMOOTHING) for k in range(3)]
     heights, held = [], []

@@ -11,7 +11,8 @@ Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
    "hands": {"l": hand bone, ...} (optional)}
 For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
 Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
-the bones under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
+the bones under it; a character of rigid parts with no skin, Kenney's blocks, has no armature in Blender:
+its nodes are objects, the foot every mesh object that is the foot's node or under it), the head of every bone in `points`, the height of the whole mesh. From the OUTPUT at every
 frame: each foot's lowest vertex height, its front sole vertex (chosen on the input at rest along the
 case's "forward", the facing the rig was built with: `sole_front`), the head of every bone in `points`, where
 each `carried` point is and the lowest vertex of each hand (the hand bone and the bones under it). Writes one JSON object {name: report}.
@@ -33,8 +34,12 @@ def gltf_axes(points):
 
 
 def load(path, fps):
+    """The scene, its armature (None: a character of rigid parts, whose glTF nodes Blender made objects)
+    and the mesh objects it moves."""
     scene = import_gltf(path, fps)
     armatures = [o for o in scene.objects if o.type == "ARMATURE"]
+    if not armatures and not any(o.type == "MESH" and o.find_armature() for o in scene.objects):
+        return scene, None, [o for o in scene.objects if o.type == "MESH"]
     if len(armatures) != 1:
         raise SystemExit("{}: Blender built {} armatures, expected 1".format(path, len(armatures)))
     armature = armatures[0]
@@ -43,9 +48,20 @@ def load(path, fps):
     return scene, armature, meshes
 
 
+def node_matrix(scene, armature, name, posed):
+    """A bone's (or, with no armature, a node object's) world matrix in Blender's axes: posed, or at rest."""
+    if armature is None:
+        return np.array(scene.objects[name].matrix_world)
+    world = np.array(armature.matrix_world)
+    return world @ np.array(armature.pose.bones[name].matrix if posed else armature.data.bones[name].matrix_local)
+
+
 def vertices_under(armature, meshes, top):
     """Per mesh object: which vertices a bone (a foot, a hand) and the bones under it carry, by Blender's
-    vertex groups."""
+    vertex groups; with no armature, all of a mesh object that is the node `top` or under it."""
+    if armature is None:
+        under = {top} | {o.name for o in bpy.data.objects[top].children_recursive}
+        return [np.full(len(m.data.vertices), m.name in under) for m in meshes]
     bone = armature.data.bones[top]
     names = {bone.name} | {child.name for child in bone.children_recursive}
     masks = []
@@ -78,14 +94,14 @@ def deformed(meshes):
 
 def rest_of(case):
     scene, armature, meshes = load(case["rig"], case["fps"])
-    armature.data.pose_position = "REST"
+    if armature is not None:
+        armature.data.pose_position = "REST"
     bpy.context.view_layer.update()
     vertices = deformed(meshes)
     everything = np.concatenate(vertices)
-    world = np.array(armature.matrix_world)
 
     def head(name):
-        return gltf_axes(world[:3, :3] @ np.array(armature.data.bones[name].head_local) + world[:3, 3]).tolist()
+        return gltf_axes(node_matrix(scene, armature, name, posed=False)[:3, 3]).tolist()
 
     feet = {}
     for side, foot in case["feet"].items():
@@ -95,7 +111,7 @@ def rest_of(case):
                       "heel": head(foot), "toe": head(toe) if toe else None}
     carried = {}  # a point fixed in a bone's frame: where it sits in the bone's rest frame
     for name, item in case.get("carried", {}).items():
-        rest = world @ np.array(armature.data.bones[item["bone"]].matrix_local)
+        rest = node_matrix(scene, armature, item["bone"], posed=False)
         carried[name] = (np.linalg.inv(rest) @ np.append(TO_GLTF.T @ item["at"], 1.0)).tolist()
     return {"height": float(np.ptp(everything[:, 1])), "feet": feet, "meshes": len(meshes),
             "points": {name: head(name) for name in case["points"]}, "carried": carried}
@@ -122,13 +138,11 @@ def output_of(case, rest):
     for frame in range(case["frames"]):
         scene.frame_set(frame)
         vertices = deformed(meshes)
-        world = np.array(armature.matrix_world)
         for name in case["points"]:
-            head = armature.pose.bones[name].head
-            points[name].append(gltf_axes(world[:3, :3] @ np.array(head) + world[:3, 3]).tolist())
+            points[name].append(gltf_axes(node_matrix(scene, armature, name, posed=True)[:3, 3]).tolist())
         for name, local in rest["carried"].items():
-            bone = armature.pose.bones[case["carried"][name]["bone"]]
-            points[name].append(gltf_axes((world @ np.array(bone.matrix) @ local)[:3]).tolist())
+            matrix = node_matrix(scene, armature, case["carried"][name]["bone"], posed=True)
+            points[name].append(gltf_axes((matrix @ local)[:3]).tolist())
         for side, side_masks in masks.items():
             foot = np.concatenate([v[m] for v, m in zip(vertices, side_masks)])
             lowest[side].append(float(foot[:, 1].min()))
@@ -137,7 +151,8 @@ def output_of(case, rest):
             front[side].append(foot[chosen[side]].tolist())
         for side, side_masks in hands.items():
             hand_lowest[side].append(float(min(v[m][:, 1].min() for v, m in zip(vertices, side_masks) if m.any())))
-    action = armature.animation_data.action if armature.animation_data else None
+    animated = [armature] if armature is not None else list(scene.objects)
+    action = next((o.animation_data.action for o in animated if o.animation_data and o.animation_data.action), None)
     return {"lowest": lowest, "front": front, "points": points, "hand_lowest": hand_lowest, "meshes": len(meshes),
             "has_action": action is not None}
 

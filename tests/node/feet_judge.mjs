@@ -5,7 +5,8 @@
 // SPEC is the list of cases tests/blender/feet_judge.py reads; bones are named by their glTF node names (three
 // renames some: `mixamorig:Hips` becomes `mixamorigHips`; the loader's associations give back the node). For each
 // case, from the INPUT character as its file stores it (the test rigs are saved at bind; no animation is played):
-// the foot vertices (carried at least half by the foot bone and the bones under it), foot, toe and `points` bones,
+// the foot vertices (carried at least half by the foot bone and the bones under it; all of a rigid mesh, one with no
+// skin, on the foot's node or a node under it: Kenney's block characters), foot, toe and `points` bones,
 // the mesh's height. From the OUTPUT at every frame: each foot's lowest vertex height, its front sole vertex
 // (chosen on the input at rest along the case's `forward`: soleFront), the position of every bone in `points` and of
 // every `carried` point (fixed in a bone's frame: a dropped hand), and the lowest vertex of each of the `hands`
@@ -25,18 +26,19 @@ function load(gltf) {
     if (mapping && mapping.nodes !== undefined && !byName.has(gltf.parser.json.nodes[mapping.nodes].name)) {
       byName.set(gltf.parser.json.nodes[mapping.nodes].name, object);
     }
-    if (object.isSkinnedMesh) meshes.push(object);
+    if (object.isMesh) meshes.push(object); // skinned or rigid (a mesh on a node, moved by that node alone)
   });
   return { scene, byName, meshes };
 }
 
 function verticesUnder(character, topName) {
-  // Per skinned mesh: the indices of the vertices a bone (a foot, a hand) and everything under it carry.
+  // Per mesh: the indices of the vertices a bone (a foot, a hand) and everything under it carry.
   const top = character.byName.get(topName);
   if (!top) throw new Error("no node named " + topName);
   const under = new Set();
   top.traverse((object) => under.add(object));
   return character.meshes.map((mesh) => {
+    if (!mesh.isSkinnedMesh) return under.has(mesh) ? [...Array(mesh.geometry.attributes.position.count).keys()] : [];
     const index = mesh.geometry.attributes.skinIndex;
     const weight = mesh.geometry.attributes.skinWeight;
     const picked = [];
@@ -56,7 +58,7 @@ function verticesUnder(character, topName) {
 
 function skinned(mesh, i) {
   const v = new THREE.Vector3();
-  mesh.getVertexPosition(i, v); // three's applyBoneTransform, in the mesh's space
+  mesh.getVertexPosition(i, v); // skinned: three's applyBoneTransform, in the mesh's space; rigid: as stored
   return v.applyMatrix4(mesh.matrixWorld);
 }
 

@@ -498,30 +498,32 @@ def test_a_shin_with_no_foot_bone_facing_back_with_viewer_side_names_walks_forwa
     assert record["figures"]["facing"] == "-Z"
 
 
-def test_blender_and_three_see_the_rolling_soles_numpy_judges(sweep_folder):
+@pytest.mark.parametrize("clip, variant", [("soma_05_root_path", "footless_shins"), ("g1_04_ee_constraint", "kenney_blocks")])
+def test_blender_and_three_see_the_rolling_soles_numpy_judges(sweep_folder, clip, variant):
     """The figures of the tests above come from numpy skinning of the written file. On a sole the shin
-    carries, rolling on the floor, Blender (its glTF importer and depsgraph) and three.js (GLTFLoader,
-    AnimationMixer, SkinnedMesh) see the same character: the rig's feet at rest, each foot's lowest point
-    in every frame and the judged joints' tracks agree with numpy's within 0.1 mm."""
+    carries, rolling on the floor, and on a block leg rocking onto the corner its turn takes lowest,
+    Blender (its glTF importer and depsgraph) and three.js (GLTFLoader, AnimationMixer, SkinnedMesh) see
+    the same character: the rig's feet at rest, each foot's lowest point in every frame and the judged
+    joints' tracks agree with numpy's within 0.1 mm."""
     import os
     import subprocess
 
     from conftest import node_modules, run_blender
     from feet_judge import judge_case
 
-    clip = "soma_05_root_path"
-    record = sweep.run_pair(clip, "footless_shins", sweep_folder)
+    record = sweep.run_pair(clip, variant, sweep_folder)
     assert record["returncode"] == 0, record["stderr"]
-    spec = sweep.judge_spec(clip, "footless_shins", sweep_folder)
-    spec_file = sweep_folder / "rolling_spec.json"
+    spec = sweep.judge_spec(clip, variant, sweep_folder)
+    spec_file = sweep_folder / (variant + "_spec.json")
     spec_file.write_text(json.dumps([spec]), encoding="utf-8")
-    node = subprocess.run(["node", str(ROOT / "tests" / "node" / "feet_judge.mjs"), str(spec_file), str(sweep_folder / "three.json")],
+    three_file, blender_file = (sweep_folder / "{}_{}.json".format(variant, judge) for judge in ("three", "blender"))
+    node = subprocess.run(["node", str(ROOT / "tests" / "node" / "feet_judge.mjs"), str(spec_file), str(three_file)],
                           capture_output=True, text=True, env=dict(os.environ, KIMODO_NODE_MODULES=str(node_modules())))
     assert node.returncode == 0, node.stderr[-3000:]
-    run_blender("feet_judge.py", spec_file, sweep_folder / "blender.json")
+    run_blender("feet_judge.py", spec_file, blender_file)
     numpy_seen = judge_case(spec)
     for judge in ("blender", "three"):
-        seen = json.loads((sweep_folder / (judge + ".json")).read_text())
+        seen = json.loads({"three": three_file, "blender": blender_file}[judge].read_text())
         seen = seen["cases"][spec["name"]] if judge == "three" else seen[spec["name"]]
         for s in "lr":
             ours, theirs = (np.asarray(j["rest"]["feet"][s]["vertices"]) for j in (numpy_seen, seen))

@@ -466,6 +466,11 @@ def test_a_shin_with_no_foot_bone_stands_on_the_foot_it_carries(tmp_path, clip):
     assert report["lowest_toe_cm"] == pytest.approx(soles["lowest_cm"], abs=tfj.TOLERANCE["lowest_toe_cm"] / per_1_7_m), report
 
 
+# G1's kneel on a shin with no foot bone floats the kneeling toe (sweep variant footless_shins, g1_02: 8.11
+# cm at 0.978 of 1.7 m); held here so it cannot get worse unseen. Issue 8's bar is 1 cm per 1.7 m.
+KNEEL_FLOAT_NOT_MET_CM = 8.5
+
+
 @pytest.mark.parametrize("clip", ["soma_05_root_path", "g1_04_ee_constraint", "g1_02_multi_text_ee_constraint"])
 def test_a_sole_the_shin_carries_rolls_on_the_floor_rather_than_slides(sweep_folder, clip):
     """A shin with no foot bone carries its foot's mesh, so the foot cannot keep its rotation: pinned by
@@ -476,11 +481,14 @@ def test_a_sole_the_shin_carries_rolls_on_the_floor_rather_than_slides(sweep_fol
     its toes) folded the leg about the foot it cannot bend, and its shin lost 0.04 of its mean cosine: the
     roll gives way past ROLL_TURN. Judged by numpy skinning of the written file (the sweep's judge): planted
     soles slide at most 0.15 cm a frame and every limb keeps the bar (0.99 SOMA, 0.97 G1). g1_02's kneel
-    still floats its planted foot (issue 8's open part), so only its slide and limbs are judged."""
+    still floats its planted foot (issue 8's open part: the toe put down by the shin costs the calf 0.027
+    of its mean cosine, under G1's bar), so its float is held at what it reaches today (8.1 cm), not the bar."""
     record = sweep.run_pair(clip, "footless_shins", sweep_folder)
     figures = record["figures"]
     assert figures["skate_cm"] <= 0.15 and figures["limb_cosine_min_segment"] >= (0.97 if clip.startswith("g1") else 0.99), figures
-    if not clip.startswith("g1_02"):
+    if clip.startswith("g1_02"):
+        assert figures["planted_max_cm"] <= KNEEL_FLOAT_NOT_MET_CM and figures["lowest_cm"] >= -2.0, figures
+    else:
         assert record["problems"] == [], "{}\n{}".format(record["problems"], "\n".join(record["stderr"]))
 
 

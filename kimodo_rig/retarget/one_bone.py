@@ -114,7 +114,7 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                     here.append((side, point, (x, floor + above, z)))
             if not here:
                 break
-            here, moves[frame] = _settle(tmap, soles, here, poses[frame], floor, ONE_BONE_SETTLED * height)
+            here, moves[frame] = _settle_goals(tmap, soles, here, poses[frame], floor, ONE_BONE_SETTLED * height)
             settled[frame] = here
             if attempt or not _rock(tmap, soles, heels, here, moves[frame], poses[frame], pins, left, ONE_BONE_ROCK * height):
                 break
@@ -163,8 +163,8 @@ def _sole_turned(tmap: HumanoidMap, soles: Soles, side: str, point: Point, goal:
     return [(p, add(hip, quat_rotate(turn, subtract(add(posed_point(p, rotations, positions), move), hip)))) for p in points]
 
 
-def _settle(tmap: HumanoidMap, soles: Soles, here: List[Tuple[str, Point, Vec3]], pose, floor: float,
-            tolerance: float) -> Tuple[List[Tuple[str, Point, Vec3]], Vec3]:
+def _settle_goals(tmap: HumanoidMap, soles: Soles, here: List[Tuple[str, Point, Vec3]], pose, floor: float,
+                  tolerance: float) -> Tuple[List[Tuple[str, Point, Vec3]], Vec3]:
     """The hips' least move for the planted legs' goals, each goal's height set again (up to
     ONE_BONE_SETTLE times, ONE_BONE_DAMPING of the miss) until the turn onto it leaves its sole's lowest
     point within `tolerance` of the floor: the turn pitches the foot. Returns the goals the move was

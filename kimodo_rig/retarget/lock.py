@@ -80,6 +80,20 @@ FLOOR_SOLVES = 3  # solves per frame and leg, each after raising the goal by wha
 # wholly its shin lost 0.04 of its mean cosine over G1's kneeling clip. ROLL_SOLVES: solves per frame.
 ROLL_TURN = 0.005
 ROLL_SOLVES = 4
+# What the rocking leaves above the floor on a planted frame is then turned down about the knee
+# (`_press_soles`): into G1's kneel Kimodo's ankle rises 10 -> 38 cm while its toe stays down, which a foot
+# the shin carries cannot follow, and the kneeling toe floated 8 cm per 1.7 m. A sole within PRESS_LEAVE of
+# the leg's length of the floor (0.7 cm per 1.7 m) stays: where its lowest point is near the knee, the
+# last millimetres would swing the shin's far end by centimetres. The turn is found by scanning
+# PRESS_SCAN steps up to PRESS_MAX_DEG each way, then bisection; it changes by at most PRESS_RATE_DEG a
+# frame (eased into the frames either side, never taking the sole under the floor): unpaced, a kneel's
+# end turned the shin 29 deg in one frame where Kimodo's turned 2; paced, 19, where the knee's end of the
+# shin lying on the floor stops the easing.
+PRESS_LEAVE = 0.008
+PRESS_MAX_DEG = 40.0
+PRESS_SCAN = 80
+PRESS_BISECTIONS = 30
+PRESS_RATE_DEG = 5.0
 
 
 def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
@@ -453,7 +467,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
     reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
     letting go are eased over BLEND_FRAMES either side; no foot ends under the floor. A sole the shin
-    carries rocks on the floor through the `contacts` (the lock's; None: no lock) as `_rock` has it."""
+    carries rocks on the floor through the `contacts` (the lock's; None: no lock) as `_rock` has it, and
+    what that leaves over the floor is turned down onto it (`_press_soles`)."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
 
@@ -500,6 +515,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 _rock(skeleton, tmap, soles, side, poses[frame], goal, floor, rock)
             elif length(subtract(goal, positions[foot])) >= 1e-7:
                 _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
+    for side in rocking:
+        _press_soles(skeleton, tmap, soles, side, poses, [any(contacts[side][frame]) for frame in range(frames)], floor)  # type: ignore[index]
 
 
 def _reach_sole(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, rotations: List[Quat],
@@ -588,6 +605,132 @@ def _rock(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose, 
     lowest = min(soles.feet[side], key=lambda p: posed_point(p, rotations, positions)[1])
     at = posed_point(lowest, rotations, positions)
     rock.pin = (lowest, (at[0], at[2]))
+
+
+def _press_soles(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, planted: Sequence[bool],
+                 floor: float) -> None:
+    """A sole the shin carries, on the planted frames where the lock leaves it more than PRESS_LEAVE above
+    the floor, turned down about the knee: the least turn that sets its lowest point there, the same way as
+    the frame before where both ways would. The turns are eased (PRESS_RATE_DEG) and never take the sole
+    under the floor. Where the frame before stood on a point, that point is then brought back where it
+    stood by the leg's two-bone solve (the hip and knee reaching for it) and the sole set down again: the
+    turn alone slid a kneeling toe 1.5 cm a frame. Where that holding turns a thigh or shin by more than
+    ROLL_TURN it goes part of the way, as the rocking does."""
+    frames = len(poses)
+    needs = [0.0] * frames
+    way: Optional[float] = None
+    for frame in range(frames):
+        if not planted[frame]:
+            way = None
+            continue
+        needs[frame] = _press_turn(skeleton, tmap, soles, side, poses[frame], _press_floor(tmap, side, poses[frame][1], floor), way)
+        if needs[frame] != 0.0:
+            way = math.copysign(1.0, needs[frame])
+    rate = math.radians(PRESS_RATE_DEG)
+    turns = [0.0] * frames
+    for frame, need in enumerate(needs):
+        reach = int(abs(need) / rate)
+        for other in range(max(0, frame - reach), min(frames, frame + reach + 1)):
+            eased = abs(need) - rate * abs(other - frame)
+            if eased > abs(turns[other]):
+                turns[other] = math.copysign(eased, need)
+    held: Optional[Tuple[int, float, float]] = None  # the sole point the frame before stood on, and its x, z
+    points = soles.feet[side]
+    for frame in range(frames):
+        rotations, positions = poses[frame]
+        turn = turns[frame]
+        if turn != 0.0:
+            bottom = min(floor, _lowest(points, rotations, positions))  # never lower than that
+            if _lowest(points, *_shin_turned(skeleton, tmap, side, poses[frame], turn)) < bottom:
+                turn = _floor_crossing(skeleton, tmap, soles, side, poses[frame], bottom, 0.0, turn)
+        if turn != 0.0:
+            rotations[:], positions[:] = _shin_turned(skeleton, tmap, side, poses[frame], turn)
+            if planted[frame] and held is not None:
+                _hold_point(skeleton, tmap, soles, side, poses[frame], held, floor)
+        if planted[frame]:
+            posed = [posed_point(point, rotations, positions) for point in points]
+            lowest = min(range(len(posed)), key=lambda k: posed[k][1])
+            held = (lowest, posed[lowest][0], posed[lowest][2])
+        else:
+            held = None
+
+
+def _hold_point(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose,
+                held: Tuple[int, float, float], floor: float) -> None:
+    """`_press_soles`' holding: the sole point `held` names brought back to its x, z by the leg's two-bone
+    solve for that point, the sole set down again; part of the way where a thigh or shin would turn more
+    than ROLL_TURN."""
+    rotations, positions = pose
+    chain = leg_chain(tmap, side)
+    thigh, calf, _ = chain  # type: ignore[misc]
+    before = (list(rotations), list(positions))
+    above = _press_floor(tmap, side, positions, floor)
+    share = 1.0
+    for attempt in range(2):
+        at = posed_point(soles.feet[side][held[0]], rotations, positions)
+        goal = (at[0] + share * (held[1] - at[0]), at[1], at[2] + share * (held[2] - at[2]))
+        swing, bend = two_bone(positions[thigh], positions[calf], at, goal, _lateral(tmap, side, positions))
+        _turn_about(subtree(skeleton, calf), rotations, positions, positions[calf], bend)
+        _turn_about(subtree(skeleton, thigh), rotations, positions, positions[thigh], swing)
+        again = _press_turn(skeleton, tmap, soles, side, pose, above, None)
+        if again != 0.0:
+            rotations[:], positions[:] = _shin_turned(skeleton, tmap, side, pose, again)
+        turned = 1.0 - min(_segment_cosines(before[1], positions, chain))  # type: ignore[arg-type]
+        if turned <= ROLL_TURN or attempt:
+            return
+        rotations[:], positions[:] = before
+        share *= math.sqrt(ROLL_TURN / turned)
+
+
+def _press_floor(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], floor: float) -> float:
+    """Where `_press_soles` sets a sole down: PRESS_LEAVE of the leg's length over `floor`."""
+    thigh, calf, foot = leg_chain(tmap, side)  # type: ignore[misc]
+    legs = length(subtract(positions[calf], positions[thigh])) + length(subtract(positions[foot], positions[calf]))
+    return floor + PRESS_LEAVE * legs
+
+
+def _shin_turned(skeleton: Skeleton, tmap: HumanoidMap, side: str, pose, angle: float) -> Tuple[List[Quat], List[Vec3]]:
+    """The pose with the shin (and what it carries) turned by `angle` about the knee, in the leg's plane."""
+    rotations, positions = list(pose[0]), list(pose[1])
+    thigh, calf, foot = leg_chain(tmap, side)  # type: ignore[misc]
+    bend = cross(subtract(positions[calf], positions[thigh]), subtract(positions[foot], positions[calf]))
+    axis = normalize(bend) if length(bend) > 1e-9 else normalize(_lateral(tmap, side, positions))
+    _turn_about(subtree(skeleton, calf), rotations, positions, positions[calf], quat_from_axis_angle(axis, angle))
+    return rotations, positions
+
+
+def _floor_crossing(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose, floor: float,
+                    above: float, below: float) -> float:
+    """Between the shin turns `above` (the sole over `floor`) and `below` (under it), the one where its
+    lowest point reaches `floor` (bisection, never under it)."""
+    for _ in range(PRESS_BISECTIONS):
+        middle = 0.5 * (above + below)
+        if _lowest(soles.feet[side], *_shin_turned(skeleton, tmap, side, pose, middle)) <= floor:
+            below = middle
+        else:
+            above = middle
+    return below if _lowest(soles.feet[side], *_shin_turned(skeleton, tmap, side, pose, below)) >= floor - 1e-9 else above
+
+
+def _press_turn(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose, floor: float,
+                way: Optional[float]) -> float:
+    """The least turn of the shin about the knee (`_shin_turned`, radians) that sets the sole's lowest point
+    on `floor`, `way` (+1 or -1) first where both ways would; 0.0 where it is not above `floor` or no turn
+    within PRESS_MAX_DEG sets it down."""
+    if _lowest(soles.feet[side], *pose) <= floor:
+        return 0.0
+    found = {}
+    for sign in (1.0, -1.0):
+        previous = 0.0
+        for step in range(1, PRESS_SCAN + 1):
+            angle = sign * math.radians(PRESS_MAX_DEG) * step / PRESS_SCAN
+            if _lowest(soles.feet[side], *_shin_turned(skeleton, tmap, side, pose, angle)) <= floor:
+                found[sign] = _floor_crossing(skeleton, tmap, soles, side, pose, floor, previous, angle)
+                break
+            previous = angle
+    if not found:
+        return 0.0
+    return found[way] if way in found else min(found.values(), key=abs)
 
 
 def _sole_on_shin(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str) -> bool:

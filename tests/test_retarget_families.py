@@ -504,12 +504,20 @@ def test_a_shin_with_no_foot_bone_facing_back_with_viewer_side_names_walks_forwa
     assert record["figures"]["facing"] == "-Z"
 
 
+# Blender's importer with its default bone heuristic puts a mesh that rides on a bone (the Quaternius
+# robot's feet, hands and limbs: rigid meshes under joint nodes) up to 0.6 m off where the file has it, in
+# the input rig as much as in our output; numpy and three.js agree to 1e-6 m. With the "TEMPERANCE"
+# heuristic (as tests/test_blender_extension.py imports the robot) Blender agrees with them too.
+BLENDER_IMPORT = {"robot": {"bone_heuristic": "TEMPERANCE"}}
+
+
 @pytest.mark.parametrize("clip, variant", [("soma_05_root_path", "footless_shins"), ("g1_02_multi_text_ee_constraint", "footless_shins"),
-                                           ("g1_04_ee_constraint", "kenney_blocks")])
+                                           ("g1_04_ee_constraint", "kenney_blocks"), ("g1_01_single_text_prompt", "robot")])
 def test_blender_and_three_see_the_rolling_soles_numpy_judges(sweep_folder, clip, variant):
     """The figures of the tests above come from numpy skinning of the written file. On a sole the shin
     carries, rolling on the floor (and turned down onto it about the knee in G1's kneel), and on a block
-    leg rocking onto the corner its turn takes lowest,
+    leg rocking onto the corner its turn takes lowest, and on the robot whose feet are rigid meshes riding
+    on its foot bones (Blender's judge left those out: it took only meshes its armature deforms),
     Blender (its glTF importer and depsgraph) and three.js (GLTFLoader, AnimationMixer, SkinnedMesh) see
     the same character: the rig's feet at rest, each foot's lowest point in every frame and the judged
     joints' tracks agree with numpy's within 0.1 mm."""
@@ -521,7 +529,7 @@ def test_blender_and_three_see_the_rolling_soles_numpy_judges(sweep_folder, clip
 
     record = sweep.run_pair(clip, variant, sweep_folder)
     assert record["returncode"] == 0, record["stderr"]
-    spec = sweep.judge_spec(clip, variant, sweep_folder)
+    spec = dict(sweep.judge_spec(clip, variant, sweep_folder), **{"import": BLENDER_IMPORT.get(variant, {})})
     spec_file = sweep_folder / "{}__{}_spec.json".format(clip, variant)
     spec_file.write_text(json.dumps([spec]), encoding="utf-8")
     three_file, blender_file = (sweep_folder / "{}__{}_{}.json".format(clip, variant, judge) for judge in ("three", "blender"))

@@ -8,7 +8,7 @@ Usage: python feet_judge.py SPEC.json OUT.json, SPEC a list of cases:
    "feet": {"l": foot bone, "r": ...}, "toes": {"l": toe bone or null, ...}, "points": [bone names],
    "forward": [x, 0, z] the facing the rig was built with (glTF axes; +Z when absent),
    "carried": {name: {"bone", "at": [x, y, z] at rest}}: points fixed in a bone's frame (a dropped hand),
-   "hands": {"l": hand bone, ...} (optional)}
+   "hands": {"l": hand bone, ...} (optional), "import": {the importer's options} (optional)}
 For each case, from the INPUT character in its rest position (`pose_position = 'REST'`, the bind pose
 Blender rebuilt from the file): every foot vertex (vertices carried at least half by the foot bone and
 the bones under it; a character of rigid parts with no skin, Kenney's blocks, has no armature in Blender:
@@ -33,10 +33,10 @@ def gltf_axes(points):
     return np.asarray(points, dtype=np.float64) @ TO_GLTF.T
 
 
-def load(path, fps):
+def load(path, fps, options):
     """The scene, its armature (None: a character of rigid parts, whose glTF nodes Blender made objects)
-    and the mesh objects it moves."""
-    scene = import_gltf(path, fps)
+    and the mesh objects it moves. `options`: the importer's, where the case gives them."""
+    scene = import_gltf(path, fps, **options)
     armatures = [o for o in scene.objects if o.type == "ARMATURE"]
     if not armatures and not any(o.type == "MESH" and o.find_armature() for o in scene.objects):
         return scene, None, [o for o in scene.objects if o.type == "MESH"]
@@ -44,8 +44,23 @@ def load(path, fps):
         raise SystemExit("{}: Blender built {} armatures, expected 1".format(path, len(armatures)))
     armature = armatures[0]
     meshes = [o for o in scene.objects if o.type == "MESH"
-              and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)]
+              and (_skinned_by(o, armature) or _bone_above(o, armature) is not None)]
     return scene, armature, meshes
+
+
+def _skinned_by(mesh_object, armature):
+    return any(m.type == "ARMATURE" and m.object == armature for m in mesh_object.modifiers)
+
+
+def _bone_above(mesh_object, armature):
+    """The bone a rigid mesh rides on (Blender's importer parents a mesh node under a joint node to that
+    bone: the Quaternius robot's feet), through any objects between; None if it rides on none."""
+    child = mesh_object
+    while child.parent is not None:
+        if child.parent == armature and child.parent_type == "BONE":
+            return child.parent_bone
+        child = child.parent
+    return None
 
 
 def node_matrix(scene, armature, name, posed):
@@ -58,7 +73,8 @@ def node_matrix(scene, armature, name, posed):
 
 def vertices_under(armature, meshes, top):
     """Per mesh object: which vertices a bone (a foot, a hand) and the bones under it carry, by Blender's
-    vertex groups; with no armature, all of a mesh object that is the node `top` or under it."""
+    vertex groups (a rigid mesh on a bone: all of it, if that bone is one of them); with no armature, all
+    of a mesh object that is the node `top` or under it."""
     if armature is None:
         under = {top} | {o.name for o in bpy.data.objects[top].children_recursive}
         return [np.full(len(m.data.vertices), m.name in under) for m in meshes]
@@ -66,6 +82,9 @@ def vertices_under(armature, meshes, top):
     names = {bone.name} | {child.name for child in bone.children_recursive}
     masks = []
     for mesh_object in meshes:
+        if not _skinned_by(mesh_object, armature):  # a rigid mesh: wholly its bone's
+            masks.append(np.full(len(mesh_object.data.vertices), _bone_above(mesh_object, armature) in names))
+            continue
         on_foot = {g.index for g in mesh_object.vertex_groups if g.name in names}
         bones = {g.index for g in mesh_object.vertex_groups if g.name in armature.data.bones}
         mask = np.zeros(len(mesh_object.data.vertices), bool)
@@ -93,11 +112,18 @@ def deformed(meshes):
 
 
 def rest_of(case):
-    scene, armature, meshes = load(case["rig"], case["fps"])
+    scene, armature, meshes = load(case["rig"], case["fps"], case.get("import", {}))
     if armature is not None:
         armature.data.pose_position = "REST"
     bpy.context.view_layer.update()
     vertices = deformed(meshes)
+    if armature is not None and not all(_skinned_by(m, armature) for m in meshes):
+        # A mesh riding on a bone is where its node is in the pose the file stores (the judged rigs are
+        # saved at bind), as numpy and three.js read it: at REST Blender has it where the bone's own rest
+        # puts it (the Quaternius robot's feet 2.4 m under).
+        armature.data.pose_position = "POSE"
+        bpy.context.view_layer.update()
+        vertices = [v if _skinned_by(m, armature) else p for v, p, m in zip(vertices, deformed(meshes), meshes)]
     everything = np.concatenate(vertices)
 
     def head(name):
@@ -127,7 +153,7 @@ def fronts_at_rest(case, rest):
 
 
 def output_of(case, rest):
-    scene, armature, meshes = load(case["output"], case["fps"])
+    scene, armature, meshes = load(case["output"], case["fps"], case.get("import", {}))
     masks = {side: vertices_under(armature, meshes, foot) for side, foot in case["feet"].items()}
     lowest = {side: [] for side in masks}
     chosen = fronts_at_rest(case, rest)  # per side: the sole's front vertex

@@ -641,10 +641,12 @@ def _press_soles(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
         turn = turns[frame]
         if turn != 0.0:
             bottom = min(floor, _lowest(points, rotations, positions))  # never lower than that
-            if _lowest(points, *_shin_turned(skeleton, tmap, side, poses[frame], turn)) < bottom:
+            turned = _shin_turned(skeleton, tmap, side, poses[frame], turn)
+            if _lowest(points, *turned) < bottom:
                 turn = _floor_crossing(skeleton, tmap, soles, side, poses[frame], bottom, 0.0, turn)
+                turned = _shin_turned(skeleton, tmap, side, poses[frame], turn)
         if turn != 0.0:
-            rotations[:], positions[:] = _shin_turned(skeleton, tmap, side, poses[frame], turn)
+            rotations[:], positions[:] = turned
             if planted[frame] and held is not None:
                 _hold_point(skeleton, tmap, soles, side, poses[frame], held, floor)
         if planted[frame]:
@@ -685,8 +687,7 @@ def _hold_point(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
 def _press_floor(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], floor: float) -> float:
     """Where `_press_soles` sets a sole down: PRESS_LEAVE of the leg's length over `floor`."""
     thigh, calf, foot = leg_chain(tmap, side)  # type: ignore[misc]
-    legs = length(subtract(positions[calf], positions[thigh])) + length(subtract(positions[foot], positions[calf]))
-    return floor + PRESS_LEAVE * legs
+    return floor + PRESS_LEAVE * _legs_length(positions[thigh], positions[calf], positions[foot])
 
 
 def _shin_turned(skeleton: Skeleton, tmap: HumanoidMap, side: str, pose, angle: float) -> Tuple[List[Quat], List[Vec3]]:
@@ -740,10 +741,14 @@ def _sole_on_shin(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str
     return not any(joint in below for point in soles.feet[side] for joint, _, _ in point)
 
 
+def _legs_length(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
+    return length(subtract(knee, hip)) + length(subtract(ankle, knee))
+
+
 def _longest_reach(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
     """How far from its hip a locked leg may reach: no straighter than REACH_LIMIT, or than the animation
     has it (a leg standing straight bent by a few millimetres of hips turns its thigh by degrees)."""
-    legs = length(subtract(knee, hip)) + length(subtract(ankle, knee))
+    legs = _legs_length(hip, knee, ankle)
     return max(legs * REACH_LIMIT, min(length(subtract(ankle, hip)), legs * (1.0 - 1e-6)))
 
 

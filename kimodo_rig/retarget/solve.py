@@ -10,7 +10,8 @@ Order of work, parent before child on the target:
 3. bone lengths stay the target's; the hips travel by the source's path scaled by the ratio of the two
    rest leg reaches (never the first frame: a clip that starts crouched stays crouched);
 4. floor, every frame: the target's lowest toe sits as far from its bind-pose toe height as the source's
-   lowest toe sits from Kimodo's floor (y = 0), so legs of other proportions neither dip nor float.
+   lowest toe sits from Kimodo's floor (y = 0), scaled by the same ratio, so legs of other proportions
+   neither dip nor float and a character of any size moves the same.
 """
 from __future__ import annotations
 
@@ -247,13 +248,15 @@ def retarget(
     target_positions = global_rotations_and_positions(draft)[1]
     # Ground every frame: legs of other proportions bent by the same angles (a robot's long shins in a
     # landing crouch) would dip through the floor or float; the hips move so the target's lowest foot sits
-    # as far from its bind height as the source's lowest foot sits from Kimodo's floor.
+    # as far from its bind height as the source's lowest foot sits from Kimodo's floor, in the target's
+    # size (unscaled, a 0.5 m character's crouch jumped by Kimodo's centimetres and the feet pass eased
+    # those jumps as if they were its own).
     source_floor_joints = floor_parts(smap)
     floor_shift = 0.0
     for frame in range(frames):
         source_low = min(source_positions[frame][j][1] for j in source_floor_joints)
         target_low = min(target_positions[frame][j][1] for j in target_floor_joints)
-        shift = (bind_floor + source_low) - target_low
+        shift = (bind_floor + source_low * ratio) - target_low
         roots[frame * 3 + 1] += shift
         floor_shift = max(floor_shift, abs(shift))
     result = Motion(skeleton, local_rotations, roots, motion.fps, name=motion.name, prompt=motion.prompt)

@@ -371,6 +371,7 @@ def run_pair(clip: str, name: str, out: Path) -> dict:
         "lowest_cm": round(got["lowest_cm"], 2), "hand_lowest_cm": round(got["hand_lowest_cm"], 2),
         "skate_cm": round(got["skate_cm"], 3), "limb_cosine": round(got["limb_cosine"], 4),
         "limb_cosine_min_segment": round(min(got["limb_cosines"]), 4), "limb_cosine_min": round(got["limb_cosine_min"], 4),
+        "limb_pop_deg": round(got["limb_pop_deg"], 1),
         "legs_match": round(got["legs_match"], 4), "facing": got["facing"], "travel_cosine": round(got["travel_cosine"], 4)}
     if "skate_cm_at_channel_points" in got:
         record["figures"]["skate_cm_at_channel_points"] = round(got["skate_cm_at_channel_points"], 3)

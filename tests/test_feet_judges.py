@@ -378,6 +378,14 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
 
 
+def turn_excess(want: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """Per frame from the second, how many degrees more the (frames, 3) segment `have` turns since the
+    frame before than `want` does: a limb snapping where Kimodo's moves smoothly."""
+    def turns(vectors):
+        return np.degrees(np.arccos(np.clip(_cosines(vectors[:-1], vectors[1:]), -1.0, 1.0)))
+    return turns(have) - turns(want)
+
+
 def _long_end_at_rest(vertices: np.ndarray, heel: np.ndarray, height: float) -> np.ndarray:
     """Where a toe-less foot's mesh points, for the judge's own facing: the sole vertex farthest from the
     ankle. Not where a toe contact is measured (each judge's `front`, chosen along the facing the rig was
@@ -426,12 +434,13 @@ def figures(case: Case, judge: dict) -> dict:
         step = (rest_toe - rest_heel) * [1.0, 0.0, 1.0]
         forward += step / np.linalg.norm(step)
     turn = _yaw(case.facing_deg)
-    cosines, arms, legs = [], [], []
+    cosines, arms, legs, pops = [], [], [], [0.0]
     for s in "lr":
         for a, b in case.limbs:
             want = (source[b + "_" + s] - source[a + "_" + s])[:frames] @ turn.T
             have = points[parts[b + "_" + s]][:frames] - points[parts[a + "_" + s]][:frames]
             cosines.append(_cosines(want, have))
+            pops.append(float(np.nan_to_num(turn_excess(want, have)).max()) if frames > 1 else 0.0)  # nan: a segment of no length
             (arms if a in ARM_STARTS else legs).append(cosines[-1].mean())
     hips = points[parts["hips"]][:frames]
     travel_have = (hips[-1] - hips[0]) * [1.0, 0.0, 1.0]
@@ -449,6 +458,7 @@ def figures(case: Case, judge: dict) -> dict:
         "limb_cosine": float(np.mean([c.mean() for c in cosines])),
         "limb_cosines": [float(c.mean()) for c in cosines],
         "limb_cosine_min": float(min(c.min() for c in cosines)),
+        "limb_pop_deg": max(pops),  # the largest one-frame turn of a limb segment beyond Kimodo's that frame
         "arms_match": float(np.mean(arms)) if arms else None,
         "legs_match": float(np.mean(legs)) if legs else None,
         "facing": _facing_label(forward),

@@ -471,6 +471,13 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     what that leaves over the floor is turned down onto it (`_press_soles`)."""
     frames = len(poses)
     sides = [side for side in SIDES if leg_chain(tmap, side) is not None]
+    # Where the goals were set: a goal eased in or out of a span (`_blend_offsets`) is the animation's
+    # foot plus part of the span's offset, but the hips move below (rolled, lifted, lowered), and a foot
+    # with no goal moves with them. Eased goals follow that move by the share they are not pinned
+    # (`_pinned_shares`), or the leg snapped where the easing began: 29 deg of knee in one frame where
+    # the hips had come down 4 cm (g1_03 onto the mannequin).
+    set_at = {side: [poses[frame][1][tmap.bones["foot_" + side]] for frame in range(frames)] for side in sides}
+    pinned = _pinned_shares(goals, contacts, sides)
 
     def let_go_amounts() -> List[float]:
         settled = [_settle(tmap, soles, sides, goals, poses[frame], frame, floor, 0.0) for frame in range(frames)]
@@ -507,6 +514,9 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 continue
             thigh, calf, foot = chain
             goal = goals[side][frame] or positions[foot]
+            share = pinned[side][frame]
+            if goals[side][frame] is not None and share < 1.0:
+                goal = add(goal, scale(subtract(positions[foot], set_at[side][frame]), 1.0 - share))
             low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
                 goal = add(goal, (0.0, floor - low, 0.0))
@@ -517,6 +527,21 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
     for side in rocking:
         _press_soles(skeleton, tmap, soles, side, poses, [any(contacts[side][frame]) for frame in range(frames)], floor)  # type: ignore[index]
+
+
+def _pinned_shares(goals: Mapping[str, Sequence[Optional[Vec3]]], contacts: Optional[Mapping[str, Sequence[Tuple[bool, bool]]]],
+                   sides: Sequence[str]) -> Dict[str, List[float]]:
+    """Per side and frame, how much the goal pins the foot: 1 in a contact span (and wherever the goal is
+    not eased: no contacts given), the easing's weight (`_blend_neighbours`) next to one, 0 without a goal."""
+    shares = {}
+    for side in sides:
+        if contacts is None:
+            shares[side] = [1.0 if goal is not None else 0.0 for goal in goals[side]]
+            continue
+        held = [any(flags) for flags in contacts[side]]
+        shares[side] = [1.0 if held[frame] else min(1.0, sum(w for w, _ in _blend_neighbours(frame, held))) if goal is not None else 0.0
+                        for frame, goal in enumerate(goals[side])]
+    return shares
 
 
 def _reach_sole(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, rotations: List[Quat],

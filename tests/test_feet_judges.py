@@ -382,7 +382,8 @@ def turn_excess(want: np.ndarray, have: np.ndarray) -> np.ndarray:
     """Per frame from the second, how many degrees more the (frames, 3) segment `have` turns since the
     frame before than `want` does: a limb snapping where Kimodo's moves smoothly."""
     def turns(vectors):
-        return np.degrees(np.arccos(np.clip(_cosines(vectors[:-1], vectors[1:]), -1.0, 1.0)))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a segment of no length: nan, taken as 0 where used
+            return np.degrees(np.arccos(np.clip(_cosines(vectors[:-1], vectors[1:]), -1.0, 1.0)))
     return turns(have) - turns(want)
 
 

@@ -17,6 +17,7 @@ from ..rotations import (
     dot,
     length,
     normalize,
+    quat_angle,
     quat_between,
     quat_conjugate,
     quat_from_axis_angle,
@@ -51,6 +52,7 @@ REACH_LIMIT = 0.995  # of the leg's length: a locked leg never snaps fully strai
 HIPS_TURN_SHARE = 0.75  # of the turn that would keep both planted feet exactly where they were pinned
 HIPS_TURN_RETURN_DEG = 2.0  # a frame: how fast the hips' turn goes back to the clip's with one foot down
 FOOT_PITCH_MAX_DEG = 90.0
+ROLL_PACE_DEG = 3.0  # a frame: how much faster than the animation turns it a planted foot may turn rolling onto its toe
 HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
 HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
 TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
@@ -343,6 +345,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
     rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
+    unrolled: List[Optional[Quat]] = [None] * frames  # the foot's world rotation before its roll, in contact frames
     chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
@@ -358,6 +361,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             pin_heel = pin_toe = lifted = None
             continue
         ankle = positions[foot]
+        unrolled[frame] = rotations[foot]
         toe = posed_point(toe_point, rotations, positions) if toe_point is not None else ankle
         if pin_heel is None and pin_toe is None:
             # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
@@ -388,10 +392,13 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             # foot pitches on its toes took the ankle far down, and the hips with it).
             wanted = quat_between(subtract(toe, ankle), subtract(pin_toe, ankle))
             if tmap.has("toe_" + side):
-                rolls[frame] = _at_most(wanted, TOE_ROLL_MAX_DEG)
+                roll = _at_most(wanted, TOE_ROLL_MAX_DEG)
             else:  # the whole foot rolls where a toe would bend, standing on its front
-                rolls[frame] = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
-                                                  toe_point, soles.feet[side])  # type: ignore[arg-type]
+                roll = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
+                                          toe_point, soles.feet[side])  # type: ignore[arg-type]
+            if frame > 0 and offsets[frame - 1] is not None:
+                roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot])  # type: ignore[arg-type]
+            rolls[frame] = roll
             _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
             toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
@@ -430,6 +437,21 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             _turn_about(chain, rotations, positions, positions[foot], roll)
     blended = _blend_offsets(offsets, [o is not None for o in offsets])
     return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+def _paced_roll(roll: Quat, unrolled: Quat, unrolled_before: Quat, before: Quat) -> Quat:
+    """`roll` (a turn of the foot, whose world rotation is `unrolled` before it) cut so the foot turns from
+    its rotation the frame before (`before`, planted) at most ROLL_PACE_DEG more than the unrolled foot
+    turned since (`unrolled_before`): as the heel lifts, a foot held flat rolled onto its toe in one frame
+    (the ankle 4 cm up, the shin 14 deg more than Kimodo's: g1_03 onto the mannequin), while a foot Kimodo
+    pitches fast (kneeling) still rolls as fast as the animation turns it."""
+    wanted = quat_multiply(roll, unrolled)
+    allowed = quat_angle(quat_multiply(unrolled, quat_conjugate(unrolled_before))) + math.radians(ROLL_PACE_DEG)
+    step = quat_angle(quat_multiply(wanted, quat_conjugate(before)))
+    if step <= allowed:
+        return roll
+    paced = quat_slerp(before, wanted, allowed / step)
+    return quat_normalize(quat_multiply(paced, quat_conjugate(unrolled)))
 
 
 def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3], roll: Quat,

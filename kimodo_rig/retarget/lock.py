@@ -34,7 +34,9 @@ from .soles import (
     BLEND_FRAMES,
     _at_most,
     _carried,
+    chain_length,
     _ease,
+    _leg_length,
     leg_chain,
     _lowest,
     _mean_rotation,
@@ -666,11 +668,12 @@ def _press_soles(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
     frames = len(poses)
     needs = [0.0] * frames
     way: Optional[float] = None
+    above = floor + PRESS_LEAVE * _leg_length(tmap, side)  # where a sole is set down
     for frame in range(frames):
         if not planted[frame]:
             way = None
             continue
-        needs[frame] = _press_turn(skeleton, tmap, soles, side, poses[frame], _press_floor(tmap, side, poses[frame][1], floor), way)
+        needs[frame] = _press_turn(skeleton, tmap, soles, side, poses[frame], above, way)
         if needs[frame] != 0.0:
             way = math.copysign(1.0, needs[frame])
     rate = math.radians(PRESS_RATE_DEG)
@@ -695,7 +698,7 @@ def _press_soles(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
         if turn != 0.0:
             rotations[:], positions[:] = turned
             if planted[frame] and held is not None:
-                _hold_point(skeleton, tmap, soles, side, poses[frame], held, floor)
+                _hold_point(skeleton, tmap, soles, side, poses[frame], held, above)
         if planted[frame]:
             posed = [posed_point(point, rotations, positions) for point in points]
             lowest = min(range(len(posed)), key=lambda k: posed[k][1])
@@ -705,15 +708,14 @@ def _press_soles(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str,
 
 
 def _hold_point(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, pose,
-                held: Tuple[int, float, float], floor: float) -> None:
+                held: Tuple[int, float, float], above: float) -> None:
     """`_press_soles`' holding: the sole point `held` names brought back to its x, z by the leg's two-bone
-    solve for that point, the sole set down again; part of the way where a thigh or shin would turn more
-    than ROLL_TURN."""
+    solve for that point, the sole set down again (onto `above`); part of the way where a thigh or shin
+    would turn more than ROLL_TURN."""
     rotations, positions = pose
     chain = leg_chain(tmap, side)
     thigh, calf, _ = chain  # type: ignore[misc]
     before = (list(rotations), list(positions))
-    above = _press_floor(tmap, side, positions, floor)
     share = 1.0
     for attempt in range(2):
         at = posed_point(soles.feet[side][held[0]], rotations, positions)
@@ -729,12 +731,6 @@ def _hold_point(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
             return
         rotations[:], positions[:] = before
         share *= math.sqrt(ROLL_TURN / turned)
-
-
-def _press_floor(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], floor: float) -> float:
-    """Where `_press_soles` sets a sole down: PRESS_LEAVE of the leg's length over `floor`."""
-    thigh, calf, foot = leg_chain(tmap, side)  # type: ignore[misc]
-    return floor + PRESS_LEAVE * _legs_length(positions[thigh], positions[calf], positions[foot])
 
 
 def _shin_turned(skeleton: Skeleton, tmap: HumanoidMap, side: str, pose, angle: float) -> Tuple[List[Quat], List[Vec3]]:
@@ -788,14 +784,10 @@ def _sole_on_shin(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str
     return not any(joint in below for point in soles.feet[side] for joint, _, _ in point)
 
 
-def _legs_length(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
-    return length(subtract(knee, hip)) + length(subtract(ankle, knee))
-
-
 def _longest_reach(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
     """How far from its hip a locked leg may reach: no straighter than REACH_LIMIT, or than the animation
     has it (a leg standing straight bent by a few millimetres of hips turns its thigh by degrees)."""
-    legs = _legs_length(hip, knee, ankle)
+    legs = chain_length(hip, knee, ankle)
     return max(legs * REACH_LIMIT, min(length(subtract(ankle, hip)), legs * (1.0 - 1e-6)))
 
 

@@ -363,7 +363,12 @@ def _leg_length(hmap: HumanoidMap, side: str) -> float:
     """Thigh and shin, hip to ankle, at rest."""
     hip, knee, ankle = leg_chain(hmap, side)  # type: ignore[misc]
     positions = rest_pose(hmap.skeleton)[1]
-    return length(subtract(positions[knee], positions[hip])) + length(subtract(positions[ankle], positions[knee]))
+    return chain_length(positions[hip], positions[knee], positions[ankle])
+
+
+def chain_length(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
+    """Thigh and shin, hip to ankle, as the joints stand."""
+    return length(subtract(knee, hip)) + length(subtract(ankle, knee))
 
 
 def _ease(needs: Sequence[float], over: int = BLEND_FRAMES) -> List[float]:

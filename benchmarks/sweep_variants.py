@@ -373,6 +373,7 @@ def run_pair(clip: str, name: str, out: Path) -> dict:
         "limb_cosine_min_segment": round(min(got["limb_cosines"]), 4), "limb_cosine_min": round(got["limb_cosine_min"], 4),
         "limb_pop_deg": round(got["limb_pop_deg"], 1),
         "legs_match": round(got["legs_match"], 4), "facing": got["facing"], "travel_cosine": round(got["travel_cosine"], 4)}
+    record["limb_pops"] = got["limb_pops"]  # each judged segment's worst one-frame turn beyond Kimodo's (deg, frame)
     if "skate_cm_at_channel_points" in got:
         record["figures"]["skate_cm_at_channel_points"] = round(got["skate_cm_at_channel_points"], 3)
     record["report"] = {k: report.get(k) for k in ("facing", "lowest_toe_cm", "planted_sole_cm", "foot_skate_cm_per_frame",

@@ -435,13 +435,17 @@ def figures(case: Case, judge: dict) -> dict:
         step = (rest_toe - rest_heel) * [1.0, 0.0, 1.0]
         forward += step / np.linalg.norm(step)
     turn = _yaw(case.facing_deg)
-    cosines, arms, legs, pops = [], [], [], [0.0]
+    cosines, arms, legs, pops = [], [], [], []
     for s in "lr":
         for a, b in case.limbs:
             want = (source[b + "_" + s] - source[a + "_" + s])[:frames] @ turn.T
             have = points[parts[b + "_" + s]][:frames] - points[parts[a + "_" + s]][:frames]
             cosines.append(_cosines(want, have))
-            pops.append(float(np.nan_to_num(turn_excess(want, have)).max()) if frames > 1 else 0.0)  # nan: a segment of no length
+            if frames > 1:
+                excess = np.nan_to_num(turn_excess(want, have))  # nan: a segment of no length
+                k = int(np.argmax(excess))
+                pops.append({"deg": float(excess[k]), "segment": "{}->{}".format(parts[a + "_" + s], parts[b + "_" + s]),
+                             "side": s, "frame": k + 1})
             (arms if a in ARM_STARTS else legs).append(cosines[-1].mean())
     hips = points[parts["hips"]][:frames]
     travel_have = (hips[-1] - hips[0]) * [1.0, 0.0, 1.0]
@@ -459,7 +463,9 @@ def figures(case: Case, judge: dict) -> dict:
         "limb_cosine": float(np.mean([c.mean() for c in cosines])),
         "limb_cosines": [float(c.mean()) for c in cosines],
         "limb_cosine_min": float(min(c.min() for c in cosines)),
-        "limb_pop_deg": max(pops),  # the largest one-frame turn of a limb segment beyond Kimodo's that frame
+        # the largest one-frame turn of a limb segment beyond Kimodo's that frame; and each segment's worst
+        "limb_pop_deg": max([p["deg"] for p in pops], default=0.0),
+        "limb_pops": pops,
         "arms_match": float(np.mean(arms)) if arms else None,
         "legs_match": float(np.mean(legs)) if legs else None,
         "facing": _facing_label(forward),

@@ -236,10 +236,9 @@ VARIANTS = {
     # The DEF- limbs off the ORG- spine: the skinned DEF- spine follows its ORG- twin.
     "rigify_split": Variant(rv.MANNEQUIN, (rv.rigify_split_like,), tfj._parts(FAMILY_PARTS["rigify"])),
 }
-# A shin with no foot bone on a small character (0.3x) saved in another pose than its bind. It misses
-# one bar today (issue 8): soma_03's crouch leaves the left sole 1.19 cm per 1.7 m over the floor (frames
-# 62-66; 1.46 before lock._press_soles, which cannot lower that sole by turning the shin). The scale does
-# it, not the pose: full size, the same frames stay within 0.44.
+# A shin with no foot bone on a small character (0.3x) saved in another pose than its bind. soma_03's
+# crouch left the left sole 1.19 cm per 1.7 m over the floor (frames 62-66) until the solve grounded each
+# frame in the character's size, not Kimodo's metres (09d4069): every bar met since.
 VARIANTS["footless_posed_small"] = dataclasses.replace(
     VARIANTS["footless_shins"], builders=(rv.footless_shins, lambda g: rv.scale_scene(g, 0.3)), posed=(rv.pose_nodes,),
     warnings=(tfv.POSED,))

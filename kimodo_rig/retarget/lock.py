@@ -63,6 +63,12 @@ TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the anima
 # TOE_ROLL_MAX_DEG (30) the mannequin-shaped foot whose mesh hangs 25 cm behind its ankle kneels (g1_02)
 # with its toe 10 cm per 1.7 m up; with 90, on the floor.
 FRONT_ROLL_MAX_DEG = 90.0
+# Of the leg's length: how much higher over the foot's lowest point its front may end rolled than unrolled.
+# With none (float noise only) the roll was all or nothing: a toe-less foot still on its heel's side,
+# turned on the spot (a roll about the vertical) lifted its front by millimetres and did not roll at
+# all, then the frame it came onto its front it rolled wholly, the ankle's goal 4 cm back and 9 forward
+# (the dress, g1_04: the thigh 12 deg in a frame beyond Kimodo's).
+FRONT_LIFT = 0.004
 FRONT_ROLL_STEPS = 24  # bisection steps: 90 deg / 2**24, so float noise between two readers of one rig turns no foot visibly
 HIP_DROP_MAX_DEG = 35.0  # the most the hips roll to bring one leg's hip down (a kneel)
 LOCK_COSINE_BUDGET = 0.01  # the most the lock takes off a thigh's or a shin's mean cosine over a clip
@@ -344,6 +350,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
     foot = tmap.bones["foot_" + side]
     toe_point = soles.toe_points.get(side)
+    front_lift = FRONT_LIFT * _leg_length(tmap, side)
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
     rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
@@ -397,7 +404,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
                 roll = _at_most(wanted, TOE_ROLL_MAX_DEG)
             else:  # the whole foot rolls where a toe would bend, standing on its front
                 roll = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
-                                          toe_point, soles.feet[side])  # type: ignore[arg-type]
+                                          toe_point, soles.feet[side], front_lift)  # type: ignore[arg-type]
             if frame > 0 and offsets[frame - 1] is not None:
                 roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot])  # type: ignore[arg-type]
             rolls[frame] = roll
@@ -457,9 +464,9 @@ def _paced_roll(roll: Quat, unrolled: Quat, unrolled_before: Quat, before: Quat)
 
 
 def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], positions: Sequence[Vec3], roll: Quat,
-                       front: Point, sole: Sequence[Point]) -> Quat:
+                       front: Point, sole: Sequence[Point], lift: float) -> Quat:
     """As far along `roll` (about the foot's joint, the chain's first) as keeps a toe-less foot's front,
-    its toe point, no higher over the foot's lowest point than it is unrolled: a foot on its toe alone
+    its toe point, no more than `lift` higher over the foot's lowest point than it is unrolled: a foot on its toe alone
     stands on that toe. Pointed at its pin, a foot whose mesh lies behind its ankle would turn heel-down,
     come down on its heel's back and lift the toe off the floor (4.6 cm in a frame)."""
     ankle = positions[chain[0]]
@@ -469,7 +476,7 @@ def _standing_on_front(chain: Sequence[int], rotations: Sequence[Quat], position
         _turn_about(chain, turned_rotations, turned_positions, ankle, quat_slerp(IDENTITY, roll, fraction))
         return posed_point(front, turned_rotations, turned_positions)[1] - _lowest(sole, turned_rotations, turned_positions)
 
-    allowed = gap(0.0) + 1e-6
+    allowed = gap(0.0) + lift
     if gap(1.0) <= allowed:
         return roll
     low, high = 0.0, 1.0

@@ -37,6 +37,11 @@ from .mapping import SIDES, HumanoidMap, prop_joints
 from .solve import RetargetInfo
 
 BLEND_FRAMES = 4
+# The sine of a leg's bend under which the hip line, not the pose, sets the plane its knee bends in
+# (`two_bone`). Kimodo's standing leg is straight to a few degrees, bent any way; at 0.05 that noise
+# set the plane: a footless shin's knee bent 24 deg sideways through a toe contact, then back into the
+# hip line's plane in the frame the leg bent forward (g1_04: the shin 19 deg in a frame beyond Kimodo's).
+KNEE_PLANE_LATERAL = 0.25
 SOLE_BAND = 0.02  # of the character's height: vertices this close to the foot's lowest are its sole
 DIRECTIONS = 96  # a foot or hand is the vertices farthest out in this many directions (fast on dense meshes)
 Point = Tuple[Tuple[int, float, Vec3], ...]  # (joint, weight, offset in the joint's bind frame) terms
@@ -289,7 +294,7 @@ def two_bone(root: Vec3, middle: Vec3, end: Vec3, goal: Vec3, lateral: Vec3) -> 
     if a < 1e-9 or b < 1e-9:
         return (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
     bend_normal = cross(upper, lower)
-    normal = normalize(add(bend_normal, scale(normalize(lateral), 0.05 * a * b)))
+    normal = normalize(add(bend_normal, scale(normalize(lateral), KNEE_PLANE_LATERAL * a * b)))
     reach = length(subtract(goal, root))
     reach = min(max(reach, abs(a - b) + 1e-6 * (a + b)), (a + b) * (1.0 - 1e-6))
     now = math.acos(max(-1.0, min(1.0, dot(scale(upper, -1.0 / a), scale(lower, 1.0 / b)))))

@@ -206,28 +206,33 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
     points under the floor reach out from the ankle, each by how deep it is. Both go to nothing as
     the depth does, with no cut-off and no choice of one point among near-equals, so a pose a hair
     different (Blender's float32 rest) gives a foot a hair different."""
-    foot = tmap.bones["foot_" + side]
-    chain = subtree(skeleton, foot)
+    chain = subtree(skeleton, tmap.bones["foot_" + side])
     for frame, (rotations, positions) in enumerate(poses):
         if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
             continue
-        ankle = positions[foot]
-        arms = [subtract(posed_point(p, rotations, positions), ankle) for p in soles.feet[side]]
-        height = floor - ankle[1]  # of the floor above the ankle
-        depths = [height - arm[1] for arm in arms]
-        total = sum(d for d in depths if d > 0.0)
-        if not total > 0.0:
-            continue
-        out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
-               sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
-        size = math.hypot(out[0], out[2])
-        if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
-            continue
-        forward = (out[0] / size, 0.0, out[2] / size)
-        angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, math.radians(FOOT_PITCH_MAX_DEG))
-        if angle > 0.0:
-            axis = (-forward[2], 0.0, forward[0])  # (0, -1, 0) x forward: turning about it lifts what is ahead
-            _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(axis, angle))
+        _pitch_foot(chain, soles.feet[side], rotations, positions, floor, 0.0)
+
+
+def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], rotations: List[Quat], positions: List[Vec3], floor: float,
+                rise: float) -> None:
+    """`_pitch_onto_floor` for one pose, its foot (`chain`'s first joint) as if `rise` higher than it is."""
+    ankle = positions[chain[0]]
+    arms = [subtract(posed_point(p, rotations, positions), ankle) for p in sole]
+    height = floor - ankle[1] - rise  # of the floor above the ankle
+    depths = [height - arm[1] for arm in arms]
+    total = sum(d for d in depths if d > 0.0)
+    if not total > 0.0:
+        return
+    out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
+           sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
+    size = math.hypot(out[0], out[2])
+    if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
+        return
+    forward = (out[0] / size, 0.0, out[2] / size)
+    angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, math.radians(FOOT_PITCH_MAX_DEG))
+    if angle > 0.0:
+        axis = (-forward[2], 0.0, forward[0])  # (0, -1, 0) x forward: turning about it lifts what is ahead
+        _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(axis, angle))
 
 
 def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> float:
@@ -550,6 +555,13 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             if goals[side][frame] is not None and share < 1.0:
                 goal = add(goal, scale(subtract(positions[foot], set_at[side][frame]), 1.0 - share))
             low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
+            if low < floor and side not in rocking and not (contacts is not None and any(contacts[side][frame])):
+                # A foot brought down towards a contact is pitched up onto the floor where its goal puts
+                # it, as `_pitch_onto_floor` does where the animation puts it: raised instead, a long foot
+                # Kimodo still has toe-down the frame before it lands flat held the ankle up, then
+                # dropped it 22 cm in the frame it landed (the robot, soma_06: the thigh 27 deg beyond Kimodo's).
+                _pitch_foot(subtree(skeleton, foot), soles.feet[side], rotations, positions, floor, goal[1] - positions[foot][1])
+                low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
                 goal = add(goal, (0.0, floor - low, 0.0))
             rock = rocking.get(side)

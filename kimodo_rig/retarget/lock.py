@@ -531,8 +531,10 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 goal = goals[side][frame]
                 if goal is not None:
                     goals[side][frame] = _loosened(goal, poses[frame][1][tmap.bones["foot_" + side]], amount)
+    # Averaged at the clip's ends as anywhere: kept raw there, a contact in the last frame dropped the
+    # hips 6 cm in it (the robot, soma_02).
     lifts = centred_average([_shared_lift(tmap, soles, sides, {side: goals[side][frame] for side in sides}, poses[frame], floor)
-                             for frame in range(frames)], BLEND_FRAMES)
+                             for frame in range(frames)], BLEND_FRAMES, keep_ends=False)
     reach = [_hips_reach(tmap, sides, {side: goals[side][frame] for side in sides}, poses[frame][1], lifts[frame])
              for frame in range(frames)]
     downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])

@@ -151,14 +151,19 @@ def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[Humanoi
     return _remap(target_map, skeleton, order), order
 
 
-def centred_average(values: Sequence[float], window: int) -> List[float]:
+def centred_average(values: Sequence[float], window: int, keep_ends: bool = True) -> List[float]:
     """Centred moving average whose window shrinks symmetrically at the ends (so the first and last
-    values are kept: the path's travel is removed whole, the sway around it stays)."""
+    values are kept: the path's travel is removed whole, the sway around it stays); with `keep_ends`
+    False, cut at the ends instead (the last frames averaged like any other)."""
     out = []
     count = len(values)
     for i in range(count):
-        half = min(window, i, count - 1 - i)
-        out.append(sum(values[i - half: i + half + 1]) / (2 * half + 1))
+        if keep_ends:
+            half = min(window, i, count - 1 - i)
+            out.append(sum(values[i - half: i + half + 1]) / (2 * half + 1))
+        else:
+            near = values[max(0, i - window): i + window + 1]
+            out.append(sum(near) / len(near))
     return out
 
 

@@ -55,6 +55,7 @@ HIPS_TURN_SHARE = 0.75  # of the turn that would keep both planted feet exactly 
 HIPS_TURN_RETURN_DEG = 2.0  # a frame: how fast the hips' turn goes back to the clip's with one foot down
 FOOT_PITCH_MAX_DEG = 90.0
 ROLL_PACE_DEG = 3.0  # a frame: how much faster than the animation turns it a planted foot may turn rolling onto its toe
+SETTLE_DEG = 8.0  # a frame: how fast a foot comes down from its toe onto its heel (`_foot_goals`)
 HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
 HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
 TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
@@ -351,6 +352,10 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     comes down it stays where the toe put it; the foot's lowest sole point is on the floor throughout.
     On its toe alone the foot (in `poses`) rolls on the pinned toe, turned about the ankle towards where
     the leg has the ankle (at most TOE_ROLL_MAX_DEG; eased out into the air over BLEND_FRAMES).
+    When the heel comes down after the toe alone, the foot turns from its last rotation on the toe to
+    the held one at SETTLE_DEG a frame, about the pinned toe, and its heel is pinned where it has come
+    down: held at once, a foot tucked under in a kneel came flat in one frame, the ankle 26 cm down
+    (the dress, raw g1_02: the thigh 13 deg beyond Kimodo's), where Kimodo's comes down over four.
     Where Kimodo's own planted foot drifts on the ground (`source_track`: its foot joint, in the
     character's frame and scale) more than `leash` from where it landed (turning on the spot), the pin
     is dragged by the drift beyond it: a long drift bent into the legs would fold them."""
@@ -364,6 +369,8 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     chain = subtree(tmap.skeleton, foot)
     pin_heel: Optional[Vec3] = None
     pin_toe: Optional[Vec3] = None
+    on_toe: Optional[Quat] = None  # the foot's rotation the last frame it stood on its toe alone
+    settled: Optional[Tuple[int, int]] = None  # coming down from the toe: frames so far, frames it takes
     lifted: Optional[Tuple[Vec3, int]] = None  # the heel's pin when it last lifted off its toe, and the frame
     anchor: Vec3 = (0.0, 0.0, 0.0)
     dragged: Vec3 = (0.0, 0.0, 0.0)
@@ -373,7 +380,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
         if toe_point is None:
             heel_on, toe_on = heel_on or toe_on, False
         if not (heel_on or toe_on):
-            pin_heel = pin_toe = lifted = None
+            pin_heel = pin_toe = lifted = on_toe = settled = None
             continue
         ankle = positions[foot]
         unrolled[frame] = rotations[foot]
@@ -384,7 +391,19 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             anchor, dragged = source_track[frame], (0.0, 0.0, 0.0)
         else:
             start = offsets[frame - 1] or (0.0, 0.0, 0.0)
-        if heel_on:
+        coming_down = False
+        if heel_on and pin_heel is None and on_toe is not None:
+            if settled is None:  # the first frame down: how many frames it takes at SETTLE_DEG
+                settled = (0, max(1, math.ceil(math.degrees(quat_angle(quat_multiply(rotations[foot], quat_conjugate(on_toe))))
+                                               / SETTLE_DEG - 1e-9)))
+            settled = (settled[0] + 1, settled[1])
+            if settled[0] < settled[1]:
+                coming_down = True
+                down = quat_slerp(on_toe, rotations[foot], settled[0] / float(settled[1]))
+                _turn_about(chain, rotations, positions, ankle, quat_normalize(quat_multiply(down, quat_conjugate(rotations[foot]))))
+                toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
+                goal = add(pin_toe, subtract(ankle, toe))  # type: ignore[arg-type]
+        if heel_on and not coming_down:
             if pin_heel is None:
                 # Where it lands; or down from its toe, where the pinned toe keeps it (the foot turns about
                 # the toe, which stays: a sole's front far from the ankle swung 5 cm as the foot came flat);
@@ -399,7 +418,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
                 else:
                     pin_heel = add(pin_toe, subtract(ankle, toe))
             goal = pin_heel
-        else:
+        elif not heel_on:
             if pin_toe is None:
                 pin_toe = add(toe, start)
             # The foot rolls on its pinned toe: turned about the ankle so that the ankle stays as near
@@ -415,6 +434,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
                 roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot])  # type: ignore[arg-type]
             rolls[frame] = roll
             _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
+            on_toe, settled = rotations[foot], None
             toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
@@ -434,7 +454,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             drag = add(drag, (pull * (ankle[0] - held[0]), 0.0, pull * (ankle[2] - held[2])))
         if drag != (0.0, 0.0, 0.0):
             goal = add(goal, drag)
-            if heel_on:
+            if heel_on and not coming_down:
                 pin_heel = add(pin_heel, drag)  # type: ignore[arg-type]
             else:
                 pin_toe = add(pin_toe, drag)  # type: ignore[arg-type]

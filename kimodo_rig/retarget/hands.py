@@ -24,6 +24,7 @@ from .mapping import SIDES, HumanoidMap
 from .solve import centred_average
 from .soles import (
     _ease,
+    _eased_from,
     hand_joint,
     _lowest,
     Point,
@@ -178,7 +179,11 @@ def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, 
         axes.append(_swing_axis(points, rotations, positions, shoulder, (outward[0], 0.0, outward[2])))
     needs = [_swing_needed(arm, points, rotations, positions, axis, floor) if axis is not None else 0.0
              for (rotations, positions), axis in zip(poses, axes)]
-    for (rotations, positions), axis, angle in zip(poses, axes, _ease(needs, ARM_EASE_FRAMES)):
+    # Each eased frame turns about the axis of the frame whose need it eases: about its own, a hand
+    # passing under the shoulder (its axis a quarter turn on in a frame) swung the arm 37 deg in one
+    # (the robot, soma_01: Kimodo's turned 16).
+    for (rotations, positions), (angle, source) in zip(poses, _eased_from(needs, ARM_EASE_FRAMES)):
+        axis = axes[source]
         if axis is not None and angle > 0.0:
             _turn_rigidly(arm, rotations, positions, axis, angle)
         low = _lowest(points, rotations, positions)

@@ -378,13 +378,20 @@ def chain_length(hip: Vec3, knee: Vec3, ankle: Vec3) -> float:
 
 def _ease(needs: Sequence[float], over: int = BLEND_FRAMES) -> List[float]:
     """Each frame's need, eased in and out over `over` frames either side (the largest that reaches it)."""
+    return [value for value, _ in _eased_from(needs, over)]
+
+
+def _eased_from(needs: Sequence[float], over: int = BLEND_FRAMES) -> List[Tuple[float, int]]:
+    """`_ease`, each frame's value with the frame whose need it is (its own where none reaches it)."""
     frames = len(needs)
     eased = []
     for t in range(frames):
-        best = 0.0
+        best = (0.0, t)
         for u in range(max(0, t - over), min(frames, t + over + 1)):
             x = 1.0 - abs(t - u) / float(over + 1)
-            best = max(best, needs[u] * x * x * (3.0 - 2.0 * x))
+            value = needs[u] * x * x * (3.0 - 2.0 * x)
+            if value > best[0]:
+                best = (value, u)
         eased.append(best)
     return eased
 

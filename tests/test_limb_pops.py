@@ -58,7 +58,7 @@ def pairs_folder(tmp_path_factory):
     return tmp_path_factory.mktemp("pairs")
 
 
-# (clip, variant, side, bar, why): pairs whose worst pop a change of the lock cut, each with the worst
+# (clip, variant, side, bar, why): pairs whose worst pop a change of the lock or the hands cut, each with the worst
 # before it (with the code before that change, the same test fails) and after.
 CUT_POPS = [
     ("g1_04_ee_constraint", "dress", "l", 8.0,
@@ -76,6 +76,10 @@ CUT_POPS = [
     ("soma_02_multi_text_prompt", "robot", "r", 12.0,
      "a contact in the clip's last frame: the hips' shared lift was left unaveraged there, 6 cm down in that "
      "frame once the foot no longer held the ankle up (19.0 deg; centred_average(keep_ends=False): 10.3)"),
+    ("soma_01_single_text_prompt", "robot", "l", 12.0,
+     "a long arm kept above the floor as the hand passes under the shoulder (the swing's axis a quarter turn "
+     "on in a frame): each eased frame swung about its own axis, the arm 37 deg in a frame where Kimodo's "
+     "turned 16 (21.1 deg; hands._keep_above about the eased need's own axis: 8.3)"),
     ("raw:g1_02_multi_text_ee_constraint", "dress", "l", 8.0,
      "a foot tucked under at a kneel's end, down from its toe onto its heel: held flat in the heel's first "
      "frame, the ankle fell 26 cm in it where Kimodo's comes down over four (13.1 deg; lock.SETTLE_DEG: 6.6)"),
@@ -83,7 +87,7 @@ CUT_POPS = [
 
 
 @pytest.mark.parametrize("clip,variant,side,bar,why", CUT_POPS, ids=["{}-{}".format(c[0].split(":")[-1][:7], c[1]) for c in CUT_POPS])
-def test_a_pop_the_lock_cut_stays_cut(pairs_folder, clip, variant, side, bar, why):
+def test_a_cut_pop_stays_cut(pairs_folder, clip, variant, side, bar, why):
     """The pair's worst pop on `side` (the judge's, every bar of the sweep met) is within `bar`: see `why`."""
     record = sweep.run_pair(clip, variant, pairs_folder)
     assert record["problems"] == [], record["problems"]

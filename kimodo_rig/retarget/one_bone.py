@@ -27,7 +27,7 @@ from ..rotations import (
     subtract,
 )
 from .mapping import SIDES, HumanoidMap
-from .soles import SOLE_BAND, _ease, _lowest, Point, posed_point, Soles, subtree, _turn_about
+from .soles import SOLE_BAND, _ease, _eased_from, _lowest, Point, posed_point, Soles, subtree, _turn_about
 from .lock import _blend_offsets
 from .solve import centred_average
 
@@ -300,15 +300,20 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
             if _lowest_turned(placed, hip, straight, tilt) > reached:
                 axes[frame], angle = straight, tilt
         needs[frame] = angle
-    eased = _ease(needs)
-    for frame, angle in enumerate(eased):
+    for frame, (angle, source) in enumerate(_eased_from(needs)):
         if angle <= 0.0 or planted[frame]:
-            continue
-        axis = axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
-        if axis is None:
             continue
         rotations, positions = poses[frame]
         hip = positions[thigh]
+        axis = axes[source]
+        if axis is not None and source != frame:
+            placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
+            keep = min(floor, _lowest_turned(placed, hip, axis, 0.0)) if needs[frame] <= 0.0 else floor
+            if _lowest_turned(placed, hip, axis, angle) < keep - 1e-9:
+                axis = None
+        axis = axis or axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
+        if axis is None:
+            continue
         if angle > needs[frame]:
             # Eased in or out further than this frame's own need: never lower than that need leaves it
             # (a foot long beside a rigid leg lifts at one end and dips at the other; a leg turned towards

@@ -266,6 +266,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     rest_from = quat_conjugate(rest_rotations[thigh])  # the leg's world rest rotation undone: its rest column is straight down
     needs: List[float] = []
     axes: List[Optional[Vec3]] = []
+    before: Optional[Vec3] = None  # the frame before's turn (axis times angle), where it had one
     for frame, (rotations, positions) in enumerate(poses):
         hip = positions[thigh]
         placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
@@ -273,6 +274,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         axes.append(None)
         needs.append(0.0)
         if planted[frame]:
+            before = None
             continue
         outward = normalize(subtract(positions[tmap.bones["thigh_" + SIDES[0]]], positions[tmap.bones["thigh_" + SIDES[1]]]))
         lean = subtract(low, hip)
@@ -285,7 +287,11 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         if low[1] >= floor:
             continue
 
-        angle = _clearing_angle(lambda a: _lowest_turned(placed, hip, axis, a), floor)  # noqa: B023
+        # Of the two ways that clear, the one nearer the frame before's turn: each frame's least went
+        # forward, back, forward as a leg hanging nearly straight swung its lean about (Kenney's block
+        # proportions, soma_03: 42 deg one way, 40 the other, then back).
+        near = dot(before, axis) if before is not None else None
+        angle = _clearing_angle(lambda a: _lowest_turned(placed, hip, axis, a), floor, near)  # noqa: B023
         if angle < 0.0:  # back towards hanging straight: a foot long beside the leg dips at both ends
             axes[frame], angle = scale(axis, -1.0), -angle
         # Or towards hanging straight down, its sole level: a foot long beside its leg reaches highest
@@ -300,6 +306,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
             if _lowest_turned(placed, hip, straight, tilt) > reached:
                 axes[frame], angle = straight, tilt
         needs[frame] = angle
+        before = scale(axes[frame], angle) if angle > 0.0 else None  # type: ignore[arg-type]
     for frame, (angle, source) in enumerate(_eased_from(needs)):
         if angle <= 0.0 or planted[frame]:
             continue
@@ -325,22 +332,31 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         _turn_about(joints, rotations, positions, hip, quat_from_axis_angle(axis, angle))
 
 
-def _clearing_angle(lowest: Callable[[float], float], floor: float) -> float:
+def _clearing_angle(lowest: Callable[[float], float], floor: float, near: Optional[float] = None) -> float:
     """The turn (radians, signed about the lean's axis: + further along the lean and up) of least size up to
-    ONE_BONE_CLEAR_MAX_DEG that keeps `lowest(angle)` on or above `floor`; where none does, the one that
-    lifts it most (0 when no turn lifts it). A foot short beside its leg clears by swinging on; a long
-    one (Kenney's, longer than the leg) dips at whichever end goes down, and clears nearest hanging straight."""
+    ONE_BONE_CLEAR_MAX_DEG that keeps `lowest(angle)` on or above `floor`, of each sign; of the two the
+    smaller, or with `near` (the frame before's turn, along this axis) the nearer to it; where none does,
+    the one that lifts it most (0 when no turn lifts it). A foot short beside its leg clears by swinging
+    on; a long one (Kenney's, longer than the leg) dips at whichever end goes down, and clears nearest
+    hanging straight."""
     step = math.radians(1.0)
     best, best_low = 0.0, lowest(0.0)
+    found: Dict[float, float] = {}
     for k in range(1, int(ONE_BONE_CLEAR_MAX_DEG) + 1):
         for sign in (1.0, -1.0):
+            if sign in found:
+                continue
             angle = sign * k * step
             low = lowest(angle)
             if low >= floor:
-                return _last_true(lambda a: lowest(a) >= floor, angle, sign * (k - 1) * step)
-            if low > best_low:
+                found[sign] = _last_true(lambda a: lowest(a) >= floor, angle, sign * (k - 1) * step)
+            elif low > best_low:
                 best, best_low = angle, low
-    return best
+        if len(found) == 2 or (found and near is None):
+            break
+    if not found:
+        return best
+    return min(found.values(), key=lambda a: abs(a - near) if near is not None else abs(a))
 
 
 def _last_true(holds: Callable[[float], bool], good: float, bad: float, steps: int = 16) -> float:

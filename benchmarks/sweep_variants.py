@@ -111,6 +111,31 @@ FAMILY_PARTS = {
 for _name, _prefix in (("mixamorig1", "mixamorig1:"), ("mixamorig2", "mixamorig2:"), ("mixamo_no_prefix", "")):
     FAMILY_PARTS[_name] = {k: _prefix + v[len("mixamorig:"):] for k, v in tfj.MIXAMO_PARTS.items()}
 
+# No judged limb segment turns more than this in one frame beyond Kimodo's own turn of it that frame
+# (`limb_pop_deg`, issue 8's "no pops"). Met by 33 of the 45 variants over every shared clip: the
+# mannequin's worst is 7.4 deg (g1_01), Mixamo's 7.2, the Quaternius dress 9.9 (soma_05).
+POP_DEG = 10.0
+# Variants the bar is not met on yet, each held to its worst today (rounded up: the sweep fails where one
+# gets worse), and why they still snap:
+POPS_NOT_MET = {
+    # One-bone legs (Kenney): a rigid leg follows Kimodo's hip-to-ankle line, which swings fast as Kimodo's
+    # knee bends, and swings up about its hip where its foot would reach under the floor (g1_01, 20.1). On
+    # the block proportions (feet as long as the legs) that swing is tens of degrees a frame (soma_03 43.6).
+    **{name: 21.0 for name in ("kenney", "kenney_platformer")},
+    **{name: 45.0 for name in ("kenney_blocks", "kenney_blocks_back_big")},
+    # A sole the shin carries (no foot bone): a flickering heel label (soma_06: toe, both, toe, both) and a
+    # toe held while Kimodo's leg straightens bend the knee in a frame (19.9).
+    **{name: 21.0 for name in ("footless_shins", "footless_shins_x_cm", "footless_posed_small", "footless_back_viewer")},
+    # The Quaternius robot's foot is twice a human's beside its leg: Kimodo's toe roll and landings move
+    # its ankle twice as far, and a planted heel its leg cannot reach brings the hips down exactly there,
+    # bending the knee in the frames around (soma_06 16.9, raw g1_02 12.1).
+    **{name: 18.0 for name in ("robot", "small_robot", "posed_robot", "facing_x_robot", "end_bones_robot",
+                               "back_viewer_robot")},
+    # Feet whose mesh lies behind the ankle: a toe held while Kimodo's heel rises straightens the leg in the
+    # frame the hips come down for it (soma_02 11.9).
+    "feet_mesh_behind": 13.0,
+}
+
 VARIANTS = {
     # The shared rigs as they are.
     "mannequin": Variant(BUILTIN / "mpfb2_game_engine.glb", (), MANNEQUIN),
@@ -363,6 +388,11 @@ def run_pair(clip: str, name: str, out: Path) -> dict:
         got["skate_cm"] = one_bone_judge.sole_slide(glb, judged, variant.one_bone_legs, contacts)["skate_cm"]
     record["problems"] += tfv.missed_bars(case, tfv.bar_figures(got), {})
     record["problems"] += tfv.report_differences(case, report, got, {key: float("inf") for key in variant.skip_report})
+    pop_bar = POPS_NOT_MET.get(name, POP_DEG)
+    if got["limb_pop_deg"] > pop_bar:
+        worst = max(got["limb_pops"], key=lambda pop: pop["deg"])
+        record["problems"].append("limb_pop_deg {:.1f} (bar <= {:g}: {} at frame {})".format(
+            got["limb_pop_deg"], pop_bar, worst["segment"], worst["frame"]))
     planted = got["planted_cm"]
     record["figures"] = {
         "scale": round(got["scale"], 3), "planted_max_cm": round(float(np.abs(planted).max()), 2) if len(planted) else None,

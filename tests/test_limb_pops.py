@@ -98,7 +98,9 @@ def test_a_cut_pop_stays_cut(pairs_folder, clip, variant, side, bar, why):
 # The shared clips as the sweep names them: Kimodo's NPZ demos and the two raw clip folders.
 SWEEP_CLIPS = sorted(p.name for p in sweep.NPZ.iterdir() if (p / "motion.npz").exists()) + [
     "raw:g1_02_multi_text_ee_constraint", "raw:soma_03_full_body_keyframes"]
-TIDY_POP_DEG = 10.0  # the mannequin's worst over these clips is 9.2 (raw g1_02); 14.2 before 9682e3d, 15.1 before 5f13e61
+# The mannequin's worst over these clips is 7.4 (g1_01); 9.2 (raw g1_02) before the foot came down from its
+# toe over frames (lock.SETTLE_DEG), 14.2 before 9682e3d, 15.1 before 5f13e61.
+TIDY_POP_DEG = 8.0
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +112,8 @@ def tidy_folder(tmp_path_factory):
 def test_the_mannequin_snaps_no_limb_on_any_shared_clip(tidy_folder, clip):
     """Every shared clip onto the mannequin (the tidy rig most users start from): no judged limb segment
     turns more than TIDY_POP_DEG in one frame beyond Kimodo's own turn of it (the sweep's judge),
-    and every bar of the sweep met. Rigs of other proportions still snap more (the Quaternius robot 27 deg,
-    footless shins 23, Kenney's one-bone blocks 74: the sweep's limb_pop_deg)."""
+    and every bar of the sweep met (the sweep holds every variant to POP_DEG, 10, but for those in its
+    POPS_NOT_MET: the Quaternius robot 16.9 deg, footless shins 19.9, Kenney's one-bone blocks 43.6)."""
     record = sweep.run_pair(clip, "mannequin", tidy_folder)
     assert record["problems"] == [], record["problems"]
     excess, segment, frame = worst_pop(record)

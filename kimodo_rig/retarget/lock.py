@@ -559,7 +559,10 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
              for frame in range(frames)]
     downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
     eased = [lift + b - a for lift, a, b in zip(lifts, downs, ups)]  # the hips' change: negative comes down
-    rocking = {side: _Rocking() for side in sides if contacts is not None and _sole_on_shin(skeleton, tmap, soles, side)}
+    on_shin = {side: _sole_on_shin(skeleton, tmap, soles, side) for side in sides}
+    rocking = {side: _Rocking() for side in sides if contacts is not None and on_shin[side]}
+    # The foot and what it carries, where it carries the sole (pitched onto the floor below).
+    feet_carrying = {side: subtree(skeleton, tmap.bones["foot_" + side]) for side in sides if not on_shin[side]}
     for frame in range(frames):
         rotations, positions = poses[frame]
         for side, rock in rocking.items():
@@ -577,12 +580,12 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
             if goals[side][frame] is not None and share < 1.0:
                 goal = add(goal, scale(subtract(positions[foot], set_at[side][frame]), 1.0 - share))
             low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
-            if low < floor and side not in rocking and not (contacts is not None and any(contacts[side][frame])):
+            if low < floor and side in feet_carrying and not (contacts is not None and any(contacts[side][frame])):
                 # A foot brought down towards a contact is pitched up onto the floor where its goal puts
                 # it, as `_pitch_onto_floor` does where the animation puts it: raised instead, a long foot
                 # Kimodo still has toe-down the frame before it lands flat held the ankle up, then
                 # dropped it 22 cm in the frame it landed (the robot, soma_06: the thigh 27 deg beyond Kimodo's).
-                _pitch_foot(subtree(skeleton, foot), soles.feet[side], rotations, positions, floor, goal[1] - positions[foot][1])
+                _pitch_foot(feet_carrying[side], soles.feet[side], rotations, positions, floor, goal[1] - positions[foot][1])
                 low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
                 goal = add(goal, (0.0, floor - low, 0.0))

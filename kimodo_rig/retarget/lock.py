@@ -8,6 +8,7 @@ from array import array
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Skeleton
+from ..ops.fk import rest_pose
 from ..rotations import (
     IDENTITY,
     Quat,
@@ -55,6 +56,7 @@ HIPS_TURN_SHARE = 0.75  # of the turn that would keep both planted feet exactly 
 HIPS_TURN_RETURN_DEG = 2.0  # a frame: how fast the hips' turn goes back to the clip's with one foot down
 FOOT_PITCH_MAX_DEG = 90.0
 ROLL_PACE_DEG = 3.0  # a frame: how much faster than the animation turns it a planted foot may turn rolling onto its toe
+HUMAN_TOE_ARM = 0.175  # of the leg: ankle to toe point on a human foot, where ROLL_PACE_DEG holds (a longer foot rolls slower)
 SETTLE_DEG = 8.0  # a frame: how fast a foot comes down from its toe onto its heel (`_foot_goals`)
 HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
 HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
@@ -362,6 +364,13 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     foot = tmap.bones["foot_" + side]
     toe_point = soles.toe_points.get(side)
     front_lift = FRONT_LIFT * _leg_length(tmap, side)
+    pace = ROLL_PACE_DEG
+    if toe_point is not None:
+        # The same degrees of roll raise the ankle by the foot's length: the robot's foot, 0.55 of its leg
+        # against a human's 0.17, rose 6 cm (4% of its leg) in a frame rolling off a one-frame flat contact.
+        rest_rotations, rest_positions = rest_pose(tmap.skeleton)
+        arm = length(subtract(posed_point(toe_point, rest_rotations, rest_positions), rest_positions[foot]))
+        pace *= min(1.0, HUMAN_TOE_ARM * _leg_length(tmap, side) / max(arm, 1e-9))
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
     rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
@@ -431,7 +440,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
                 roll = _standing_on_front(chain, rotations, positions, _at_most(wanted, FRONT_ROLL_MAX_DEG),
                                           toe_point, soles.feet[side], front_lift)  # type: ignore[arg-type]
             if frame > 0 and offsets[frame - 1] is not None:
-                roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot])  # type: ignore[arg-type]
+                roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot], pace)  # type: ignore[arg-type]
             rolls[frame] = roll
             _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
             on_toe, settled = rotations[foot], None
@@ -474,14 +483,14 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
 
 
-def _paced_roll(roll: Quat, unrolled: Quat, unrolled_before: Quat, before: Quat) -> Quat:
+def _paced_roll(roll: Quat, unrolled: Quat, unrolled_before: Quat, before: Quat, pace: float = ROLL_PACE_DEG) -> Quat:
     """`roll` (a turn of the foot, whose world rotation is `unrolled` before it) cut so the foot turns from
-    its rotation the frame before (`before`, planted) at most ROLL_PACE_DEG more than the unrolled foot
+    its rotation the frame before (`before`, planted) at most `pace` degrees more than the unrolled foot
     turned since (`unrolled_before`): as the heel lifts, a foot held flat rolled onto its toe in one frame
     (the ankle 4 cm up, the shin 14 deg more than Kimodo's: g1_03 onto the mannequin), while a foot Kimodo
     pitches fast (kneeling) still rolls as fast as the animation turns it."""
     wanted = quat_multiply(roll, unrolled)
-    allowed = quat_angle(quat_multiply(unrolled, quat_conjugate(unrolled_before))) + math.radians(ROLL_PACE_DEG)
+    allowed = quat_angle(quat_multiply(unrolled, quat_conjugate(unrolled_before))) + math.radians(pace)
     step = quat_angle(quat_multiply(wanted, quat_conjugate(before)))
     if step <= allowed:
         return roll

@@ -307,29 +307,67 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
                 axes[frame], angle = straight, tilt
         needs[frame] = angle
         before = scale(axes[frame], angle) if angle > 0.0 else None  # type: ignore[arg-type]
-    for frame, (angle, source) in enumerate(_eased_from(needs)):
-        if angle <= 0.0 or planted[frame]:
+    for frame, (eased, source) in enumerate(_eased_from(needs)):
+        if eased <= 0.0 or planted[frame]:
             continue
         rotations, positions = poses[frame]
         hip = positions[thigh]
+        placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
+        own = axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
+        turns: List[Tuple[Vec3, float]] = []
         axis = axes[source]
         if axis is not None and source != frame:
-            placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
             keep = min(floor, _lowest_turned(placed, hip, axis, 0.0)) if needs[frame] <= 0.0 else floor
-            if _lowest_turned(placed, hip, axis, angle) < keep - 1e-9:
-                axis = None
-        axis = axis or axes[frame] or next((axes[u] for u in sorted(range(len(axes)), key=lambda u: abs(u - frame)) if axes[u]), None)
-        if axis is None:
+            if _lowest_turned(placed, hip, axis, eased) >= keep - 1e-9:
+                turns.append((axis, eased))
+            else:
+                # About its own axis, or about that one still by the turn nearest the eased one that keeps
+                # the sole up, whichever turns the leg less from the frame before: about its own axis
+                # alone, a leg hanging nearly straight (its lean's direction wandering) swung 45 deg in a
+                # frame between two eased frames (Kenney's block proportions, raw soma_03).
+                clearing = _nearest_clearing(lambda a: _lowest_turned(placed, hip, axis, a), keep, eased)  # noqa: B023
+                if clearing is not None:
+                    turns.append((axis, clearing))
+                if own is not None:
+                    turns.append((own, eased))
+        elif axis or own:
+            turns.append((axis or own, eased))  # type: ignore[arg-type]
+        turns = [(axis, _kept_up(placed, hip, axis, angle, needs[frame], floor)) for axis, angle in turns]
+        if not turns:
             continue
-        if angle > needs[frame]:
-            # Eased in or out further than this frame's own need: never lower than that need leaves it
-            # (a foot long beside a rigid leg lifts at one end and dips at the other; a leg turned towards
-            # hanging straight by a neighbour's larger angle swings past it).
-            placed = [posed_point(p, rotations, positions) for p in soles.feet[side]]
-            keep = min(floor, _lowest_turned(placed, hip, axis, needs[frame]))
-            if _lowest_turned(placed, hip, axis, angle) < keep:
-                angle = _last_true(lambda a: _lowest_turned(placed, hip, axis, a) >= keep, needs[frame], angle)  # noqa: B023
-        _turn_about(joints, rotations, positions, hip, quat_from_axis_angle(axis, angle))
+        if len(turns) > 1:
+            # Nearest the leg the frame before and the one its ease heads for (or came from).
+            ends = [quat_multiply(quat_from_axis_angle(axes[source], needs[source]), poses[source][0][thigh])]  # type: ignore[arg-type]
+            if frame > 0:
+                ends.append(poses[frame - 1][0][thigh])
+            turns.sort(key=lambda t: sum(quat_angle(quat_multiply(quat_multiply(quat_from_axis_angle(*t), rotations[thigh]), quat_conjugate(end)))
+                                         for end in ends))
+        _turn_about(joints, rotations, positions, hip, quat_from_axis_angle(*turns[0]))
+
+
+def _kept_up(placed: Sequence[Vec3], hip: Vec3, axis: Vec3, angle: float, need: float, floor: float) -> float:
+    """`angle` about `axis`, where it is eased in or out further than the frame's own `need`: never lower
+    than that need leaves the sole (a foot long beside a rigid leg lifts at one end and dips at the other;
+    a leg turned towards hanging straight by a neighbour's larger angle swings past it)."""
+    if angle <= need:
+        return angle
+    keep = min(floor, _lowest_turned(placed, hip, axis, need))
+    if _lowest_turned(placed, hip, axis, angle) >= keep:
+        return angle
+    return _last_true(lambda a: _lowest_turned(placed, hip, axis, a) >= keep, need, angle)
+
+
+def _nearest_clearing(lowest: Callable[[float], float], floor: float, angle: float) -> Optional[float]:
+    """The turn nearest `angle` (radians, 0 to ONE_BONE_CLEAR_MAX_DEG) at which `lowest` is on or above
+    `floor`, by degree steps out from it, then bisection; None where none is."""
+    step = math.radians(1.0)
+    top = math.radians(ONE_BONE_CLEAR_MAX_DEG)
+    for k in range(1, int(ONE_BONE_CLEAR_MAX_DEG) + 1):
+        for sign in (1.0, -1.0):
+            tried = angle + sign * k * step
+            if 0.0 <= tried <= top and lowest(tried) >= floor:
+                return _last_true(lambda a: lowest(a) >= floor, tried, tried - sign * step)
+    return None
 
 
 def _clearing_angle(lowest: Callable[[float], float], floor: float, near: Optional[float] = None) -> float:

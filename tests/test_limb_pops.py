@@ -83,6 +83,17 @@ CUT_POPS = [
     ("raw:g1_02_multi_text_ee_constraint", "dress", "l", 8.0,
      "a foot tucked under at a kneel's end, down from its toe onto its heel: held flat in the heel's first "
      "frame, the ankle fell 26 cm in it where Kimodo's comes down over four (13.1 deg; lock.SETTLE_DEG: 6.6)"),
+    ("raw:g1_02_multi_text_ee_constraint", "robot", "r", 10.0,
+     "a foot 0.55 of its leg long (a human's is 0.17) rolling onto its toe at a human's pace in degrees: its "
+     "ankle rose three times as far for its leg, and the knee snapped as the contact ended (12.1 deg; "
+     "lock.HUMAN_TOE_ARM, the pace scaled by the foot's length: 8.7)"),
+    ("g1_01_single_text_prompt", "kenney", "l", 16.0,
+     "a rigid leg eased into its swing about another frame's axis, where that would sink the sole: it fell "
+     "back to its own axis, a quarter turn off, and swung 20 deg in a frame (20.1 deg; one_bone's eased turn "
+     "nearer its neighbours, `_nearest_clearing`: 13.9)"),
+    ("raw:soma_03_full_body_keyframes", "kenney_blocks", "r", 36.0,
+     "the same on block proportions, a leg hanging nearly straight whose lean's direction wanders: 45 deg in "
+     "a frame between two eased frames (43.6 deg; 30.9)"),
 ]
 
 

@@ -256,9 +256,10 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     (ONE_BONE_OUTWARD of its lean where it hangs straight down) or back (`_clearing_angle`); where no
     such turn clears, towards hanging straight down with its sole level, where that lifts it more (a
     foot as long as the leg, rolled: the turn about the lean's axis does not pass through it). Eased over
-    BLEND_FRAMES, each frame about its own axis, an eased frame never lower than its own turn would
-    leave it (the ease about another frame's axis dipped a long foot 3.5 cm; past hanging straight,
-    1.7 cm on g1_04); not in contact."""
+    BLEND_FRAMES about the axis of the frame whose need it eases (`_eased_from`), unless that sinks the
+    sole (a long foot dipped 3.5 cm): then by the nearest turn about it that keeps the sole up, or about
+    the frame's own axis, whichever leaves the leg nearer its neighbours. An eased frame is never lower
+    than its own turn would leave it (past hanging straight, 1.7 cm on g1_04); not in contact."""
     skeleton = tmap.skeleton
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
@@ -322,7 +323,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
                 turns.append((axis, eased))
             else:
                 # About its own axis, or about that one still by the turn nearest the eased one that keeps
-                # the sole up, whichever turns the leg less from the frame before: about its own axis
+                # the sole up, whichever leaves the leg nearer its neighbours (below): about its own axis
                 # alone, a leg hanging nearly straight (its lean's direction wandering) swung 45 deg in a
                 # frame between two eased frames (Kenney's block proportions, raw soma_03).
                 clearing = _nearest_clearing(lambda a: _lowest_turned(placed, hip, axis, a), keep, eased)  # noqa: B023
@@ -336,8 +337,9 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         if not turns:
             continue
         if len(turns) > 1:
-            # Nearest the leg the frame before and the one its ease heads for (or came from).
-            ends = [quat_multiply(quat_from_axis_angle(axes[source], needs[source]), poses[source][0][thigh])]  # type: ignore[arg-type]
+            # Nearest the leg the frame before and the one its ease heads for (or came from: turned already).
+            ends = [poses[source][0][thigh] if source < frame else
+                    quat_multiply(quat_from_axis_angle(axes[source], needs[source]), poses[source][0][thigh])]  # type: ignore[arg-type]
             if frame > 0:
                 ends.append(poses[frame - 1][0][thigh])
             turns.sort(key=lambda t: sum(quat_angle(quat_multiply(quat_multiply(quat_from_axis_angle(*t), rotations[thigh]), quat_conjugate(end)))

@@ -119,17 +119,20 @@ POP_DEG = 10.0
 # gets worse), and why they still snap:
 POPS_NOT_MET = {
     # One-bone legs (Kenney): a rigid leg follows Kimodo's hip-to-ankle line, which swings fast as Kimodo's
-    # knee bends, and swings up about its hip where its foot would reach under the floor (g1_01, 20.1). On
-    # the block proportions (feet as long as the legs) that swing is tens of degrees a frame (soma_03 43.6).
-    **{name: 21.0 for name in ("kenney", "kenney_platformer")},
-    **{name: 45.0 for name in ("kenney_blocks", "kenney_blocks_back_big")},
-    # A sole the shin carries (no foot bone): a flickering heel label (soma_06: toe, both, toe, both) and a
-    # toe held while Kimodo's leg straightens bend the knee in a frame (19.9).
+    # knee bends, and swings up about its hip where its foot would reach under the floor: the frame a toe
+    # contact ends it needs that swing at once (g1_01, 13.9). On the block proportions (feet as long as the
+    # legs) the swing is tens of degrees, needed the frame before a landing, or past a range of turns that
+    # all sink the long foot (soma_06 38.6).
+    **{name: 14.0 for name in ("kenney", "kenney_platformer")},
+    **{name: 39.0 for name in ("kenney_blocks", "kenney_blocks_back_big")},
+    # A sole the shin carries (no foot bone): landing, the leg is pulled nearly straight to ground the sole;
+    # the next frame the hip passes over it, the sole's front dips, and raising the ankle for it bends the
+    # knee, which dips the front further, 35 deg in one frame (soma_06 19.9). In a kneel, a sole pressed
+    # down after a two-frame gap in the toe's contact (g1_02 15.8).
     **{name: 21.0 for name in ("footless_shins", "footless_shins_x_cm", "footless_posed_small", "footless_back_viewer")},
-    # The Quaternius robot's foot is twice a human's beside its leg: Kimodo's toe roll and landings move
-    # its ankle twice as far, and a planted heel its leg cannot reach brings the hips down exactly there,
-    # bending the knee in the frames around (soma_06 16.9, raw g1_02 12.1).
-    **{name: 18.0 for name in ("robot", "small_robot", "posed_robot", "facing_x_robot", "end_bones_robot",
+    # The Quaternius robot's foot is 0.55 of its leg (a human's 0.17): a one-frame flat landing pulls its
+    # ankle 14 cm down, the leg nearly straight, and the next frame Kimodo's hips drop 6 cm (soma_06 13.3).
+    **{name: 14.0 for name in ("robot", "small_robot", "posed_robot", "facing_x_robot", "end_bones_robot",
                                "back_viewer_robot")},
     # Feet whose mesh lies behind the ankle: a toe held while Kimodo's heel rises straightens the leg in the
     # frame the hips come down for it (soma_02 11.9).

@@ -58,6 +58,7 @@ FOOT_PITCH_MAX_DEG = 90.0
 ROLL_PACE_DEG = 3.0  # a frame: how much faster than the animation turns it a planted foot may turn rolling onto its toe
 HUMAN_TOE_ARM = 0.175  # of the leg: ankle to toe point on a human foot, where ROLL_PACE_DEG holds (a longer foot rolls slower)
 SETTLE_DEG = 8.0  # a frame: how fast a foot comes down from its toe onto its heel (`_foot_goals`)
+SLAP_DROP = 0.02  # of the leg: a long foot's flat landing that would drop its ankle more is landed on its front
 HOLD_CANDIDATES = 8  # rotations tried per flat span (its frames' own, evenly spread, and their mean)
 HOLD_SAMPLES = 16  # frames per flat span the candidates are judged on
 TOE_ROLL_MAX_DEG = 30.0  # the most a foot on its toe alone rolls from the animation's rotation
@@ -364,13 +365,14 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     foot = tmap.bones["foot_" + side]
     toe_point = soles.toe_points.get(side)
     front_lift = FRONT_LIFT * _leg_length(tmap, side)
-    pace = ROLL_PACE_DEG
+    longer = 1.0  # how much shorter, for the leg, a human foot is than this one (1: not longer)
     if toe_point is not None:
         # The same degrees of roll raise the ankle by the foot's length: the robot's foot, 0.55 of its leg
         # against a human's 0.17, rose 6 cm (4% of its leg) in a frame rolling off a one-frame flat contact.
         rest_rotations, rest_positions = rest_pose(tmap.skeleton)
         arm = length(subtract(posed_point(toe_point, rest_rotations, rest_positions), rest_positions[foot]))
-        pace *= min(1.0, HUMAN_TOE_ARM * _leg_length(tmap, side) / max(arm, 1e-9))
+        longer = min(1.0, HUMAN_TOE_ARM * _leg_length(tmap, side) / max(arm, 1e-9))
+    pace = ROLL_PACE_DEG * longer
     frames = len(poses)
     offsets: List[Optional[Vec3]] = [None] * frames  # ankle goal minus animated ankle, in contact frames
     rolls: List[Optional[Quat]] = [None] * frames  # the foot's turn about the ankle, on its toe alone
@@ -380,6 +382,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
     pin_toe: Optional[Vec3] = None
     on_toe: Optional[Quat] = None  # the foot's rotation the last frame it stood on its toe alone
     settled: Optional[Tuple[int, int]] = None  # coming down from the toe: frames so far, frames it takes
+    settling = SETTLE_DEG  # how fast it comes down, a frame
     lifted: Optional[Tuple[Vec3, int]] = None  # the heel's pin when it last lifted off its toe, and the frame
     anchor: Vec3 = (0.0, 0.0, 0.0)
     dragged: Vec3 = (0.0, 0.0, 0.0)
@@ -398,13 +401,19 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             # Where it lands, on the floor: the foot's lowest sole point brought to the rest floor.
             start: Vec3 = (0.0, floor - _lowest(soles.feet[side], rotations, positions), 0.0)
             anchor, dragged = source_track[frame], (0.0, 0.0, 0.0)
+            if heel_on and longer < 1.0 and frame > 0 and offsets[frame - 1] is None:
+                landing = _landing_on_front(tmap, soles, side, chain, poses[frame - 1], rotations, positions, floor,
+                                            start[1], longer)
+                if landing is not None:
+                    pin_toe, on_toe = landing
+                    settling = SETTLE_DEG * longer
         else:
             start = offsets[frame - 1] or (0.0, 0.0, 0.0)
         coming_down = False
         if heel_on and pin_heel is None and on_toe is not None:
             if settled is None:  # the first frame down: how many frames it takes at SETTLE_DEG
                 settled = (0, max(1, math.ceil(math.degrees(quat_angle(quat_multiply(rotations[foot], quat_conjugate(on_toe))))
-                                               / SETTLE_DEG - 1e-9)))
+                                               / settling - 1e-9)))
             settled = (settled[0] + 1, settled[1])
             if settled[0] < settled[1]:
                 coming_down = True
@@ -443,7 +452,7 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
                 roll = _paced_roll(roll, rotations[foot], unrolled[frame - 1], poses[frame - 1][0][foot], pace)  # type: ignore[arg-type]
             rolls[frame] = roll
             _turn_about(chain, rotations, positions, ankle, rolls[frame])  # type: ignore[arg-type]
-            on_toe, settled = rotations[foot], None
+            on_toe, settled, settling = rotations[foot], None, SETTLE_DEG
             toe = posed_point(toe_point, rotations, positions)  # type: ignore[arg-type]
             goal = add(pin_toe, subtract(ankle, toe))
         # Horizontally where the pins say; vertically with the sole on the floor in every contact frame
@@ -481,6 +490,35 @@ def _foot_goals(tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tupl
             _turn_about(chain, rotations, positions, positions[foot], roll)
     blended = _blend_offsets(offsets, [o is not None for o in offsets])
     return [None if o is None else add(poses[f][1][foot], o) for f, o in enumerate(blended)]
+
+
+def _landing_on_front(tmap: HumanoidMap, soles: Soles, side: str, chain: Sequence[int], before, rotations: Sequence[Quat],
+                      positions: Sequence[Vec3], floor: float, lift: float, longer: float) -> Optional[Tuple[Vec3, Quat]]:
+    """(the toe's pin, the rotation it comes down from) for a foot longer than a human's (`longer` < 1: a
+    human toe arm over its own) landing flat from toe-down, where landing flat at once (lifted by `lift` to
+    the floor) would take its ankle more than SLAP_DROP of the leg lower than landing on its front as it
+    was the frame before (`before`, its pose); None otherwise. `_foot_goals` then brings it down onto its
+    heel at SETTLE_DEG scaled by `longer`: Kimodo's foot slapped 10 deg flat in a frame, and the robot's
+    ankle fell 14 cm with it, the leg pulled straight (soma_06 f87: 13.3 deg). Every landing settled so
+    (no SLAP_DROP) spread the heel's fall into the contact: skate up 2-4x."""
+    foot = chain[0]
+    toe_point = soles.toe_points[side]
+    before_rotations, before_positions = before
+    was = before_rotations[foot]
+    if math.degrees(quat_angle(quat_multiply(rotations[foot], quat_conjugate(was)))) <= SETTLE_DEG * longer:
+        return None
+    ankle = before_positions[foot]
+    front = subtract(posed_point(toe_point, before_rotations, before_positions), ankle)  # type: ignore[arg-type]
+    lowest = min(soles.feet[side], key=lambda p: posed_point(p, before_rotations, before_positions)[1])
+    low = subtract(posed_point(lowest, before_rotations, before_positions), ankle)
+    if front[0] * low[0] + front[2] * low[2] <= 0.0:  # not toe-down: its lowest point is not on the toe's side
+        return None
+    landed_rotations, landed_positions = list(rotations), list(positions)
+    _turn_about(chain, landed_rotations, landed_positions, positions[foot], quat_normalize(quat_multiply(was, quat_conjugate(rotations[foot]))))
+    on_front = floor - _lowest(soles.feet[side], landed_rotations, landed_positions)
+    if on_front - lift <= SLAP_DROP * _leg_length(tmap, side):
+        return None
+    return add(posed_point(toe_point, landed_rotations, landed_positions), (0.0, on_front, 0.0)), was  # type: ignore[arg-type]
 
 
 def _paced_roll(roll: Quat, unrolled: Quat, unrolled_before: Quat, before: Quat, pace: float = ROLL_PACE_DEG) -> Quat:

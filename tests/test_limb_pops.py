@@ -87,6 +87,10 @@ CUT_POPS = [
      "a foot 0.55 of its leg long (a human's is 0.17) rolling onto its toe at a human's pace in degrees: its "
      "ankle rose three times as far for its leg, and the knee snapped as the contact ended (12.1 deg; "
      "lock.HUMAN_TOE_ARM, the pace scaled by the foot's length: 8.7)"),
+    ("soma_06_root_waypoints", "robot", "l", 10.0,
+     "the long foot again, a frame later: Kimodo's slaps 10 deg flat in one frame, and landing flat at once "
+     "took the robot's ankle 14 cm under the animation's, the leg pulled straight and bent again the next "
+     "frame (13.3 deg; lock._landing_on_front, down onto the heel over frames: 7.9)"),
     ("g1_01_single_text_prompt", "kenney", "l", 16.0,
      "a rigid leg eased into its swing about another frame's axis, where that would sink the sole: it fell "
      "back to its own axis, a quarter turn off, and swung 20 deg in a frame (20.1 deg; one_bone's eased turn "

@@ -112,7 +112,7 @@ for _name, _prefix in (("mixamorig1", "mixamorig1:"), ("mixamorig2", "mixamorig2
     FAMILY_PARTS[_name] = {k: _prefix + v[len("mixamorig:"):] for k, v in tfj.MIXAMO_PARTS.items()}
 
 # No judged limb segment turns more than this in one frame beyond Kimodo's own turn of it that frame
-# (`limb_pop_deg`, issue 8's "no pops"). Met by 33 of the 45 variants over every shared clip: the
+# (`limb_pop_deg`, issue 8's "no pops"). Met by 30 of the 45 variants over every shared clip: the
 # mannequin's worst is 7.4 deg (g1_01), Mixamo's 7.2, the Quaternius dress 9.9 (soma_05).
 POP_DEG = 10.0
 # Variants the bar is not met on yet, each held to its worst today (rounded up: the sweep fails where one
@@ -130,9 +130,10 @@ POPS_NOT_MET = {
     # knee, which dips the front further, 35 deg in one frame (soma_06 19.9). In a kneel, a sole pressed
     # down after a two-frame gap in the toe's contact (g1_02 15.8).
     **{name: 21.0 for name in ("footless_shins", "footless_shins_x_cm", "footless_posed_small", "footless_back_viewer")},
-    # The Quaternius robot's foot is 0.55 of its leg (a human's 0.17): a one-frame flat landing pulls its
-    # ankle 14 cm down, the leg nearly straight, and the next frame Kimodo's hips drop 6 cm (soma_06 13.3).
-    **{name: 14.0 for name in ("robot", "small_robot", "posed_robot", "facing_x_robot", "end_bones_robot",
+    # The Quaternius robot's foot is 0.55 of its leg (a human's 0.17). Its rolls are paced and its slapped
+    # landings settled for that; the worst left (g1_04 11.5, the knee in a frame) is not yet read stage
+    # by stage.
+    **{name: 12.0 for name in ("robot", "small_robot", "posed_robot", "facing_x_robot", "end_bones_robot",
                                "back_viewer_robot")},
     # Feet whose mesh lies behind the ankle: a toe held while Kimodo's heel rises straightens the leg in the
     # frame the hips come down for it (soma_02 11.9).

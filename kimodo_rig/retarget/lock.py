@@ -29,6 +29,7 @@ from ..rotations import (
     scale,
     subtract,
 )
+from .hips_path import least_turning_offsets
 from .mapping import SIDES, HumanoidMap
 from .solve import centred_average
 from .soles import (
@@ -605,8 +606,10 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     reach = [_hips_reach(tmap, sides, {side: goals[side][frame] for side in sides}, poses[frame][1], lifts[frame])
              for frame in range(frames)]
     downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
-    eased = [lift + b - a for lift, a, b in zip(lifts, downs, ups)]  # the hips' change: negative comes down
     on_shin = {side: _sole_on_shin(skeleton, tmap, soles, side) for side in sides}
+    offsets = _hips_offsets(skeleton, tmap, soles, sides, goals, poses, lifts, reach, [b - a for a, b in zip(downs, ups)],
+                            pinned, on_shin, floor)
+    eased = [lift + offset for lift, offset in zip(lifts, offsets)]  # the hips' change: negative comes down
     rocking = {side: _Rocking() for side in sides if contacts is not None and on_shin[side]}
     # The foot and what it carries, where it carries the sole (pitched onto the floor below).
     feet_carrying = {side: subtree(skeleton, tmap.bones["foot_" + side]) for side in sides if not on_shin[side]}
@@ -643,6 +646,62 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 _reach_sole(skeleton, tmap, soles, side, rotations, positions, goal, floor)
     for side in rocking:
         _press_soles(skeleton, tmap, soles, side, poses, [any(contacts[side][frame]) for frame in range(frames)], floor)  # type: ignore[index]
+
+
+def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
+                  goals: Mapping[str, Sequence[Optional[Vec3]]], poses, lifts: Sequence[float],
+                  reach: Sequence[Tuple[float, float]], eased: Sequence[float], pinned: Mapping[str, Sequence[float]],
+                  on_shin: Mapping[str, bool], floor: float) -> List[float]:
+    """The hips' offset per frame beyond the lift: of those near the `eased` reach needs (`_hips_reach`,
+    each eased in and out over BLEND_FRAMES) that still meet each frame's own need, the path that turns
+    the legs least beyond the animation (`hips_path`). Eased alone, a need that ends in a frame still
+    took the hips most of its depth down in the next ones, and a leg standing nearly straight there bent
+    by degrees per millimetre: its knee 35 deg where Kimodo's is at 5, then back, the thigh 20 deg beyond
+    Kimodo's turn in one frame (the shins carrying the soles, soma_06 f166: landing, a sole tipped by the
+    bend is raised, which bends the knee further). Each leg is solved as `_reach_goals` solves it: two
+    bones to the goal, following the hips by the share it is not pinned, a sole the shin carries raised
+    onto the floor (`_reach_sole`)."""
+    if not sides:
+        return list(eased)
+    chains = {side: leg_chain(tmap, side) for side in sides}
+    leg = max(chain_length(*(poses[0][1][j] for j in chains[side])) for side in sides)  # type: ignore[misc]
+
+    def segments(positions: Sequence[Vec3]) -> List[Vec3]:
+        out = []
+        for side in sides:
+            hip, knee, ankle = (positions[j] for j in chains[side])  # type: ignore[union-attr]
+            out += [normalize(subtract(knee, hip)), normalize(subtract(ankle, knee))]
+        return out
+
+    def solved(frame: int, offset: float) -> List[Vec3]:
+        rotations, positions = poses[frame]
+        rise = lifts[frame] + offset
+        moved = [(p[0], p[1] + rise, p[2]) for p in positions]
+        out = []
+        for side in sides:
+            thigh, calf, foot = chains[side]  # type: ignore[misc]
+            goal = goals[side][frame]
+            if goal is None:  # moved with the hips, unturned
+                out += [normalize(subtract(moved[calf], moved[thigh])), normalize(subtract(moved[foot], moved[calf]))]
+                continue
+            goal = (goal[0], goal[1] + rise * (1.0 - pinned[side][frame]), goal[2])
+            if on_shin[side]:
+                turned, placed = list(rotations), list(moved)
+                _reach_sole(skeleton, tmap, soles, side, turned, placed, goal, floor)
+                out += [normalize(subtract(placed[calf], placed[thigh])), normalize(subtract(placed[foot], placed[calf]))]
+                continue
+            hip, knee, ankle = moved[thigh], moved[calf], moved[foot]
+            swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, moved))
+            out += [normalize(quat_rotate(swing, subtract(knee, hip))),
+                    normalize(quat_rotate(quat_multiply(swing, bend), subtract(ankle, knee)))]
+        return out
+
+    bounds = []
+    for frame, (down, up) in enumerate(reach):
+        low, high = (up if up > 0.0 else -math.inf), (-down if down > 0.0 else math.inf)
+        bounds.append((low, high) if low <= high else (eased[frame], eased[frame]))  # both needs: as eased
+    active = [any(goals[side][frame] is not None for side in sides) for frame in range(len(poses))]
+    return least_turning_offsets(eased, bounds, active, solved, [segments(pose[1]) for pose in poses], leg)
 
 
 def _pinned_shares(goals: Mapping[str, Sequence[Optional[Vec3]]], contacts: Optional[Mapping[str, Sequence[Tuple[bool, bool]]]],

@@ -570,8 +570,9 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
     clip, the hips first drop the side of the foot that must come down most (`_drop_hip`), then the
     frames that still turn them most have their goals' heights let go towards where the legs have the
     feet (`_loosened`: there a planted sole floats, still pinned horizontally). Where a leg cannot
-    reach its goal the hips come down, where it cannot fold so far they go up; the hips' changes and the
-    letting go are eased over BLEND_FRAMES either side; no foot ends under the floor. A sole the shin
+    reach its goal the hips come down, where it cannot fold so far they go up; the letting go and those
+    changes are eased over BLEND_FRAMES either side, then the hips take the path near the eased one that
+    turns the legs least (`_hips_offsets`); no foot ends under the floor. A sole the shin
     carries rocks on the floor through the `contacts` (the lock's; None: no lock) as `_rock` has it, and
     what that leaves over the floor is turned down onto it (`_press_soles`)."""
     frames = len(poses)

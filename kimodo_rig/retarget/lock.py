@@ -608,12 +608,12 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
              for frame in range(frames)]
     downs, ups = _ease([down for down, _ in reach]), _ease([up for _, up in reach])
     on_shin = {side: _sole_on_shin(skeleton, tmap, soles, side) for side in sides}
-    offsets = _hips_offsets(skeleton, tmap, soles, sides, goals, poses, lifts, reach, [b - a for a, b in zip(downs, ups)],
-                            pinned, on_shin, floor)
-    eased = [lift + offset for lift, offset in zip(lifts, offsets)]  # the hips' change: negative comes down
-    rocking = {side: _Rocking() for side in sides if contacts is not None and on_shin[side]}
     # The foot and what it carries, where it carries the sole (pitched onto the floor below).
     feet_carrying = {side: subtree(skeleton, tmap.bones["foot_" + side]) for side in sides if not on_shin[side]}
+    offsets = _hips_offsets(skeleton, tmap, soles, sides, goals, poses, lifts, reach, [b - a for a, b in zip(downs, ups)],
+                            pinned, on_shin, feet_carrying, contacts, floor)
+    eased = [lift + offset for lift, offset in zip(lifts, offsets)]  # the hips' change: negative comes down
+    rocking = {side: _Rocking() for side in sides if contacts is not None and on_shin[side]}
     for frame in range(frames):
         rotations, positions = poses[frame]
         for side, rock in rocking.items():
@@ -652,7 +652,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
 def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
                   goals: Mapping[str, Sequence[Optional[Vec3]]], poses, lifts: Sequence[float],
                   reach: Sequence[Tuple[float, float]], eased: Sequence[float], pinned: Mapping[str, Sequence[float]],
-                  on_shin: Mapping[str, bool], floor: float) -> List[float]:
+                  on_shin: Mapping[str, bool], feet_carrying: Mapping[str, List[int]],
+                  contacts: Optional[Mapping[str, Sequence[Tuple[bool, bool]]]], floor: float) -> List[float]:
     """The hips' offset per frame beyond the lift: of those near the `eased` reach needs (`_hips_reach`,
     each eased in and out over BLEND_FRAMES) that still meet each frame's own need, the path that turns
     the legs least beyond the animation (`hips_path`). Eased alone, a need that ends in a frame still
@@ -660,8 +661,10 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
     by degrees per millimetre: its knee 35 deg where Kimodo's is at 5, then back, the thigh 20 deg beyond
     Kimodo's turn in one frame (the shins carrying the soles, soma_06 f166: landing, a sole tipped by the
     bend is raised, which bends the knee further). Each leg is solved as `_reach_goals` solves it: two
-    bones to the goal, following the hips by the share it is not pinned, a sole the shin carries raised
-    onto the floor (`_reach_sole`)."""
+    bones to the goal, following the hips by the share it is not pinned, a foot that would end under the
+    floor pitched up onto it where it swings and raised by what is left (a leg with no goal too: the
+    robot's swinging foot, dragged along the floor by hips that came down, bent its knee 18 deg where
+    Kimodo's is straight), a sole the shin carries raised onto the floor (`_reach_sole`)."""
     if not sides:
         return list(eased)
     chains = {side: leg_chain(tmap, side) for side in sides}
@@ -682,10 +685,17 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
         for side in sides:
             thigh, calf, foot = chains[side]  # type: ignore[misc]
             goal = goals[side][frame]
-            if goal is None:  # moved with the hips, unturned
+            goal = moved[foot] if goal is None else (goal[0], goal[1] + rise * (1.0 - pinned[side][frame]), goal[2])
+            low = _lowest(soles.feet[side], rotations, moved, subtract(goal, moved[foot]))
+            if low < floor and side in feet_carrying and not (contacts is not None and any(contacts[side][frame])):
+                turned, placed = list(rotations), list(moved)
+                _pitch_foot(feet_carrying[side], soles.feet[side], turned, placed, floor, goal[1] - placed[foot][1])
+                low = _lowest(soles.feet[side], turned, placed, subtract(goal, placed[foot]))
+            if low < floor:
+                goal = add(goal, (0.0, floor - low, 0.0))
+            if length(subtract(goal, moved[foot])) < 1e-7:  # not turned
                 out += [normalize(subtract(moved[calf], moved[thigh])), normalize(subtract(moved[foot], moved[calf]))]
                 continue
-            goal = (goal[0], goal[1] + rise * (1.0 - pinned[side][frame]), goal[2])
             if on_shin[side]:
                 turned, placed = list(rotations), list(moved)
                 _reach_sole(skeleton, tmap, soles, side, turned, placed, goal, floor)

@@ -149,6 +149,8 @@ def bones_bar_m(rest_heads) -> float:
     """BONES_BAR_M for a character as tall as its bones' heads reach, never less than BONES_BAR_M."""
     heights = [head[1] for head in rest_heads.values()]
     return BONES_BAR_M * max(1.0, (max(heights) - min(heights)) / 1.7)
+
+
 # Every shared rig faces +Z in its file (glTF axes): the judge finds a toe-less foot's front along it.
 BUILT_FORWARD = [0.0, 0.0, 1.0]
 

@@ -667,23 +667,18 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
     Kimodo's is straight), a sole the shin carries raised onto the floor (`_reach_sole`)."""
     if not sides:
         return list(eased)
-    chains = {side: leg_chain(tmap, side) for side in sides}
-    leg = max(chain_length(*(poses[0][1][j] for j in chains[side])) for side in sides)  # type: ignore[misc]
+    leg = max(chain_length(*(poses[0][1][j] for j in leg_chain(tmap, side))) for side in sides)  # type: ignore[misc, union-attr]
 
     def segments(positions: Sequence[Vec3]) -> List[Vec3]:
-        out = []
-        for side in sides:
-            hip, knee, ankle = (positions[j] for j in chains[side])  # type: ignore[union-attr]
-            out += [normalize(subtract(knee, hip)), normalize(subtract(ankle, knee))]
-        return out
+        return [normalize(segment) for side in sides for segment in _leg_segments(tmap, side, positions)]
 
     def solved(frame: int, offset: float) -> List[Vec3]:
         rotations, positions = poses[frame]
         rise = lifts[frame] + offset
         moved = [(p[0], p[1] + rise, p[2]) for p in positions]
-        out = []
+        out: List[Vec3] = []
         for side in sides:
-            thigh, calf, foot = chains[side]  # type: ignore[misc]
+            foot = tmap.bones["foot_" + side]
             goal = goals[side][frame]
             goal = moved[foot] if goal is None else (goal[0], goal[1] + rise * (1.0 - pinned[side][frame]), goal[2])
             low = _lowest(soles.feet[side], rotations, moved, subtract(goal, moved[foot]))
@@ -694,17 +689,14 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
             if low < floor:
                 goal = add(goal, (0.0, floor - low, 0.0))
             if length(subtract(goal, moved[foot])) < 1e-7:  # not turned
-                out += [normalize(subtract(moved[calf], moved[thigh])), normalize(subtract(moved[foot], moved[calf]))]
-                continue
-            if on_shin[side]:
+                legs = _leg_segments(tmap, side, moved)
+            elif on_shin[side]:
                 turned, placed = list(rotations), list(moved)
                 _reach_sole(skeleton, tmap, soles, side, turned, placed, goal, floor)
-                out += [normalize(subtract(placed[calf], placed[thigh])), normalize(subtract(placed[foot], placed[calf]))]
-                continue
-            hip, knee, ankle = moved[thigh], moved[calf], moved[foot]
-            swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, moved))
-            out += [normalize(quat_rotate(swing, subtract(knee, hip))),
-                    normalize(quat_rotate(quat_multiply(swing, bend), subtract(ankle, knee)))]
+                legs = _leg_segments(tmap, side, placed)
+            else:
+                legs = _solved_segments(tmap, side, moved, goal)
+            out += [normalize(segment) for segment in legs]
         return out
 
     bounds = []
@@ -1070,13 +1062,24 @@ def _hips_reach(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Opt
     return down, up
 
 
-def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[float, float]:
-    """Cosines between the thigh's and the shin's direction now and after the IK brings the foot to `goal`."""
+def _leg_segments(tmap: HumanoidMap, side: str, positions: Sequence[Vec3]) -> Tuple[Vec3, Vec3]:
+    """The leg's thigh (hip to knee) and shin (knee to ankle) as `positions` have them."""
+    hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
+    return subtract(knee, hip), subtract(ankle, knee)
+
+
+def _solved_segments(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[Vec3, Vec3]:
+    """The leg's thigh and shin once the IK brings the foot to `goal` (`two_bone`, as `_solve_chain` turns them)."""
     hip, knee, ankle = (positions[j] for j in leg_chain(tmap, side))  # type: ignore[union-attr]
     swing, bend = two_bone(hip, knee, ankle, goal, _lateral(tmap, side, positions))
-    upper, lower = subtract(knee, hip), subtract(ankle, knee)
+    upper, lower = _leg_segments(tmap, side, positions)
+    return quat_rotate(swing, upper), quat_rotate(quat_multiply(swing, bend), lower)
+
+
+def _leg_turns(tmap: HumanoidMap, side: str, positions: Sequence[Vec3], goal: Vec3) -> Tuple[float, float]:
+    """Cosines between the thigh's and the shin's direction now and after the IK brings the foot to `goal`."""
     return tuple(_cosine(before, after)  # type: ignore[return-value]
-                 for before, after in ((upper, quat_rotate(swing, upper)), (lower, quat_rotate(quat_multiply(swing, bend), lower))))
+                 for before, after in zip(_leg_segments(tmap, side, positions), _solved_segments(tmap, side, positions, goal)))
 
 
 def _turns_at(tmap: HumanoidMap, sides: Sequence[str], goals: Mapping[str, Optional[Vec3]], positions: Sequence[Vec3],

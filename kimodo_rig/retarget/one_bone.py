@@ -212,12 +212,18 @@ def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], p
     pins hold. The lifts are the path that changes speed least (ONE_BONE_SMOOTHING) while staying within
     ONE_BONE_STAND (of the character's `height`) of each planted frame's miss and easing to none off the
     floor: exact per frame, the hips would follow every frame's tilt of a block onto another corner.
+    A swinging rigid leg's thigh is also lifted at least as far as keeps its sole off the floor (the hip
+    hiked over a stiff leg; in flight both thighs rise): the hips came down for the planted leg, and a
+    rigid leg passing under them is longer than Kimodo's bent one. Left to `_clear_the_floor` alone, the
+    leg swung up instead, and a block foot as long as the leg clears only past tens of degrees of swing
+    whatever the depth (soma_06: 0.9 mm under, 40 deg in a frame).
     `poses` changed in place; returns the rise per frame."""
     skeleton = tmap.skeleton
     frames = len(poses)
     tolerance = ONE_BONE_STAND * height
     wanted = {side: [0.0] * frames for side in SIDES}
     standing = [False] * frames
+    clearing: Dict[str, Dict[int, float]] = {side: {} for side in SIDES}  # the least lift that keeps a swinging sole up
     for frame, (rotations, positions) in enumerate(poses):
         on = [side for side in sides if planted[side][frame]]
         if on:
@@ -225,12 +231,21 @@ def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], p
             misses = {side: floor - _lowest(soles.feet[side], rotations, positions) for side in on}
             for side in SIDES:  # a thigh over a swinging (or lockable) leg lifts with the planted one
                 wanted[side][frame] = misses.get(side, sum(misses.values()) / len(misses))
+        sinks = {side: floor - _lowest(soles.feet[side], rotations, positions) for side in sides if side not in on}
+        if sinks and not on:  # in flight there is no standing hip to hike from: both rise for the lower sole
+            sinks = dict.fromkeys(SIDES, max(sinks.values()))
+        for side, sink in sinks.items():
+            clearing[side][frame] = sink
     lifts = {}
     for side in SIDES:
+        # A sole that must rise aims half the band over what clears it; a bound, not a band (held only below).
+        aims = [clearing[side][f] + tolerance / 2.0 if clearing[side].get(f, -math.inf) > want else want
+                for f, want in enumerate(wanted[side])]
         weights = [1.0] * frames
         for _ in range(ONE_BONE_STAND_ROUNDS):  # the frames left out of the band held harder, until none is
-            lifts[side] = least_acceleration(wanted[side], weights, ONE_BONE_SMOOTHING)
-            out = [f for f in range(frames) if standing[f] and abs(lifts[side][f] - wanted[side][f]) > tolerance]
+            lifts[side] = least_acceleration(aims, weights, ONE_BONE_SMOOTHING)
+            out = [f for f, lift in enumerate(lifts[side]) if lift < clearing[side].get(f, -math.inf)
+                   or (standing[f] and aims[f] == wanted[side][f] and abs(lift - wanted[side][f]) > tolerance)]
             if not out:
                 break
             for f in out:

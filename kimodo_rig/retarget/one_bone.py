@@ -147,7 +147,7 @@ def _pin_one_bone_legs(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
         roots[frame * 3 + 1] += rise
         moved[frame] = (moved[frame][0], moved[frame][1] + rise, moved[frame][2])
     for side in sides:
-        _clear_the_floor(tmap, soles, side, planted[side], poses, floor, rest_rotations)
+        _clear_the_floor(tmap, soles, side, planted[side], poses, floor, rest_rotations, ONE_BONE_SETTLED * height)
     return moved
 
 
@@ -264,7 +264,7 @@ def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], p
 
 
 def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float,
-                     rest_rotations: Sequence[Sequence[float]]) -> None:
+                     rest_rotations: Sequence[Sequence[float]], on_floor: float) -> None:
     """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
     and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
     least that keeps its lowest sole point on the floor, further along its own lean and out to the side
@@ -274,7 +274,10 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
     BLEND_FRAMES about the axis of the frame whose need it eases (`_eased_from`), unless that sinks the
     sole (a long foot dipped 3.5 cm): then by the nearest turn about it that keeps the sole up, or about
     the frame's own axis, whichever leaves the leg nearer its neighbours. An eased frame is never lower
-    than its own turn would leave it (past hanging straight, 1.7 cm on g1_04); not in contact."""
+    than its own turn would leave it (past hanging straight, 1.7 cm on g1_04); not in contact. A sole
+    within `on_floor` under the floor is on it, as a planted one is (ONE_BONE_SETTLED): the least turn
+    that clears a long block can be tens of degrees whatever the depth (what the hips' lift in
+    `_stand_on_the_floor` left, 0.2 mm under on raw g1_02: 38 deg in one frame)."""
     skeleton = tmap.skeleton
     thigh = tmap.bones["thigh_" + side]
     joints = subtree(skeleton, thigh)
@@ -300,7 +303,7 @@ def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequen
         if length(axis) < 0.5:
             continue
         axes[frame] = axis  # every swinging frame's own: the ease turns a frame about the axis that lifts its foot
-        if low[1] >= floor:
+        if low[1] >= floor - on_floor:
             continue
 
         # Of the two ways that clear, the one nearer the frame before's turn: each frame's least went

@@ -361,27 +361,28 @@ def test_parallel_block_legs_planted_together_do_not_drop_the_hips_through_the_f
     assert judged["lowest_cm"] >= -100.0 * rv.BLOCK_LEG / 4.0 and judged["skate_cm"] <= 0.15, judged
 
 
-@pytest.mark.parametrize("clip", ["soma_02_multi_text_prompt", "soma_07_mixed_constraints"])
-def test_a_swinging_block_leg_turns_towards_hanging_straight_to_clear_the_floor(tmp_path, clip):
+@pytest.mark.parametrize("clip", ["soma_02_multi_text_prompt", "soma_06_root_waypoints", "soma_07_mixed_constraints"])
+def test_a_swinging_block_leg_keeps_kimodos_line_and_clears_the_floor(tmp_path, clip):
     """A rigid leg whose foot is as long as the leg (`kenney_blocks`) swinging past the standing one
     dips a sole end under the floor whichever way it leans. It was turned only about its lean's axis,
     which does not pass through hanging straight (its sole level, its highest) when the leg is also
     rolled, and the frames eased in beside a turned one could undo its turn: its sole went 4.7 cm
-    (soma_02) and 5.0 cm (soma_07) under a 20 cm leg's floor. It may now turn towards hanging straight,
-    and an eased frame keeps at least what its own turn reached: no sole more than 17.5% of the leg
-    under the floor (the issue's bar is not met on this kind), and the columns follow Kimodo's lines
-    better than before (the judge of the test above: the worst leg's mean cosine 0.950 -> 0.967 on
-    soma_02, 0.931 -> 0.961 on soma_07). A leg that may not lean back as far as Kimodo's trailing one
-    leans forward of it on the mean, up to 7 degrees here (the lean-back fault that judge was written
-    for was 33)."""
+    (soma_02) and 5.0 cm (soma_07) under a 20 cm leg's floor. Turned towards hanging straight, the
+    columns still left Kimodo's lines by tens of degrees for a millimetre under the floor (the worst leg's
+    mean cosine 0.9944 on soma_02, 0.9961 on soma_06, 0.9904 on soma_07; each turn a pop of 36-39 deg).
+    The hip is now hiked over the swinging leg instead (one_bone._stand_on_the_floor): each column within
+    0.998 of Kimodo's line on the mean (0.9996 or better), its forward lean within 2 deg of it, and no
+    sole 2 cm per 1.7 m under the floor (issue 8's bar; 0.4 at worst)."""
+    from feet_judge import Skinned, _height
+
     rig = rv.kenney_blocks(tmp_path / "blocks.glb")
     out = tmp_path / "blocks_out.glb"
     result = run_cli("retarget", sweep.NPZ / clip / "motion.npz", "--target", rig, "-o", out)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     judged = _block_soles(out, rig, clip)
-    assert judged["lowest_cm"] >= -100.0 * rv.BLOCK_LEG * 0.175, judged
+    assert judged["lowest_cm"] * 1.7 / _height(Skinned(rig)) >= -2.0, judged
     for leg, (cosine, lean) in _block_legs_judged(out, clip).items():
-        assert abs(lean) <= 10.0 and cosine >= 0.955, (leg, cosine, lean)
+        assert abs(lean) <= 2.0 and cosine >= 0.998, (leg, cosine, lean)
 
 
 def test_parallel_block_legs_pinned_a_little_apart_do_not_send_the_hips_off():

@@ -265,8 +265,10 @@ def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], p
 
 def _clear_the_floor(tmap: HumanoidMap, soles: Soles, side: str, planted: Sequence[bool], poses, floor: float,
                      rest_rotations: Sequence[Sequence[float]], on_floor: float) -> None:
-    """A swinging one-bone leg that would reach under the floor (the hips came down for the planted one,
-    and a rigid leg passing under them is longer than Kimodo's bent one) swings up about its hip by the
+    """The last resort for a swinging one-bone leg that would still reach under the floor once the hips
+    have lifted it (`_stand_on_the_floor` holds that bound to a band, by rolls that are exact only where
+    the hips joint lies between the thighs; on the shared clips and Kenney rigs it leaves at most 1.1 mm,
+    within `on_floor`, and this turns no leg): it swings up about its hip by the
     least that keeps its lowest sole point on the floor, further along its own lean and out to the side
     (ONE_BONE_OUTWARD of its lean where it hangs straight down) or back (`_clearing_angle`); where no
     such turn clears, towards hanging straight down with its sole level, where that lifts it more (a

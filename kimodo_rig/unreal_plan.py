@@ -38,6 +38,7 @@ from .retarget.mapping import (
     RestCorrections,
     find_root_bone,
     link_parts,
+    map_from_parts,
     map_humanoid,
     rest_corrections,
     rest_leg_reach,
@@ -351,9 +352,9 @@ def skeleton_from_engine(name: str, bone_names: Sequence[str], parent_names: Seq
         raise KimodoError("{}: unusable reference skeleton ({})".format(name, error)) from error
 
 
-# The character's humanoid reading, made once with the offline retarget's own functions (map_humanoid,
-# retarget_chains, find_root_bone, rest_corrections), so a character passed by path gets the same sides,
-# leaf bones and facing as `kimodo-rig retarget --target` gives it.
+# The character's humanoid reading, made once with the offline retarget's own functions (map_humanoid, or
+# map_from_parts for a --map; retarget_chains, find_root_bone, rest_corrections), so a character passed by
+# path gets the same sides, leaf bones and facing as `kimodo-rig retarget --target` gives it.
 
 @dataclass(frozen=True)
 class TargetPlan:
@@ -367,8 +368,14 @@ class TargetPlan:
     root_bone: Optional[str]
 
 
-def plan_target(target: Skeleton) -> TargetPlan:
-    humanoid = map_humanoid(target, target.name)
+def plan_target(target: Skeleton, *, user_map: Optional[Dict[str, str]] = None, map_source: str = "") -> TargetPlan:
+    """The character as the offline retarget reads it. `user_map` (a --map file's part -> bone name; its
+    messages name `map_source`) is the map when given, as offline `map_target` takes it, so a rig the bone
+    names cannot map is fixed by the same edit in both."""
+    if user_map is not None:
+        humanoid = map_from_parts(target, user_map, map_source or "--map")
+    else:
+        humanoid = map_humanoid(target, target.name)
     chains, pelvis = retarget_chains(humanoid)
     root = find_root_bone(target, humanoid.bones["hips"])
     return TargetPlan(target, humanoid, tuple(chains), pelvis, None if root is None else target.joint_names[root])

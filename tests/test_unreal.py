@@ -19,6 +19,7 @@ import numpy as np
 import pygltflib
 import pytest
 
+import rig_variants as rv
 from conftest import CLIP_NAMES, CLIPS, ROOT, node_modules
 
 from kimodo_rig import skeletons, unreal_plan as plan
@@ -26,10 +27,10 @@ from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import glb, raw
 from kimodo_rig.model import Motion, Skeleton
 from kimodo_rig.ops.fk import world_positions
-from kimodo_rig.retarget.mapping import map_humanoid, rest_leg_reach, retarget_chains
+from kimodo_rig.retarget.mapping import map_humanoid, parts_by_name, rest_leg_reach, retarget_chains
 from kimodo_rig.retarget.solve import retarget
 from kimodo_rig.retarget.report import format_report, measure_report
-from kimodo_rig.retarget.character import load_target
+from kimodo_rig.retarget.character import load_target, map_target
 
 SCRIPT = ROOT / "unreal_retarget.py"
 PATCHED_SIGNATURE = "    def __init__(self, *args: Any, **kwargs: Any) -> None:"
@@ -760,6 +761,43 @@ def test_the_target_skeleton_from_the_engine_is_the_rig_in_kimodos_frame():
     assert target.joint_names == rig.joint_names and target.parents == rig.parents
     assert np.allclose(target.rest_offsets, rig.rest_offsets, atol=1e-12)
     assert np.allclose(target.rest_rotations, rig.rest_rotations, atol=1e-12)
+
+
+def _anonymous_rig(folder: Path):
+    """The mannequin with bones no name rule knows (b0, b1, ...) as a .glb, and the map `kimodo-rig map
+    mannequin --json` prints with its bones renamed the same way: the edit that fixes such a rig."""
+    originals = [node.name for node in rv.load(rv.MANNEQUIN).nodes]
+    anonymous = {name: "b{}".format(k) for k, name in enumerate(originals)}
+    rig = rv.variant(rv.MANNEQUIN, folder, "anonymous.glb", lambda gltf: rv.rename(gltf, anonymous))
+    printed = parts_by_name(map_target(load_target(str(rv.MANNEQUIN))))
+    return rig, anonymous, {part: anonymous[bone] for part, bone in printed.items()}
+
+
+def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_maps_it(tmp_path):
+    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Refused without the
+    map; with it, the plan's map is the one offline `map_target` makes from the same map for the same rig."""
+    rig, anonymous, user_map = _anonymous_rig(tmp_path)
+    target = plan.skeleton_from_engine(*_engine_rig(str(rig))[1])
+    with pytest.raises(KimodoError) as error:
+        plan.plan_target(target)
+    assert "missing thigh_l" in str(error.value)
+    bones = str(tmp_path / "bones.json")
+    planned = plan.plan_target(target, user_map=user_map, map_source=bones)
+    offline = map_target(load_target(str(rig)), user_map, bones)
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == user_map
+    assert (planned.humanoid.anchors, planned.humanoid.ends, planned.humanoid.whole_limbs) == \
+        (offline.anchors, offline.ends, offline.whole_limbs)
+    assert np.allclose(planned.humanoid.forward, offline.forward, atol=1e-9)
+    chains, pelvis = retarget_chains(offline)
+    assert planned.chains == tuple(chains) and planned.pelvis == pelvis == user_map["hips"]
+    assert planned.root_bone == anonymous["Root"]
+    # A map naming a bone the rig lacks, or an unknown part: the offline retarget's line, word for word.
+    for bad in ({"hips": "nope"}, {"tail": "b1"}, dict(user_map, thigh_l="nope")):
+        with pytest.raises(KimodoError) as offline_error:
+            map_target(load_target(str(rig)), bad, bones)
+        with pytest.raises(KimodoError) as error:
+            plan.plan_target(target, user_map=bad, map_source=bones)
+        assert str(error.value) == str(offline_error.value) and str(error.value).startswith(bones + ": ")
 
 
 # --- arguments, names and paths --------------------------------------------------------------------------

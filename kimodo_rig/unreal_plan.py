@@ -93,6 +93,7 @@ NO_TARGET_MESSAGE = (
 GLB_EXTENSIONS = (".glb",)
 USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
 ROOT_MOTION_OPTION = "--root-motion"
+OPTIONS = (ROOT_MOTION_OPTION,)  # each takes a value, `--name value` or `--name=value`, anywhere
 
 
 def one_line(error: BaseException) -> str:
@@ -141,8 +142,12 @@ class Request:
 
 def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
     """`[--root-motion hips|root] [glb ...] [/Game/Path/SK_Target]`: .glb files, then optionally a Skeletal
-    Mesh path last. No file arguments: every .glb beside the script."""
-    arguments, root_motion = _root_motion_option([a for a in arguments if a.strip()])
+    Mesh path last, the options anywhere. No file arguments: every .glb beside the script."""
+    arguments, options = _options([a for a in arguments if a.strip()])
+    root_motion = options.get(ROOT_MOTION_OPTION, "hips")
+    if root_motion not in ROOT_MOTION_MODES:
+        raise KimodoError("{}: expected {}, got {!r}".format(
+            ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), root_motion))
     target = None  # type: Optional[str]
     if arguments and not arguments[-1].lower().endswith(GLB_EXTENSIONS) and arguments[-1].startswith("/"):
         target = asset_path(arguments.pop())
@@ -161,26 +166,25 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
     return Request(tuple(clips), target, root_motion)
 
 
-def _root_motion_option(arguments: List[str]) -> Tuple[List[str], str]:
-    """`--root-motion root` or `--root-motion=root` anywhere; the other arguments in order."""
+def _options(arguments: List[str]) -> Tuple[List[str], Dict[str, str]]:
+    """Each of OPTIONS given, `--name value` or `--name=value`, by name (the last one given counts; one with
+    no value, last or before another option, gets ""); the other arguments in order."""
     rest = []  # type: List[str]
-    mode = "hips"
+    values = {}  # type: Dict[str, str]
     index = 0
     while index < len(arguments):
-        argument = arguments[index]
-        if argument == ROOT_MOTION_OPTION or argument.startswith(ROOT_MOTION_OPTION + "="):
-            if argument == ROOT_MOTION_OPTION:
-                index += 1
-                mode = arguments[index] if index < len(arguments) else ""
-            else:
-                mode = argument.split("=", 1)[1]
-            if mode not in ROOT_MOTION_MODES:
-                raise KimodoError("{}: expected {}, got {!r}".format(
-                    ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), mode))
+        name, equals, value = arguments[index].partition("=")
+        if name not in OPTIONS:
+            rest.append(arguments[index])
+        elif equals:
+            values[name] = value
+        elif index + 1 < len(arguments) and arguments[index + 1].partition("=")[0] not in OPTIONS:
+            index += 1
+            values[name] = arguments[index]
         else:
-            rest.append(argument)
+            values[name] = ""
         index += 1
-    return rest, mode
+    return rest, values
 
 
 def asset_path(text: str) -> str:

@@ -5,6 +5,9 @@ In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py"                                  # every .glb beside this script
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
     py "C:/path/to/unreal_retarget.py" --root-motion root "C:/path/walk_150.glb"  # travel on the root bone
+    py "C:/path/to/unreal_retarget.py" --map "C:/path/bones.json" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
+The options go anywhere. --map is the offline retarget's: which bone of the character plays which part, as
+`kimodo-rig map RIG --json` prints it, edited, for a character the automatic map refuses or gets wrong.
 
 Each clip: Interchange import to /Game/Kimodo/Source/<name> (of the .glb, or of the plan's copy of it turned
 to the character's facing or given a root bone for --root-motion root), a source IK Rig and an IK Retargeter in
@@ -46,7 +49,8 @@ def main(arguments: Sequence[str]) -> int:
         request = plan.parse_arguments(arguments, HERE)
         require_features()
         target = find_target(request.target)
-        target_plan = plan.plan_target(engine_skeleton(target))
+        target_plan = plan.plan_target(engine_skeleton(target), user_map=request.user_map,
+                                       map_source=request.map_source)
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():

@@ -1,9 +1,10 @@
 """Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
-characters to look for, the frame change between glTF and Unreal, the numbers that go into the retarget
-pose, how root motion is set up, the clip the engine imports (turned to the character's facing; for
-`--root-motion root`, with a bone above the hips carrying the heading and travel), and the report read
-back from the bake (the clip sampled at the baked keys' times, the root bone's track). unreal_retarget.py
-(the only `import unreal`) only carries these out.
+characters to look for, which bone plays which part (the automatic map, or a --map file as offline), the
+frame change between glTF and Unreal, the numbers that go into the retarget pose, how root motion is set
+up, the clip the engine imports (turned to the character's facing; for `--root-motion root`, with a bone
+above the hips carrying the heading and travel), and the report read back from the bake (the clip sampled
+at the baked keys' times, the root bone's track). unreal_retarget.py (the only `import unreal`) only
+carries these out.
 
 Frames. Kimodo's and glTF's: +Y up, +Z forward, +X the character's left, right-handed, metres. Unreal's:
 +Z up, left-handed, centimetres. Unreal's glTF readers (GLTFCore, which Interchange's glTF translator
@@ -30,6 +31,7 @@ from .formats.options import WriteOptions
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
 from .ops.fk import pose_globals, rest_pose, rest_positions, world_positions
+from .retarget.character import read_user_map
 from .retarget.mapping import (
     ARM_PARTS,
     SIDES,
@@ -91,9 +93,11 @@ NO_TARGET_MESSAGE = (
     "Third Person) or pass a Skeletal Mesh path last, e.g. /Game/MyChars/SK_Hero"
 )
 GLB_EXTENSIONS = (".glb",)
-USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last"
+USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last; --root-motion hips|root and --map " \
+        "bones.json go anywhere"
 ROOT_MOTION_OPTION = "--root-motion"
-OPTIONS = (ROOT_MOTION_OPTION,)  # each takes a value, `--name value` or `--name=value`, anywhere
+MAP_OPTION = "--map"
+OPTIONS = (ROOT_MOTION_OPTION, MAP_OPTION)  # each takes a value, `--name value` or `--name=value`, anywhere
 
 
 def one_line(error: BaseException) -> str:
@@ -138,16 +142,25 @@ class Request:
     clips: Tuple[Path, ...]
     target: Optional[str]
     root_motion: str = "hips"  # as the offline --root-motion: hips (Kimodo's way) or root
+    user_map: Optional[Dict[str, str]] = None  # as the offline --map: canonical part -> bone name
+    map_source: str = ""  # the --map file as given, for messages
 
 
 def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
-    """`[--root-motion hips|root] [glb ...] [/Game/Path/SK_Target]`: .glb files, then optionally a Skeletal
-    Mesh path last, the options anywhere. No file arguments: every .glb beside the script."""
+    """`[--root-motion hips|root] [--map bones.json] [glb ...] [/Game/Path/SK_Target]`: .glb files, then
+    optionally a Skeletal Mesh path last, the options anywhere. No file arguments: every .glb beside the
+    script. The --map file is read here, once, by the offline reader, so a bad one stops the run before
+    anything is imported."""
     arguments, options = _options([a for a in arguments if a.strip()])
     root_motion = options.get(ROOT_MOTION_OPTION, "hips")
     if root_motion not in ROOT_MOTION_MODES:
         raise KimodoError("{}: expected {}, got {!r}".format(
             ROOT_MOTION_OPTION, " or ".join(ROOT_MOTION_MODES), root_motion))
+    map_source = options.get(MAP_OPTION)
+    if map_source == "":
+        raise KimodoError("{}: expected a file after it, e.g. {} bones.json (what kimodo-rig map RIG --json "
+                          "prints)".format(MAP_OPTION, MAP_OPTION))
+    user_map = read_user_map(map_source) if map_source is not None else None
     target = None  # type: Optional[str]
     if arguments and not arguments[-1].lower().endswith(GLB_EXTENSIONS) and arguments[-1].startswith("/"):
         target = asset_path(arguments.pop())
@@ -163,7 +176,7 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
         if not clips:
             raise KimodoError("{}: no .glb files beside the script; give .glb paths (make them with kimodo_to_glb.py)"
                               .format(script_folder))
-    return Request(tuple(clips), target, root_motion)
+    return Request(tuple(clips), target, root_motion, user_map, map_source or "")
 
 
 def _options(arguments: List[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -377,7 +390,7 @@ def plan_target(target: Skeleton, *, user_map: Optional[Dict[str, str]] = None, 
     messages name `map_source`) is the map when given, as offline `map_target` takes it, so a rig the bone
     names cannot map is fixed by the same edit in both."""
     if user_map is not None:
-        humanoid = map_from_parts(target, user_map, map_source or "--map")
+        humanoid = map_from_parts(target, user_map, map_source or MAP_OPTION)
     else:
         humanoid = map_humanoid(target, target.name)
     chains, pelvis = retarget_chains(humanoid)

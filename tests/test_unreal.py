@@ -22,7 +22,7 @@ import pytest
 import rig_variants as rv
 from conftest import CLIP_NAMES, CLIPS, ROOT, node_modules
 
-from kimodo_rig import skeletons, unreal_plan as plan
+from kimodo_rig import cli, skeletons, unreal_plan as plan
 from kimodo_rig.errors import KimodoError
 from kimodo_rig.formats import glb, raw
 from kimodo_rig.model import Motion, Skeleton
@@ -30,7 +30,7 @@ from kimodo_rig.ops.fk import world_positions
 from kimodo_rig.retarget.mapping import map_humanoid, parts_by_name, rest_leg_reach, retarget_chains
 from kimodo_rig.retarget.solve import retarget
 from kimodo_rig.retarget.report import format_report, measure_report
-from kimodo_rig.retarget.character import load_target, map_target
+from kimodo_rig.retarget.character import load_target, map_target, user_map_json
 
 SCRIPT = ROOT / "unreal_retarget.py"
 PATCHED_SIGNATURE = "    def __init__(self, *args: Any, **kwargs: Any) -> None:"
@@ -827,7 +827,8 @@ def test_bad_arguments_get_one_clear_line(tmp_path):
     assert str(error.value) == "{}: no such file".format(tmp_path / "missing.glb")
     with pytest.raises(KimodoError) as error:
         plan.parse_arguments(["walk.fbx"], tmp_path)
-    assert str(error.value) == "walk.fbx: not a .glb file (give .glb files, then optionally a /Game/... Skeletal Mesh path last)"
+    assert str(error.value) == ("walk.fbx: not a .glb file (give .glb files, then optionally a /Game/... Skeletal Mesh "
+                                "path last; --root-motion hips|root and --map bones.json go anywhere)")
     for bad in ("/Game/../Engine/SK_X", "/Game/My Chars/SK_Hero", "/SK_Hero", "/Game/a//b", "/Game/SK_A.SK_B"):
         with pytest.raises(KimodoError) as error:
             plan.asset_path(bad)
@@ -1012,6 +1013,56 @@ def test_the_root_motion_option_is_the_offline_one(tmp_path):
             plan.parse_arguments(bad, tmp_path)
         assert str(error.value) == "--root-motion: expected hips or root, got {!r}".format(
             bad[1] if bad[0] == "--root-motion" else "")
+
+
+def test_a_map_file_is_an_option_read_once_with_the_arguments(tmp_path):
+    """`--map bones.json` or `--map=bones.json`, anywhere, as --root-motion: read when the arguments are (the
+    request carries the map, so the file is not read again), and what plan_target is given in the script."""
+    clip = tmp_path / "walk_150.glb"
+    clip.write_bytes(b"x")
+    rig, _, user_map = _anonymous_rig(tmp_path)
+    bones = tmp_path / "bones.json"
+    bones.write_text(user_map_json(user_map), encoding="utf-8")  # as `kimodo-rig map RIG --json` prints it
+    assert plan.parse_arguments([str(clip)], tmp_path).user_map is None
+    hero = "/Game/MyChars/SK_Hero"
+    for arguments in (["--map", str(bones), str(clip)], [str(clip), "--map=" + str(bones)],
+                      [str(clip), "--map", str(bones), hero],
+                      ["--root-motion=root", str(clip), "--map", str(bones), hero]):
+        request = plan.parse_arguments(arguments, tmp_path)
+        assert request.clips == (clip,) and request.target == (hero if hero in arguments else None)
+        assert (request.user_map, request.map_source) == (user_map, str(bones))
+    assert request.root_motion == "root"
+    bones.unlink()  # the request carries the map: nothing reads the file again
+    target = plan.skeleton_from_engine(*_engine_rig(str(rig))[1])
+    planned = plan.plan_target(target, user_map=request.user_map, map_source=request.map_source)
+    assert parts_by_name(planned.humanoid) == user_map
+
+
+def test_a_bad_map_file_gets_one_line_naming_it_as_offline(tmp_path, capsys):
+    clip = tmp_path / "walk_150.glb"
+    clip.write_bytes(b"x")
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    (tmp_path / "a_list.json").write_text("[]", encoding="utf-8")
+    (tmp_path / "numbers.json").write_text('{"hips": 1}', encoding="utf-8")
+    (tmp_path / "latin1.json").write_bytes(b'{"hips": "H\xfcfte"}')
+    (tmp_path / "folder.json").mkdir()
+    for name in ("missing.json", "broken.json", "a_list.json", "numbers.json", "latin1.json", "folder.json"):
+        path = tmp_path / name
+        with pytest.raises(KimodoError) as error:
+            plan.parse_arguments([str(clip), "--map", str(path)], tmp_path)
+        line = str(error.value)
+        assert line.startswith(str(path) + ": ") and "\n" not in line
+        assert cli.main(["retarget", str(clip), "--target", "mannequin", "--map", str(path),
+                         "-o", str(tmp_path / "out.glb")]) == 1
+        assert capsys.readouterr().err == line + "\n"  # offline says the same, word for word
+    with pytest.raises(KimodoError) as error:
+        plan.parse_arguments(["--map", str(tmp_path / "missing.json"), str(clip)], tmp_path)
+    assert str(error.value) == "{}: cannot read (No such file or directory)".format(tmp_path / "missing.json")
+    for bad in ([str(clip), "--map"], [str(clip), "--map="], ["--map", "--root-motion", "root", str(clip)]):
+        with pytest.raises(KimodoError) as error:
+            plan.parse_arguments(bad, tmp_path)
+        assert str(error.value) == "--map: expected a file after it, e.g. --map bones.json (what kimodo-rig map RIG " \
+                                   "--json prints)"
 
 
 def test_the_root_motion_plan_names_the_bones_the_offline_retarget_uses(clip_glbs):

@@ -55,7 +55,7 @@ def main(arguments: Sequence[str]) -> int:
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():
             raise EngineError(NO_ROOT_MOTION_OP + "; nothing was imported")  # once, before any import
-        target_rig = target_ik_rig(target)
+        target_rig = target_ik_rig(target, target_plan if request.user_map is not None else None)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
             "pelvis" if request.root_motion == "hips" else "root"))
@@ -361,8 +361,13 @@ def quat_tuple(quat: unreal.Quat) -> Tuple[float, float, float, float]:
 
 # IK Rigs
 
-def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
-    """The target's IK Rig from the engine's auto-generated retarget definition, else the template's."""
+def target_ik_rig(target: unreal.SkeletalMesh, mapped: Optional[plan.TargetPlan] = None) -> unreal.IKRigDefinition:
+    """The target's IK Rig. With a --map (`mapped`: the plan made with it), the plan's own chains on the
+    bones the map names, as the source's are made: the engine generates chains from bone names it
+    recognises, and a map is given for names it does not. Else the engine's auto-generated retarget
+    definition, else the template's."""
+    if mapped is not None:
+        return mapped_target_ik_rig(target, mapped)
     path = plan.target_rig_path(target.get_path_name())
     if unreal.EditorAssetLibrary.does_asset_exist(path):
         # Kept from an earlier run: retargeters made then still use it, so it is reused, not replaced.
@@ -391,6 +396,24 @@ def target_ik_rig(target: unreal.SkeletalMesh) -> unreal.IKRigDefinition:
     raise EngineError("{}: the engine generated no retarget chains for it (auto-generation needs a recent engine and "
                       "a skeleton it recognises) and no compatible IK_Mannequin from the Third Person template is in "
                       "the project".format(target.get_name()))
+
+
+def mapped_target_ik_rig(target: unreal.SkeletalMesh, mapped: plan.TargetPlan) -> unreal.IKRigDefinition:
+    path = plan.target_map_rig_path(target.get_path_name())
+    chains = [(chain.name, chain.start, chain.end) for chain in mapped.chains]
+    if unreal.EditorAssetLibrary.does_asset_exist(path):
+        # The same map as an earlier run's: kept, as retargeters made then still use it; another map replaces it.
+        existing = unreal.EditorAssetLibrary.load_asset(path)
+        if isinstance(existing, unreal.IKRigDefinition) and chains_of(existing) == chains:
+            return existing
+    rig = new_asset(path, unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
+    controller = unreal.IKRigController.get_controller(rig)
+    if not controller.set_skeletal_mesh(target):
+        raise EngineError("{}: the IK Rig refused the character's Skeletal Mesh".format(target.get_name()))
+    controller.set_retarget_root(mapped.pelvis)
+    for name, start, end in chains:
+        controller.add_retarget_chain(name, start, end, "None")
+    return rig
 
 
 def source_ik_rig(name: str, mesh: unreal.SkeletalMesh, source: plan.SourcePlan) -> unreal.IKRigDefinition:

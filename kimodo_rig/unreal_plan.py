@@ -235,6 +235,12 @@ def target_rig_path(target_path: str) -> str:
     return "{}/IK_{}".format(RIGS_ROOT, _target_name(target_path))
 
 
+def target_map_rig_path(target_path: str) -> str:
+    """The character's IK Rig built from a --map (its chains on the bones the map names), apart from the one
+    the engine generates, which retargeters of earlier runs may still use."""
+    return "{}/IK_{}_Map".format(RIGS_ROOT, _target_name(target_path))
+
+
 def retargeter_path(name: str, target_path: str) -> str:
     return "{}/RTG_Kimodo_{}_to_{}".format(RIGS_ROOT, name, _target_name(target_path))
 

@@ -851,11 +851,14 @@ def test_asset_names_are_sanitised_and_stay_in_the_kimodo_folders():
     assert plan.retargeter_path(name, manny) == "/Game/Kimodo/Rigs/RTG_Kimodo_name_rm_rf_to_SKM_Manny_Simple_" + manny_hash
     assert plan.target_rig_path(manny) == "/Game/Kimodo/Rigs/IK_SKM_Manny_Simple_" + manny_hash
     assert plan.target_rig_path(manny.split(".")[0]) == plan.target_rig_path(manny)
+    # The one built from a --map sits apart from the engine-generated one that earlier retargeters may use.
+    assert plan.target_map_rig_path(manny) == plan.target_rig_path(manny) + "_Map"
     hero = hashlib.sha1(b"/Game/A/SK-Hero (2)").hexdigest()[:8]
     assert plan.target_rig_path("/Game/A/SK-Hero (2)") == "/Game/Kimodo/Rigs/IK_SK_Hero_2_" + hero
     assert plan.target_rig_path("/Game/A/SK_Hero") != plan.target_rig_path("/Game/B/SK_Hero")
     assert plan.retargeter_path(name, "/Game/A/SK_Hero") != plan.retargeter_path(name, "/Game/B/SK_Hero")
-    for path in (plan.source_rig_path(name), plan.retargeter_path(name, manny), plan.animation_path(name)):
+    for path in (plan.source_rig_path(name), plan.retargeter_path(name, manny), plan.animation_path(name),
+                 plan.target_map_rig_path(manny)):
         assert plan.asset_path(path) == path  # valid, inside /Game/Kimodo
 
 

@@ -430,6 +430,23 @@ def test_a_fifo_as_retarget_target_is_refused_without_blocking(seeds, tmp_path):
     assert not list(out.iterdir())
 
 
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_map_file_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind):
+    """`--map` read its file with Path.read_text: a FIFO blocked the run for good (no writer), offline and
+    in the Unreal step, which reads the map the same way. It is read now as every input is."""
+    path = tmp_path / "bones.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    else:
+        os.symlink(kind, str(path))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
+                               "--target", "mannequin", "--map", path, "-o", out / "r.glb")
+    assert (result.returncode, result.stderr) == (1, "{}: not a regular file (a device, pipe or socket); not read\n".format(path))
+    assert not list(out.iterdir())
+
+
 # ---------------------------------------------------------------------------------------------- retarget targets
 # Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
 # writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).

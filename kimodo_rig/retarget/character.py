@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from ..files import read_input
 from ..formats import gltf_document as gd
 from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
@@ -149,11 +150,10 @@ def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
 
 
 def read_user_map(path) -> Dict[str, str]:
-    """A --map file: a JSON object, canonical part -> bone name (what `kimodo-rig map RIG --json` prints)."""
+    """A --map file: a JSON object, canonical part -> bone name (what `kimodo-rig map RIG --json` prints).
+    Read as every input is (files.read_input): a FIFO named as the map blocked the run for good."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise KimodoError("{}: cannot read ({})".format(path, error.strerror or error)) from None
+        text = read_input(path).decode("utf-8")
     except UnicodeDecodeError as error:
         raise KimodoError("{}: not JSON ({})".format(path, error)) from None
     return user_map_from_json(text, str(path))

@@ -406,24 +406,27 @@ def mapped_target_ik_rig(target: unreal.SkeletalMesh, mapped: plan.TargetPlan) -
         existing = unreal.EditorAssetLibrary.load_asset(path)
         if isinstance(existing, unreal.IKRigDefinition) and chains_of(existing) == chains:
             return existing
-    rig = new_asset(path, unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
-    controller = unreal.IKRigController.get_controller(rig)
-    if not controller.set_skeletal_mesh(target):
-        raise EngineError("{}: the IK Rig refused the character's Skeletal Mesh".format(target.get_name()))
-    controller.set_retarget_root(mapped.pelvis)
-    for name, start, end in chains:
-        controller.add_retarget_chain(name, start, end, "None")
-    return rig
+    return ik_rig_of_chains(path, target, mapped.pelvis, chains, "{}: the IK Rig refused the character's Skeletal "
+                            "Mesh".format(target.get_name()))
 
 
 def source_ik_rig(name: str, mesh: unreal.SkeletalMesh, source: plan.SourcePlan) -> unreal.IKRigDefinition:
-    rig = new_asset(plan.source_rig_path(name), unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
+    return ik_rig_of_chains(plan.source_rig_path(name), mesh, source.retarget_root,
+                            [(chain.name, chain.start, chain.end) for chain in source.chains],
+                            "{}: the IK Rig refused the imported Skeletal Mesh".format(name))
+
+
+def ik_rig_of_chains(path: str, mesh: unreal.SkeletalMesh, root: str, chains: Sequence[Tuple[str, str, str]],
+                     refused: str) -> unreal.IKRigDefinition:
+    """A new IK Rig at `path` on `mesh`: retarget root `root`, the chains (name, start bone, end bone) the
+    plan made; `refused` is the line where the rig will not take the mesh."""
+    rig = new_asset(path, unreal.IKRigDefinition, unreal.IKRigDefinitionFactory())
     controller = unreal.IKRigController.get_controller(rig)
     if not controller.set_skeletal_mesh(mesh):
-        raise EngineError("{}: the IK Rig refused the imported Skeletal Mesh".format(name))
-    controller.set_retarget_root(source.retarget_root)
-    for chain in source.chains:
-        controller.add_retarget_chain(chain.name, chain.start, chain.end, "None")
+        raise EngineError(refused)
+    controller.set_retarget_root(root)
+    for name, start, end in chains:
+        controller.add_retarget_chain(name, start, end, "None")
     return rig
 
 

@@ -239,13 +239,13 @@ def _stand_on_the_floor(tmap: HumanoidMap, soles: Soles, sides: Sequence[str], p
     lifts = {}
     for side in SIDES:
         # A sole that must rise aims half the band over what clears it; a bound, not a band (held only below).
-        aims = [clearing[side][f] + tolerance / 2.0 if clearing[side].get(f, -math.inf) > want else want
-                for f, want in enumerate(wanted[side])]
+        raised = {f for f, sink in clearing[side].items() if sink > wanted[side][f]}
+        aims = [clearing[side][f] + tolerance / 2.0 if f in raised else want for f, want in enumerate(wanted[side])]
         weights = [1.0] * frames
         for _ in range(ONE_BONE_STAND_ROUNDS):  # the frames left out of the band held harder, until none is
             lifts[side] = least_acceleration(aims, weights, ONE_BONE_SMOOTHING)
             out = [f for f, lift in enumerate(lifts[side]) if lift < clearing[side].get(f, -math.inf)
-                   or (standing[f] and aims[f] == wanted[side][f] and abs(lift - wanted[side][f]) > tolerance)]
+                   or (standing[f] and f not in raised and abs(lift - wanted[side][f]) > tolerance)]
             if not out:
                 break
             for f in out:

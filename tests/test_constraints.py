@@ -1,8 +1,8 @@
 """`kimodo-rig constraints`: every Kimodo constraints.json in tests/data checks clean; adherence agrees with
 numpy forward kinematics of the constraint against Kimodo's own posed_joints (and, for the root path, with
 Kimodo's own smooth_root_pos); extract reproduces a motion's joints by numpy FK of the written file; a CMU
-BVH becomes SOMA keyframes with its limb directions; kimodo -> animotive -> kimodo keeps fullbody and root2d
-entries; seeded corruptions of every example give one line; each problem kind has its exact text."""
+BVH becomes SOMA keyframes with its limb directions; kimodo -> animotive -> kimodo keeps every entry, and
+an Animotive hand or foot becomes a pose (IK) that puts it on its position, by numpy FK; seeded corruptions of every example give one line; each problem kind has its exact text."""
 from __future__ import annotations
 
 import json
@@ -24,6 +24,7 @@ EXAMPLES = sorted(p.parent.name for p in NPZ.glob("*/constraints.json"))
 SOMA_EXAMPLES = [name for name in EXAMPLES if name.startswith("soma")]
 CHAINS = {"left-hand": "left_hand_chain", "right-hand": "right_hand_chain",
           "left-foot": "left_foot_chain", "right-foot": "right_foot_chain"}
+BASE_OF = {"left-hand": "LeftHand", "right-hand": "RightHand", "left-foot": "LeftFoot", "right-foot": "RightFoot"}
 SKELETON_OF = {22: "smplx22", 30: "somaskel30", 34: "g1skel34", 77: "somaskel77"}
 
 
@@ -335,31 +336,193 @@ def _roundtrip(source: Path, tmp_path: Path):
     return json.loads(request.read_text()), json.loads(back.read_text())
 
 
+def _effector_positions(record: dict, entry: dict, frame: int) -> np.ndarray:
+    """numpy FK of a Kimodo pose entry at one of its frames: the world position of its hand or foot."""
+    k = entry["frame_indices"].index(frame)
+    positions = fk(record, [entry["local_joints_rot"][k]], [entry["root_positions"][k]])[0]
+    return positions[record["joint_names"].index(BASE_OF[entry["type"]])]
+
+
 @pytest.mark.parametrize("name", [n for n in SOMA_EXAMPLES])
-def test_kimodo_to_animotive_to_kimodo_keeps_fullbody_and_root2d_entries(name, tmp_path):
+def test_kimodo_to_animotive_to_kimodo_keeps_every_entry(name, tmp_path):
+    """Fullbody and root2d come back exactly (joints within 1e-4 m by numpy FK); hands and feet come back
+    as entries of their type and frames whose poses put the hand or foot within 1 cm of where it was."""
     original = json.loads((NPZ / name / "constraints.json").read_text())
     request, back = _roundtrip(NPZ / name / "constraints.json", tmp_path)
     assert set(request) >= {"model", "meta", "constraints"} and request["meta"]["texts"] == ["a test"]
-    kept = [e for e in original if e["type"] in ("fullbody", "root2d")]
-    assert len(back) == len(kept)
-    index77 = skeleton_record("somaskel30")["somaskel77_index_of_each_joint"]
-    for before, after in zip(kept, back):
-        assert after["type"] == before["type"] and after["frame_indices"] == before["frame_indices"]
-        assert after["smooth_root_2d"] == before["smooth_root_2d"]
+    assert [(e["type"], e["frame_indices"]) for e in back] == [(e["type"], e["frame_indices"]) for e in original]
+    soma30, soma77 = skeleton_record("somaskel30"), skeleton_record("somaskel77")
+    index77 = soma30["somaskel77_index_of_each_joint"]
+    for before, after in zip(original, back):
+        if before["type"] == "root2d":
+            assert after == before
+            continue
+        rotations = np.array(after["local_joints_rot"])
+        assert rotations.shape[1] == 77
         if before["type"] == "fullbody":
+            assert after["smooth_root_2d"] == before["smooth_root_2d"]
             assert after["root_positions"] == before["root_positions"]
-            rotations = np.array(after["local_joints_rot"])
-            assert rotations.shape[1] == 77
             assert (rotations[:, index77] == np.array(before["local_joints_rot"])).all()
+            # Joints with the same parent in both (SOMA 30's finger ends hang on 77's finger joints).
+            same = [j for j, p in enumerate(soma30["parents"]) if p < 0 or soma77["parents"][index77[j]] == index77[p]]
+            assert len(same) == 26
+            joints = fk(soma77, after["local_joints_rot"], after["root_positions"])[:, index77]
+            truth = fk(soma30, before["local_joints_rot"], before["root_positions"])
+            assert np.abs(joints[:, same] - truth[:, same]).max() < 1e-4
+            continue
+        for frame in before["frame_indices"]:
+            reached = _effector_positions(soma77, after, frame)
+            wanted = _effector_positions(soma30, before, frame)
+            assert np.linalg.norm(reached - wanted) < 0.01, (before["type"], frame)
     hands = [c for c in request["constraints"] if c["type"] in CHAINS]
     assert len(hands) == sum(len(e["frame_indices"]) for e in original if e["type"] in CHAINS)
     # Measured against the (SOMA 30) motion, the SOMA 77 entries that came back meet it as the originals do.
     motion = NPZ / name / "motion.npz"
     before = [e for e in check_json(NPZ / name / "constraints.json", "--motion", motion)["entries"] if e["type"] in ("fullbody", "root2d")]
-    after = check_json(tmp_path / "back.json", "--motion", motion)["entries"]
+    after = [e for e in check_json(tmp_path / "back.json", "--motion", motion)["entries"] if e["type"] in ("fullbody", "root2d")]
     for a, b in zip(before, after):
         assert (a["root_error_cm_mean"], a["heading_error_deg_mean"]) == pytest.approx((b["root_error_cm_mean"], b["heading_error_deg_mean"]), abs=1e-3)
         assert (b["position_error_cm_max"] is None) == (a["position_error_cm_max"] is None)
+
+
+def matrix_rotation_vectors(m: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices -> (..., 3) axis * angle (through the quaternion, stable near 180 deg)."""
+    m = np.asarray(m, dtype=np.float64)
+    w = np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2])) / 2
+    x = np.copysign(np.sqrt(np.maximum(0.0, 1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2])) / 2, m[..., 2, 1] - m[..., 1, 2])
+    y = np.copysign(np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2])) / 2, m[..., 0, 2] - m[..., 2, 0])
+    z = np.copysign(np.sqrt(np.maximum(0.0, 1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2])) / 2, m[..., 1, 0] - m[..., 0, 1])
+    vector = np.stack([x, y, z], axis=-1)
+    sine = np.linalg.norm(vector, axis=-1, keepdims=True)
+    angle = 2 * np.arctan2(sine, w[..., None])
+    return vector / np.maximum(sine, 1e-300) * angle
+
+
+SOMA77_CLIP = REFERENCE / "soma_02_multi_text_prompt_somaskel77.npz"
+
+
+def _target(kind: str, frame: int, clip, planted=None) -> dict:
+    """An Animotive hand/foot constraint at the position Kimodo's own FK put that joint on that frame."""
+    joint = skeleton_record("somaskel77")["joint_names"].index(BASE_OF[kind])
+    pose = {"position": clip["posed_joints"][frame, joint].tolist()}
+    if planted is not None:
+        pose["planted"] = planted
+    return {"type": kind, "frame": frame, "pose": pose}
+
+
+def _convert_request(constraints: list, tmp_path: Path):
+    source, out = tmp_path / "request.json", tmp_path / "back.json"
+    source.write_text(json.dumps({"model": "kimodo-soma-rp", "meta": {"texts": ["walk"], "durations": [7.0]},
+                                  "constraints": constraints}))
+    result = run_cli("constraints", "convert", source, out, "--to", "kimodo")
+    assert result.returncode == 0, result.stderr
+    return result, json.loads(out.read_text())
+
+
+def _assert_reached(back: list, requested: list, soma77: dict) -> None:
+    """Every hand/foot constraint of the request is an entry of its type on its frame whose pose (numpy FK)
+    puts that hand or foot within 1 cm of the position."""
+    for constraint in requested:
+        entry = next(e for e in back if e["type"] == constraint["type"] and constraint["frame"] in e["frame_indices"])
+        reached = _effector_positions(soma77, entry, constraint["frame"])
+        assert np.linalg.norm(reached - np.array(constraint["pose"]["position"])) < 0.01, constraint
+
+
+def _assert_level(entry: dict, frame: int, soma77: dict) -> None:
+    """A planted foot stands level: its toes are as far below the ankle as at rest (yaw alone)."""
+    k = entry["frame_indices"].index(frame)
+    positions = fk(soma77, [entry["local_joints_rot"][k]], [entry["root_positions"][k]])[0]
+    rest = np.array(soma77["rest_joint_positions_m"])
+    names = soma77["joint_names"]
+    foot = names.index(BASE_OF[entry["type"]])
+    for toe in soma77["semantic_groups"][CHAINS[entry["type"]]][1:]:
+        t = names.index(toe)
+        assert abs((positions[t, 1] - positions[foot, 1]) - (rest[t, 1] - rest[foot, 1])) < 1e-6
+
+
+def test_animotive_hands_and_feet_become_kimodo_poses_that_reach_them(tmp_path):
+    """From the nearest fullbody (Kimodo's own SOMA 77 pose): each hand and foot lands within 1 cm of its
+    position by numpy FK of the written entry, the hands and feet of one frame share one pose, the fullbody
+    poses come back within 1e-4 m of Kimodo's posed_joints, and the file checks clean."""
+    clip = np.load(SOMA77_CLIP)
+    soma77 = skeleton_record("somaskel77")
+    rotations = matrix_rotation_vectors(clip["local_rot_mats"])
+    constraints = []
+    for frame in (40, 90):
+        constraints.append({"type": "fullbody", "frame": frame, "pose": {"rotvecs": rotations[frame].tolist(),
+                                                                         "root_pos": clip["root_positions"][frame].tolist()}})
+        constraints.append({"type": "2d-root", "frame": frame, "pose": {"xy": clip["smooth_root_pos"][frame, [0, 2]].tolist()}})
+    targets = [_target("left-hand", 46, clip), _target("left-hand", 100, clip), _target("right-hand", 46, clip),
+               _target("right-foot", 100, clip), _target("left-foot", 46, clip, planted=True)]
+    result, back = _convert_request(constraints + targets, tmp_path)
+    assert [(e["type"], e["frame_indices"]) for e in back] == [
+        ("fullbody", [40, 90]), ("left-hand", [46, 100]), ("right-hand", [46]), ("right-foot", [100]), ("left-foot", [46])]
+    fullbody = back[0]
+    truth = fk(soma77, rotations[[40, 90]], clip["root_positions"][[40, 90]])
+    assert np.abs(fk(soma77, fullbody["local_joints_rot"], fullbody["root_positions"]) - truth).max() < 1e-4
+    assert np.abs(truth - clip["posed_joints"][[40, 90]]).max() < 1e-3  # the request is Kimodo's pose (float32)
+    _assert_reached(back, targets, soma77)
+    left_hand, right_hand, left_foot = back[1], back[2], back[4]
+    assert left_hand["local_joints_rot"][0] == right_hand["local_joints_rot"][0] == left_foot["local_joints_rot"][0]
+    assert all(len(pose) == 77 for e in back for pose in e["local_joints_rot"])
+    _assert_level(left_foot, 46, soma77)
+    checked = run_cli("constraints", "check", tmp_path / "back.json")
+    assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+
+
+def test_hands_and_feet_without_a_fullbody_start_from_the_rest_pose(tmp_path):
+    """No fullbody in the request: the rest pose, facing the 2d-root's heading over its position where the
+    request gives one; each hand and foot within 1 cm by numpy FK."""
+    clip = np.load(SOMA77_CLIP)
+    soma77 = skeleton_record("somaskel77")
+    facing = clip["global_root_heading"][150]
+    root2d = {"type": "2d-root", "frame": 150, "pose": {"xy": clip["smooth_root_pos"][150, [0, 2]].tolist(),
+                                                        "facing_deg": float(np.degrees(np.arctan2(facing[1], facing[0])))}}
+    targets = [_target("left-foot", 150, clip, planted=True), _target("right-foot", 150, clip), _target("right-hand", 150, clip),
+               _target("left-hand", 20, clip), _target("right-foot", 20, clip, planted=False)]
+    result, back = _convert_request([root2d] + targets, tmp_path)
+    assert [(e["type"], e["frame_indices"]) for e in back] == [
+        ("root2d", [150]), ("left-foot", [150]), ("right-foot", [150]), ("right-hand", [150]), ("left-hand", [20]), ("right-foot", [20])]
+    _assert_reached(back, targets, soma77)
+    _assert_level(back[1], 150, soma77)
+    left_foot = back[1]
+    assert left_foot["smooth_root_2d"] == [root2d["pose"]["xy"]] and "smooth_root_2d" not in back[4]
+    positions = fk(soma77, left_foot["local_joints_rot"], left_foot["root_positions"])
+    assert np.degrees(heading(soma77, positions))[0] == pytest.approx(root2d["pose"]["facing_deg"], abs=1e-6)
+    assert run_cli("constraints", "check", tmp_path / "back.json").returncode == 0
+
+
+def test_a_hand_out_of_reach_moves_the_hips_with_a_warning(tmp_path):
+    clip = np.load(SOMA77_CLIP)
+    soma77 = skeleton_record("somaskel77")
+    fullbody = {"type": "fullbody", "frame": 40, "pose": {"rotvecs": matrix_rotation_vectors(clip["local_rot_mats"][40]).tolist(),
+                                                          "root_pos": clip["root_positions"][40].tolist()}}
+    hand = _target("left-hand", 44, clip)
+    hand["pose"]["position"] = (np.array(hand["pose"]["position"]) + [0.0, 0.0, 1.5]).tolist()
+    result, back = _convert_request([fullbody, hand], tmp_path)
+    assert result.stderr.startswith("warning: {}: frame 44 (constraints[1]): out of reach from the fullbody on frame 40: the hips moved ".format(tmp_path / "request.json"))
+    _assert_reached(back, [hand], soma77)
+    # Hands 3 m apart: no hips position reaches both; the hands come as near as the arms allow.
+    other = _target("right-hand", 44, clip)
+    other["pose"]["position"] = (np.array(hand["pose"]["position"]) + [-3.0, 0.0, 0.0]).tolist()
+    result, back = _convert_request([fullbody, hand, other], tmp_path)
+    assert result.stderr.splitlines()[-1].startswith("warning: {}: frame 44 (constraints[1, 2]): out of reach from any hips position: a hand or foot stays ".format(tmp_path / "request.json"))
+    assert [(e["type"], e["frame_indices"]) for e in back] == [("fullbody", [40]), ("left-hand", [44]), ("right-hand", [44])]
+
+
+@pytest.mark.parametrize("field", ["position", "root_pos"])
+def test_a_target_or_start_kilometres_away_is_one_line(field, tmp_path):
+    """Squares of 1e200 overflow: such a hand or start is refused before the IK, in one line."""
+    fullbody = {"type": "fullbody", "frame": 1, "pose": {"rotvecs": [[0.0, 0.0, 0.0]] * 77, "root_pos": [0.0, 1.0, 0.0]}}
+    hand = {"type": "right-hand", "frame": 3, "pose": {"position": [0.0, 1.0, 0.0]}}
+    (fullbody if field == "root_pos" else hand)["pose"][field] = [1e200, 1.0, -1e200]
+    source = tmp_path / "request.json"
+    source.write_text(json.dumps({"model": "kimodo-soma-rp", "meta": {"texts": ["walk"], "durations": [5.0]},
+                                  "constraints": [fullbody, hand]}))
+    result = run_cli("constraints", "convert", source, tmp_path / "back.json", "--to", "kimodo")
+    entry = "constraints[0] (fullbody)" if field == "root_pos" else "constraints[1] (right-hand)"
+    assert result.returncode == 1 and not (tmp_path / "back.json").exists()
+    assert result.stderr == "{}: {}: pose.{} is more than 10000 m from the origin, where a Kimodo generation starts\n".format(source, entry, field)
 
 
 def test_a_soma77_file_round_trips_bit_for_bit(tmp_path):

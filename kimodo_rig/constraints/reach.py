@@ -149,7 +149,7 @@ def _solve_limb(skeleton: Skeleton, rotations: List[Quat], root: Vec3, target: T
     lower_now = quat_rotate(swing_upper, subtract(positions[effector], positions[middle]))
     middle_global = quat_normalize(quat_multiply(quat_between(lower_now, subtract(new_end, new_middle)), middle_global))
     effector_global = globals_[effector]
-    if target.planted:  # a planted foot stands level, its toes flat as at rest: its heading alone
+    if target.planted and target.limb == "foot":  # a planted foot stands level, its toes flat as at rest: its heading alone
         effector_global = yaw_rotation(yaw_angle(effector_global))
         below = list(skeleton.children(effector))
         while below:

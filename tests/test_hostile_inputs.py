@@ -541,3 +541,59 @@ def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_pat
     assert result.returncode == 1
     assert result.stderr.strip().endswith(
         "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]
+
+
+# ---------------------------------------------------------------------------------------------- byte-order marks
+# Notepad and other Windows editors save UTF-8 with a byte-order mark; json.loads refuses it in text
+# ("Unexpected UTF-8 BOM"). RFC 8259 and glTF 2.0 (3.2, JSON encoding) say writers must not add one and
+# readers may ignore it: every JSON input here ignores it (issue 38).
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_map_constraints_meta_and_gltf_json_that_start_with_a_byte_order_mark_read_as_without_it(seeds, tmp_path):
+    import base64
+
+    from kimodo_rig import constraints
+    from kimodo_rig.formats import kimodo_npz
+
+    plain_map = tmp_path / "plain_map.json"
+    plain_map.write_text(json.dumps({"hips": "Hips", "thigh_l": "LeftUpLeg"}), encoding="utf-8")
+    marked_map = tmp_path / "marked_map.json"
+    marked_map.write_bytes(BOM + plain_map.read_bytes())
+    assert targets.read_user_map(marked_map) == targets.read_user_map(plain_map) == {"hips": "Hips", "thigh_l": "LeftUpLeg"}
+
+    requests = ROOT / "tests" / "data" / "npz" / "soma_04_ee_constraint" / "constraints.json"
+    marked_request = tmp_path / "constraints.json"
+    marked_request.write_bytes(BOM + requests.read_bytes())
+    plain, marked = constraints.read(requests), constraints.read(marked_request)
+    assert len(marked.entries) == len(plain.entries) > 0
+    assert [(e.type, e.frames, e.positions, e.rotations) for e in marked.entries] == \
+           [(e.type, e.frames, e.positions, e.rotations) for e in plain.entries]
+
+    clip = ROOT / "tests" / "data" / "npz" / "soma_01_single_text_prompt"
+    (tmp_path / "clip").mkdir()
+    (tmp_path / "clip" / "motion.npz").write_bytes((clip / "motion.npz").read_bytes())
+    (tmp_path / "clip" / "meta.json").write_bytes(BOM + (clip / "meta.json").read_bytes())
+    expected = json.loads((clip / "meta.json").read_text(encoding="utf-8"))
+    prompt = expected.get("text") or expected["texts"][0]
+    assert prompt and kimodo_npz.read(tmp_path / "clip" / "motion.npz").prompt == prompt.strip()
+
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    text = BOM + json.dumps(gltf).encode("utf-8")
+    text += b" " * (-len(text) % 4)
+    binary += b"\0" * (-len(binary) % 4)
+    marked_glb = tmp_path / "marked.glb"
+    marked_glb.write_bytes(struct.pack("<III", 0x46546C67, 2, 28 + len(text) + len(binary))
+                           + struct.pack("<II", len(text), 0x4E4F534A) + text
+                           + struct.pack("<II", len(binary), 0x004E4942) + binary)
+    motion, original = read_file(marked_glb), read_file(seeds["glb_motion"])
+    assert (motion.local_rotations, motion.root_positions) == (original.local_rotations, original.root_positions)
+
+    rig, rig_binary = _glb_chunks(seeds["glb_rig"].read_bytes())
+    rig["buffers"] = [{"byteLength": len(rig_binary),
+                       "uri": "data:application/octet-stream;base64," + base64.b64encode(rig_binary).decode("ascii")}]
+    marked_gltf = tmp_path / "rig.gltf"
+    marked_gltf.write_bytes(BOM + json.dumps(rig).encode("utf-8"))
+    assert targets.load_target(str(marked_gltf)).skeleton.joint_names == \
+        targets.load_target(str(seeds["glb_rig"])).skeleton.joint_names

@@ -447,102 +447,6 @@ def test_a_map_file_that_is_not_a_file_is_refused_without_blocking(tmp_path, kin
     assert not list(out.iterdir())
 
 
-# ---------------------------------------------------------------------------------------------- retarget targets
-# Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
-# writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).
-
-def _rig_with(seeds, change) -> bytes:
-    gltf, binary = _glb_chunks(seeds["glb_rig"].read_bytes())
-    change(gltf)
-    return _glb(gltf, binary)
-
-
-def _under_a_chain(gltf, count: int = 3000) -> None:
-    nodes = gltf["nodes"]
-    start = len(nodes)
-    children = {c for node in nodes for c in node.get("children", [])}
-    roots = [i for i in range(start) if i not in children]
-    nodes.extend({"name": "n{}".format(i), "children": [start + i + 1]} for i in range(count - 1))
-    nodes.append({"name": "last", "children": roots})
-    gltf["scenes"] = [{"nodes": [start]}]
-
-
-def test_retarget_onto_a_rig_under_3000_nodes_works(seeds, tmp_path):
-    path = tmp_path / "deep_rig.glb"
-    path.write_bytes(_rig_with(seeds, _under_a_chain))
-    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", tmp_path / "out.glb")
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / "out.glb").is_file()
-
-
-def test_retarget_onto_a_rig_whose_bind_scale_is_1e_31_gets_one_line(seeds, tmp_path):
-    """An inverse bind matrix scaled by 1e31 (one flipped byte) is invertible, but the joint's world then
-    is not: the writer's invert4 raised ValueError."""
-    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
-    accessor = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]
-    at = gltf["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0) + 64
-    binary = bytearray(binary)
-    struct.pack_into("<f", binary, at, 1e31)  # joint 1's matrix, first element
-    path = tmp_path / "scaled_rig.glb"
-    path.write_bytes(_glb(gltf, bytes(binary)))
-    out = tmp_path / "out"
-    out.mkdir()
-    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
-    assert (result.returncode, result.stderr) == (
-        1, "{}: a node above a joint has a singular transform (zero scale?): it cannot carry the motion\n".format(path))
-    assert not list(out.iterdir())
-
-
-def test_json_of_escaped_quotes_without_an_end_is_refused_in_one_pass(tmp_path):
-    """The nesting pre-scan first removed strings with a pattern that, for `"\\"\\"\\"...` with no closing
-    quote, rescanned from every quote (10 KB: 5 s)."""
-    path = tmp_path / "quotes.gltf"
-    path.write_text('{"asset": "' + '\\"' * 200000, encoding="utf-8")
-    result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
-                               "--target", path, "-o", tmp_path / "r.glb")  # the timeout: a hang fails, not waits
-    assert (result.returncode, result.stderr) == (1, "{}: not a glTF file\n".format(path))
-
-
-def test_lzma_members_asking_for_a_4_gib_dictionary_read_in_little_memory(seeds, tmp_path):
-    """Found by scripts/fuzz.py (seed 7, case 15599): LZMA properties ask for the dictionary, allocated up
-    front; 0xFFFFFFFF raised MemoryError. No match reaches further back than the declared output."""
-    data = bytearray(_npz(_current_members(seeds), zipfile.ZIP_LZMA))
-    at = 0
-    while True:
-        at = data.find(b"PK\x03\x04", at)
-        if at < 0:
-            break
-        name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
-        properties = at + 30 + name_length + extra_length + 4  # after the version and properties-size fields
-        struct.pack_into("<I", data, properties + 1, 0xFFFFFFFF)
-        at += 4
-    path = tmp_path / "dictionary.npz"
-    path.write_bytes(bytes(data))
-    tracemalloc.start()
-    try:
-        motion = read_file(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert motion.frame_count == 6 and motion.joint_count == 77
-    assert peak < 64 << 20, peak
-
-
-@pytest.mark.parametrize("kind", ["fifo", "zero"])
-def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind):
-    path = tmp_path / "constraints.json"
-    if kind == "fifo":
-        os.mkfifo(str(path))
-    else:
-        os.symlink("/dev/zero", str(path))
-    code = "from kimodo_rig.constraints.fields import load_json; load_json({!r})".format(str(path))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert result.returncode == 1
-    assert result.stderr.strip().endswith(
-        "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]
-
-
 # ---------------------------------------------------------------------------------------------- byte-order marks
 # Notepad and other Windows editors save UTF-8 with a byte-order mark; json.loads refuses it in text
 # ("Unexpected UTF-8 BOM"). RFC 8259 and glTF 2.0 (3.2, JSON encoding) say writers must not add one and
@@ -668,3 +572,99 @@ def test_a_characters_image_and_buffer_uris_never_reach_the_retargeted_file(seed
     assert written.materials[0].pbrMetallicRoughness.baseColorTexture.index == 3
     assert all(buffer.uri is None for buffer in written.buffers)
     assert sorted(p.name for p in output.parent.iterdir()) == ["walk.glb"]
+
+
+# ---------------------------------------------------------------------------------------------- retarget targets
+# Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
+# writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).
+
+def _rig_with(seeds, change) -> bytes:
+    gltf, binary = _glb_chunks(seeds["glb_rig"].read_bytes())
+    change(gltf)
+    return _glb(gltf, binary)
+
+
+def _under_a_chain(gltf, count: int = 3000) -> None:
+    nodes = gltf["nodes"]
+    start = len(nodes)
+    children = {c for node in nodes for c in node.get("children", [])}
+    roots = [i for i in range(start) if i not in children]
+    nodes.extend({"name": "n{}".format(i), "children": [start + i + 1]} for i in range(count - 1))
+    nodes.append({"name": "last", "children": roots})
+    gltf["scenes"] = [{"nodes": [start]}]
+
+
+def test_retarget_onto_a_rig_under_3000_nodes_works(seeds, tmp_path):
+    path = tmp_path / "deep_rig.glb"
+    path.write_bytes(_rig_with(seeds, _under_a_chain))
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", tmp_path / "out.glb")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.glb").is_file()
+
+
+def test_retarget_onto_a_rig_whose_bind_scale_is_1e_31_gets_one_line(seeds, tmp_path):
+    """An inverse bind matrix scaled by 1e31 (one flipped byte) is invertible, but the joint's world then
+    is not: the writer's invert4 raised ValueError."""
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    accessor = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]
+    at = gltf["bufferViews"][accessor["bufferView"]].get("byteOffset", 0) + accessor.get("byteOffset", 0) + 64
+    binary = bytearray(binary)
+    struct.pack_into("<f", binary, at, 1e31)  # joint 1's matrix, first element
+    path = tmp_path / "scaled_rig.glb"
+    path.write_bytes(_glb(gltf, bytes(binary)))
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_cli("retarget", seeds["clip_soma"], "--target", path, "-o", out / "r.glb")
+    assert (result.returncode, result.stderr) == (
+        1, "{}: a node above a joint has a singular transform (zero scale?): it cannot carry the motion\n".format(path))
+    assert not list(out.iterdir())
+
+
+def test_json_of_escaped_quotes_without_an_end_is_refused_in_one_pass(tmp_path):
+    """The nesting pre-scan first removed strings with a pattern that, for `"\\"\\"\\"...` with no closing
+    quote, rescanned from every quote (10 KB: 5 s)."""
+    path = tmp_path / "quotes.gltf"
+    path.write_text('{"asset": "' + '\\"' * 200000, encoding="utf-8")
+    result = _cli_with_timeout("retarget", ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt",
+                               "--target", path, "-o", tmp_path / "r.glb")  # the timeout: a hang fails, not waits
+    assert (result.returncode, result.stderr) == (1, "{}: not a glTF file\n".format(path))
+
+
+def test_lzma_members_asking_for_a_4_gib_dictionary_read_in_little_memory(seeds, tmp_path):
+    """Found by scripts/fuzz.py (seed 7, case 15599): LZMA properties ask for the dictionary, allocated up
+    front; 0xFFFFFFFF raised MemoryError. No match reaches further back than the declared output."""
+    data = bytearray(_npz(_current_members(seeds), zipfile.ZIP_LZMA))
+    at = 0
+    while True:
+        at = data.find(b"PK\x03\x04", at)
+        if at < 0:
+            break
+        name_length, extra_length = struct.unpack_from("<HH", data, at + 26)
+        properties = at + 30 + name_length + extra_length + 4  # after the version and properties-size fields
+        struct.pack_into("<I", data, properties + 1, 0xFFFFFFFF)
+        at += 4
+    path = tmp_path / "dictionary.npz"
+    path.write_bytes(bytes(data))
+    tracemalloc.start()
+    try:
+        motion = read_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert motion.frame_count == 6 and motion.joint_count == 77
+    assert peak < 64 << 20, peak
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / "constraints.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    else:
+        os.symlink("/dev/zero", str(path))
+    code = "from kimodo_rig.constraints.fields import load_json; load_json({!r})".format(str(path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]

@@ -156,8 +156,8 @@ def folder_output_problem(path: PathLike, stray_entry: Callable[[str, Sequence[s
 def write_folder_atomic(path: PathLike, fill: Callable[[Path], None],
                         stray_entry: Callable[[str, Sequence[str]], str], rule: str) -> None:
     """Create folder `path` whole: `fill` writes into a temporary sibling that is then renamed into place.
-    What is at `path` must pass `folder_output_problem` (checked before and again just before the
-    rename); an existing folder is replaced only after the new one is complete."""
+    What is at `path` must pass `folder_output_problem` (checked before, and again once set aside); an
+    existing folder is replaced only after the new one is complete."""
     import shutil  # raw clips only: a .glb job does not load these
     import tempfile
     from pathlib import Path
@@ -176,17 +176,24 @@ def write_folder_atomic(path: PathLike, fill: Callable[[Path], None],
         os.chmod(temporary, _permissions_for_new_files() | 0o111)
         for written in temporary.iterdir():
             os.chmod(written, _permissions_for_new_files())
-        problem = folder_output_problem(path, stray_entry, rule)
+        if not os.path.lexists(target):
+            os.replace(temporary, target)  # a folder made there meanwhile is replaced only if empty
+            return
+        old = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".old", dir=parent))
+        os.rmdir(old)
+        os.replace(target, old)
+        # What was set aside is looked at again, under a name nobody else writes to: a file added since
+        # the first look puts everything back instead of being removed with the old clip.
+        problem = folder_output_problem(old, stray_entry, rule)
         if problem:
-            raise KimodoError(problem)
-        if os.path.lexists(target):
-            old = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".old", dir=parent))
-            os.rmdir(old)
-            os.replace(target, old)
+            os.replace(old, target)
+            raise KimodoError(folder_output_problem(path, stray_entry, rule) or problem)
+        try:
             os.replace(temporary, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(temporary, target)
+        except OSError:
+            os.replace(old, target)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
         raise KimodoError("{}: cannot write ({})".format(path, error.strerror or error)) from error

@@ -147,10 +147,10 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
         if motion.prompt:
             (folder / PROMPT_FILE).write_text(motion.prompt + "\n", encoding="utf-8")
 
-    write_folder_atomic(path, fill, _stray_entry, REPLACES)
+    write_folder_atomic(path, fill, stray_entry, REPLACES)
 
 
-def _stray_entry(name: str, names: Sequence[str]) -> str:
+def stray_entry(name: str, names: Sequence[str]) -> str:
     """"" for a file of one clip (what `clip_files` reads, and its prompt), else why `name` is not: a raw
     output replaces a clip folder and nothing else (see files.folder_output_problem)."""
     if name == PROMPT_FILE:
@@ -168,4 +168,4 @@ REPLACES = "a raw output replaces only a clip folder"
 def output_problem(path) -> str:
     """The one line saying why a raw clip may not be written at `path`, or "" (files.folder_output_problem
     with a clip's files as the ones it may replace)."""
-    return folder_output_problem(path, _stray_entry, REPLACES)
+    return folder_output_problem(path, stray_entry, REPLACES)

@@ -539,6 +539,7 @@ def test_a_characters_image_and_buffer_uris_never_reach_the_retargeted_file(seed
         gltf["textures"] = [{"source": i} for i in range(len(uris))]
         gltf["materials"] = [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}}}]
         gltf["buffers"].append({"byteLength": 16, "uri": "../../etc/shadow"})
+        gltf.setdefault("extensions", {})["VRMC_vrm"] = {"meta": {"thumbnailImage": 4}}  # renumbered with the images
 
     rig = folder / "rig.glb"
     rig.write_bytes(_rig_with(seeds, add_images))
@@ -571,6 +572,7 @@ def test_a_characters_image_and_buffer_uris_never_reach_the_retargeted_file(seed
     assert [texture.source for texture in written.textures] == [None, None, None, 0, 1, None, None, None]
     assert written.materials[0].pbrMetallicRoughness.baseColorTexture.index == 3
     assert all(buffer.uri is None for buffer in written.buffers)
+    assert written.extensions["VRMC_vrm"]["meta"]["thumbnailImage"] == 1
     assert sorted(p.name for p in output.parent.iterdir()) == ["walk.glb"]
 
 

@@ -128,7 +128,7 @@ def _self_contained(gltf: Dict[str, Any], binary: bytearray, source: str) -> Non
     image is embedded too: the output is one self-contained .glb, with no URI at all."""
     folder = os.path.dirname(os.path.abspath(source)) if source and os.path.isfile(source) else None
     dropped: List[int] = []
-    for index, image in enumerate(gltf.get("images") or []):
+    for index, image in enumerate(_listed(gltf, "images")):
         uri = image.get("uri") if isinstance(image, dict) else None
         if not isinstance(uri, str):
             continue
@@ -147,7 +147,7 @@ def _self_contained(gltf: Dict[str, Any], binary: bytearray, source: str) -> Non
         image["mimeType"] = _mime_type(data, image.get("mimeType"))
     if dropped:
         _drop_images(gltf, dropped)
-    for index, buffer in enumerate(gltf.get("buffers") or []):
+    for index, buffer in enumerate(_listed(gltf, "buffers")):
         uri = buffer.get("uri") if index and isinstance(buffer, dict) else None
         if isinstance(uri, str) and not uri.startswith("data:"):
             LOG.warning("%s: buffer %d's URI (%s) is not carried into the output", source, index, _shown(uri))
@@ -206,20 +206,37 @@ def _mime_type(data: bytes, declared: Optional[str]) -> Optional[str]:
 
 def _drop_images(gltf: Dict[str, Any], dropped: List[int]) -> None:
     """Remove images `dropped` and renumber the rest; a texture of a removed image loses its source (glTF
-    allows none) and so does a texture extension's."""
+    allows none) and so does a texture extension's, and a VRM 1.0 thumbnail (the one other image index a
+    character's file holds here; VRM 0.x names its thumbnail by texture, which keeps its index)."""
     gone = set(dropped)
     renumbered = {old: new for new, old in enumerate(i for i in range(len(gltf["images"])) if i not in gone)}
     gltf["images"] = [image for i, image in enumerate(gltf["images"]) if i not in gone]
     if not gltf["images"]:
         gltf.pop("images")
-    for texture in gltf.get("textures") or []:
-        holders = [texture] + [e for e in (texture.get("extensions") or {}).values() if isinstance(e, dict)]
+    for texture in _listed(gltf, "textures"):
+        extensions = texture.get("extensions") if isinstance(texture, dict) else None
+        holders = [texture] + [e for e in extensions.values() if isinstance(e, dict)] if isinstance(extensions, dict) \
+            else [texture] if isinstance(texture, dict) else []
         for holder in holders:
             if isinstance(holder.get("source"), int):
                 if holder["source"] in renumbered:
                     holder["source"] = renumbered[holder["source"]]
                 else:
                     del holder["source"]
+    extensions = gltf.get("extensions")
+    vrm = extensions.get("VRMC_vrm") if isinstance(extensions, dict) else None
+    meta = vrm.get("meta") if isinstance(vrm, dict) else None  # VRM 1.0 names its thumbnail image
+    if isinstance(meta, dict) and isinstance(meta.get("thumbnailImage"), int):
+        if meta["thumbnailImage"] in renumbered:
+            meta["thumbnailImage"] = renumbered[meta["thumbnailImage"]]
+        else:
+            del meta["thumbnailImage"]
+
+
+def _listed(gltf: Dict[str, Any], key: str) -> List[Any]:
+    """gltf[key] when it is a list (a hostile file may hold anything there), else no items."""
+    items = gltf.get(key)
+    return items if isinstance(items, list) else []
 
 
 def _named(image: Dict[str, Any]) -> str:

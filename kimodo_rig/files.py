@@ -8,7 +8,7 @@ import stat
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import BinaryIO, Callable, Union
+    from typing import BinaryIO, Callable, Sequence, Union
 
 from .errors import KimodoError
 
@@ -116,15 +116,57 @@ def _new_file_beside(folder: str, name: str):
     raise FileExistsError("no unused temporary name in {}".format(folder))
 
 
-def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
+def folder_output_problem(path: PathLike, stray_entry: Callable[[str, Sequence[str]], str], rule: str) -> str:
+    """Whether a folder may be written at `path` (write_folder_atomic replaces what is there): "" when
+    nothing is there, or an empty folder, or a real folder (not a link) of regular files only, none of
+    which `stray_entry(name, names)` calls foreign ("" for a file the writer owns, else what it is);
+    else the one line saying why it is not replaced, ending in `rule` (what such an output replaces).
+    One rule for every output that is a folder: a raw clip replaced whatever folder it was given, with
+    its other files, its subfolders and the inputs in them."""
+    target = os.fspath(path)
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as error:
+        return "{}: cannot write ({})".format(target, getattr(error, "strerror", None) or error)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a file"
+        return "{}: not replaced: it is {} ({})".format(target, what, rule)
+    try:
+        names = sorted(os.listdir(target))
+    except OSError as error:
+        return "{}: cannot read the folder ({})".format(target, error.strerror or error)
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(target, name)).st_mode
+        except OSError:
+            mode = 0
+        if stat.S_ISREG(mode):
+            why = stray_entry(name, names)
+        elif stat.S_ISDIR(mode):
+            why = "it holds the folder {!r}".format(name)
+        else:
+            why = "it holds {!r}, which is not a regular file".format(name)
+        if why:
+            return "{}: not replaced: {} ({})".format(target, why, rule)
+    return ""
+
+
+def write_folder_atomic(path: PathLike, fill: Callable[[Path], None],
+                        stray_entry: Callable[[str, Sequence[str]], str], rule: str) -> None:
     """Create folder `path` whole: `fill` writes into a temporary sibling that is then renamed into place.
-    An existing folder at `path` is replaced only after the new one is complete."""
+    What is at `path` must pass `folder_output_problem` (checked before, and again once set aside); an
+    existing folder is replaced only after the new one is complete."""
     import shutil  # raw clips only: a .glb job does not load these
     import tempfile
     from pathlib import Path
 
-    target = Path(path)
-    parent = target.parent if str(target.parent) else Path(".")
+    target = Path(os.path.abspath(os.fspath(path)))  # "." and "name/.." have a real name and parent
+    parent = target.parent
+    problem = folder_output_problem(path, stray_entry, rule)
+    if problem:
+        raise KimodoError(problem)
     try:
         temporary = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".part", dir=parent))
     except OSError as error:
@@ -134,20 +176,44 @@ def write_folder_atomic(path: PathLike, fill: Callable[[Path], None]) -> None:
         os.chmod(temporary, _permissions_for_new_files() | 0o111)
         for written in temporary.iterdir():
             os.chmod(written, _permissions_for_new_files())
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".old", dir=parent))
-            os.rmdir(old)
-            os.replace(target, old)
+        if not os.path.lexists(target):
+            os.replace(temporary, target)  # a folder made there meanwhile is replaced only if empty
+            return
+        old = Path(tempfile.mkdtemp(prefix="." + target.name + ".", suffix=".old", dir=parent))
+        os.rmdir(old)
+        os.replace(target, old)
+        # What was set aside is looked at again, under a name nobody else writes to: a file added since
+        # the first look puts everything back instead of being removed with the old clip.
+        problem = folder_output_problem(old, stray_entry, rule)
+        if problem:
+            os.replace(old, target)
+            raise KimodoError(folder_output_problem(path, stray_entry, rule) or problem)
+        try:
             os.replace(temporary, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(temporary, target)
+        except OSError:
+            os.replace(old, target)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
-        raise KimodoError("{}: cannot write ({})".format(target, error.strerror or error)) from error
+        raise KimodoError("{}: cannot write ({})".format(path, error.strerror or error)) from error
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def refuse_output_over_input(output: PathLike, inputs: Sequence[PathLike]) -> None:
+    """KimodoError when `output` names one of `inputs` (the same file or folder, by any path): an output
+    is written whole and renamed into place, which would replace the input it was made from."""
+    for source in inputs:
+        try:
+            same = os.path.samefile(output, source)
+        except (OSError, ValueError):  # either is missing or unreadable: not the same existing thing
+            same = False
+        if same:
+            named = "" if os.fspath(source) == os.fspath(output) else " " + os.fspath(source)
+            raise KimodoError("{}: not replaced: it is the input{} (write the output elsewhere)".format(
+                os.fspath(output), named))
 
 
 def _permissions_for_new_files() -> int:

@@ -105,3 +105,133 @@ def test_forced_format_names_are_offered(tmp_path):
     result = run_cli("convert", "--help")
     for name in ("kimodo-npz", "amass", "csv", "raw", "glb"):
         assert name in result.stdout
+
+
+# --- a raw output replaces only a clip folder (issue 38) ------------------------------------------------
+
+def _tree(folder) -> dict:
+    """Every entry under `folder` (hidden ones too): path -> file bytes' digest, link target or "folder"."""
+    import hashlib
+    import os
+
+    found = {}
+    for place, folders, names in os.walk(folder):
+        for name in folders + names:
+            path = os.path.join(place, name)
+            if os.path.islink(path):
+                found[path] = "-> " + os.readlink(path)
+            elif os.path.isdir(path):
+                found[path] = "folder"
+            else:
+                with open(path, "rb") as stream:
+                    found[path] = hashlib.sha256(stream.read()).hexdigest()
+    return found
+
+
+def _verb(verb, clip, output):
+    """The command line that writes `clip` (trimmed, looped or joined with itself) to `output`."""
+    return {"convert": ["convert", clip, output, "--format", "raw"],
+            "trim": ["trim", clip, output, "--start", 0, "--end", 20, "--format", "raw"],
+            "loop": ["loop", clip, output, "--format", "raw"],
+            "join": ["join", clip, clip, "-o", output, "--format", "raw"]}[verb]
+
+
+def _occupied(tmp_path, kind):
+    """(the output folder, the line its refusal must be) for each kind of folder that is not a clip."""
+    clip = CLIPS / "soma_01_single_text_prompt"
+    out = tmp_path / "out"
+    rule = "(a raw output replaces only a clip folder)"
+    if kind == "a file":
+        out.write_text("my notes")
+        return out, "{}: not replaced: it is a file {}".format(out, rule)
+    if kind == "a link":
+        (tmp_path / "elsewhere").mkdir()
+        out.symlink_to(tmp_path / "elsewhere")
+        return out, "{}: not replaced: it is a symbolic link {}".format(out, rule)
+    out.mkdir()
+    for name in ("local_rotations_xyzw.f32", "root_positions.f32", "prompt.txt"):
+        (out / name).write_bytes((clip / name).read_bytes())
+    if kind == "a clip and a note":
+        (out / "notes.txt").write_text("mine")
+        return out, "{}: not replaced: it holds 'notes.txt', which is not a clip's file {}".format(out, rule)
+    if kind == "a clip and a subfolder":
+        (out / "takes").mkdir()
+        (out / "takes" / "best.txt").write_text("mine")
+        return out, "{}: not replaced: it holds the folder 'takes' {}".format(out, rule)
+    if kind == "two clips":
+        (out / "walk_root_positions.f32").write_bytes((clip / "root_positions.f32").read_bytes())
+        return out, "{}: not replaced: it holds 2 files ending in root_positions.f32, more than one clip's {}".format(
+            out, rule)
+    assert kind == "a link in a clip"
+    (out / "prompt.txt").unlink()
+    (out / "prompt.txt").symlink_to(clip / "prompt.txt")
+    return out, "{}: not replaced: it holds 'prompt.txt', which is not a regular file {}".format(out, rule)
+
+
+@pytest.mark.parametrize("kind", ["a file", "a link", "a clip and a note", "a clip and a subfolder", "two clips",
+                                  "a link in a clip"])
+@pytest.mark.parametrize("verb", ["convert", "trim", "loop", "join"])
+def test_a_raw_output_replaces_nothing_but_a_clip_folder(capsys, tmp_path, verb, kind):
+    from kimodo_rig import cli
+
+    clip = tmp_path / "clip"
+    clip.mkdir()
+    for name in ("local_rotations_xyzw.f32", "root_positions.f32", "prompt.txt"):
+        (clip / name).write_bytes((CLIPS / "soma_01_single_text_prompt" / name).read_bytes())
+    output, line = _occupied(tmp_path, kind)
+    before = _tree(tmp_path)
+    status = cli.main([str(a) for a in _verb(verb, clip, output)])
+    captured = capsys.readouterr()
+    assert (status, captured.out, captured.err) == (1, "", line + "\n")
+    assert _tree(tmp_path) == before  # nothing replaced, nothing left behind (no hidden .part or .old)
+
+
+@pytest.mark.parametrize("verb", ["convert", "trim", "join"])
+def test_a_raw_output_over_its_input_clip_or_a_folder_holding_it_is_refused(capsys, tmp_path, verb):
+    from kimodo_rig import cli
+
+    library = tmp_path / "library"
+    clip = library / "clip"
+    clip.mkdir(parents=True)
+    for name in ("local_rotations_xyzw.f32", "root_positions.f32", "prompt.txt"):
+        (clip / name).write_bytes((CLIPS / "soma_01_single_text_prompt" / name).read_bytes())
+    before = _tree(tmp_path)
+    cases = [(clip, "{}: not replaced: it is the input (write the output elsewhere)".format(clip)),
+             (library / ".." / "library" / "clip", "{}: not replaced: it is the input {} (write the output "
+              "elsewhere)".format(library / ".." / "library" / "clip", clip)),
+             (library, "{}: not replaced: it holds the folder 'clip' (a raw output replaces only a clip folder)".format(
+                 library))]
+    for output, line in cases:
+        status = cli.main([str(a) for a in _verb(verb, clip, output)])
+        captured = capsys.readouterr()
+        assert (status, captured.out, captured.err) == (1, "", line + "\n")
+        assert _tree(tmp_path) == before
+
+
+def test_a_raw_output_replaces_a_clip_folder_whole_once_what_is_not_the_clips_is_gone(tmp_path):
+    source = CLIPS / "soma_02_multi_text_prompt"
+    output = tmp_path / "out"
+    output.mkdir()
+    for name in ("local_rotations_xyzw.f32", "root_positions.f32"):  # a kimodo.cpp clip, prefixed names
+        (output / ("g1_first_" + name)).write_bytes((CLIPS / "g1_01_single_text_prompt" / name).read_bytes())
+    (output / "notes.txt").write_text("mine")
+    before = _tree(tmp_path)
+    result = run_cli("convert", source, output, "--format", "raw")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "{}: not replaced: it holds 'notes.txt', which is not a clip's file (a raw output " \
+                            "replaces only a clip folder)\n".format(output)
+    assert _tree(tmp_path) == before
+    (output / "notes.txt").unlink()
+    for replaced in ("a clip", "an empty folder", "nothing"):
+        if replaced != "a clip":
+            for made in output.iterdir():
+                made.unlink()
+        if replaced == "nothing":
+            output.rmdir()
+        result = run_cli("convert", source, output, "--format", "raw")
+        assert (result.returncode, result.stderr) == (0, ""), (replaced, result.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary left beside it
+        assert sorted(p.name for p in output.iterdir()) == ["local_rotations_xyzw.f32", "prompt.txt",
+                                                           "root_positions.f32"]
+        for name in ("local_rotations_xyzw.f32", "root_positions.f32"):
+            assert (output / name).read_bytes() == (source / name).read_bytes()

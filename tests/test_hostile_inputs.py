@@ -447,6 +447,135 @@ def test_a_map_file_that_is_not_a_file_is_refused_without_blocking(tmp_path, kin
     assert not list(out.iterdir())
 
 
+# ---------------------------------------------------------------------------------------------- byte-order marks
+# Notepad and other Windows editors save UTF-8 with a byte-order mark; json.loads refuses it in text
+# ("Unexpected UTF-8 BOM"). RFC 8259 and glTF 2.0 (3.2, JSON encoding) say writers must not add one and
+# readers may ignore it: every JSON input here ignores it (issue 38).
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_map_constraints_meta_and_gltf_json_that_start_with_a_byte_order_mark_read_as_without_it(seeds, tmp_path):
+    import base64
+
+    from kimodo_rig import constraints
+    from kimodo_rig.formats import kimodo_npz
+
+    plain_map = tmp_path / "plain_map.json"
+    plain_map.write_text(json.dumps({"hips": "Hips", "thigh_l": "LeftUpLeg"}), encoding="utf-8")
+    marked_map = tmp_path / "marked_map.json"
+    marked_map.write_bytes(BOM + plain_map.read_bytes())
+    assert targets.read_user_map(marked_map) == targets.read_user_map(plain_map) == {"hips": "Hips", "thigh_l": "LeftUpLeg"}
+
+    requests = ROOT / "tests" / "data" / "npz" / "soma_04_ee_constraint" / "constraints.json"
+    marked_request = tmp_path / "constraints.json"
+    marked_request.write_bytes(BOM + requests.read_bytes())
+    plain, marked = constraints.read(requests), constraints.read(marked_request)
+    assert len(marked.entries) == len(plain.entries) > 0
+    assert [(e.type, e.frames, e.positions, e.rotations) for e in marked.entries] == \
+           [(e.type, e.frames, e.positions, e.rotations) for e in plain.entries]
+
+    clip = ROOT / "tests" / "data" / "npz" / "soma_01_single_text_prompt"
+    (tmp_path / "clip").mkdir()
+    (tmp_path / "clip" / "motion.npz").write_bytes((clip / "motion.npz").read_bytes())
+    (tmp_path / "clip" / "meta.json").write_bytes(BOM + (clip / "meta.json").read_bytes())
+    expected = json.loads((clip / "meta.json").read_text(encoding="utf-8"))
+    prompt = expected.get("text") or expected["texts"][0]
+    assert prompt and kimodo_npz.read(tmp_path / "clip" / "motion.npz").prompt == prompt.strip()
+
+    gltf, binary = _glb_chunks(seeds["glb_motion"].read_bytes())
+    text = BOM + json.dumps(gltf).encode("utf-8")
+    text += b" " * (-len(text) % 4)
+    binary += b"\0" * (-len(binary) % 4)
+    marked_glb = tmp_path / "marked.glb"
+    marked_glb.write_bytes(struct.pack("<III", 0x46546C67, 2, 28 + len(text) + len(binary))
+                           + struct.pack("<II", len(text), 0x4E4F534A) + text
+                           + struct.pack("<II", len(binary), 0x004E4942) + binary)
+    motion, original = read_file(marked_glb), read_file(seeds["glb_motion"])
+    assert (motion.local_rotations, motion.root_positions) == (original.local_rotations, original.root_positions)
+
+    rig, rig_binary = _glb_chunks(seeds["glb_rig"].read_bytes())
+    rig["buffers"] = [{"byteLength": len(rig_binary),
+                       "uri": "data:application/octet-stream;base64," + base64.b64encode(rig_binary).decode("ascii")}]
+    marked_gltf = tmp_path / "rig.gltf"
+    marked_gltf.write_bytes(BOM + json.dumps(rig).encode("utf-8"))
+    assert targets.load_target(str(marked_gltf)).skeleton.joint_names == \
+        targets.load_target(str(seeds["glb_rig"])).skeleton.joint_names
+
+
+# ---------------------------------------------------------------------------------------------- URIs into outputs
+
+def _png(width: int = 1) -> bytes:
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    rows = b"".join(b"\0" + b"\xff\x00\x00" * width for _ in range(width))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, width, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_a_characters_image_and_buffer_uris_never_reach_the_retargeted_file(seeds, tmp_path):
+    """A character's image URIs (`../../etc/passwd`, `file:///...`, `http://...`) and an extra buffer's
+    were copied unchanged into the retargeted .glb. Now: an image file beside the character is embedded,
+    so is a data: URI's image, every other image is left out (its texture loses its source), an extra buffer
+    loses its URI; one warning each. The output is judged by pygltflib."""
+    import base64
+
+    import pygltflib
+
+    folder = tmp_path / "character"
+    (folder / "textures").mkdir(parents=True)
+    skin = _png(2)
+    (folder / "textures" / "skin 1.png").write_bytes(skin)
+    (tmp_path / "secret.png").write_bytes(_png(3))  # a real image, but above the character's folder
+    data_uri = "data:image/png;base64," + base64.b64encode(_png(1)).decode("ascii")
+    uris = ["../secret.png", "file:///etc/passwd", "http://example.com/a.png", "textures/skin%201.png", data_uri,
+            "textures/missing.png", "/etc/hostname", "data:image/png;base64,@@"]
+
+    def add_images(gltf):
+        gltf["images"] = [{"uri": uri, "name": "image{}".format(i)} for i, uri in enumerate(uris)]
+        gltf["textures"] = [{"source": i} for i in range(len(uris))]
+        gltf["materials"] = [{"pbrMetallicRoughness": {"baseColorTexture": {"index": 3}}}]
+        gltf["buffers"].append({"byteLength": 16, "uri": "../../etc/shadow"})
+        gltf.setdefault("extensions", {})["VRMC_vrm"] = {"meta": {"thumbnailImage": 4}}  # renumbered with the images
+
+    rig = folder / "rig.glb"
+    rig.write_bytes(_rig_with(seeds, add_images))
+    output = tmp_path / "out" / "walk.glb"
+    output.parent.mkdir()
+    result = run_cli("retarget", seeds["clip_soma"], "--target", rig, "-o", output)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "left out of the output" in line or "buffer 1" in line]
+    assert warnings == [
+        "warning: {}: image 0 'image0' (../secret.png) is outside the character's folder; left out of the output".format(rig),
+        "warning: {}: image 1 'image1' (file:///etc/passwd) is not a file in the character's folder; left out of the "
+        "output".format(rig),
+        "warning: {}: image 2 'image2' (http://example.com/a.png) is not a file in the character's folder; left out "
+        "of the output".format(rig),
+        "warning: {}: image 5 'image5' (textures/missing.png) cannot be read (no such file); left out of the "
+        "output".format(rig),
+        "warning: {}: image 6 'image6' (/etc/hostname) is not a file in the character's folder; left out of the "
+        "output".format(rig),
+        "warning: {}: image 7 'image7' (data:image/png;base64,@@) is not a PNG, JPEG, WebP or KTX2 image; left out "
+        "of the output".format(rig),
+        "warning: {}: buffer 1's URI (../../etc/shadow) is not carried into the output".format(rig),
+    ]
+    written = pygltflib.GLTF2().load_binary(str(output))
+    blob = written.binary_blob()
+    assert [(image.name, image.uri, image.mimeType) for image in written.images] == [
+        ("image3", None, "image/png"), ("image4", None, "image/png")]
+    for image, expected in zip(written.images, (skin, base64.b64decode(data_uri.split(",")[1]))):
+        view = written.bufferViews[image.bufferView]
+        assert view.buffer == 0 and blob[view.byteOffset:view.byteOffset + view.byteLength] == expected
+    assert [texture.source for texture in written.textures] == [None, None, None, 0, 1, None, None, None]
+    assert written.materials[0].pbrMetallicRoughness.baseColorTexture.index == 3
+    assert all(buffer.uri is None for buffer in written.buffers)
+    assert written.extensions["VRMC_vrm"]["meta"]["thumbnailImage"] == 1
+    assert sorted(p.name for p in output.parent.iterdir()) == ["walk.glb"]
+
+
 # ---------------------------------------------------------------------------------------------- retarget targets
 # Found by scripts/fuzz.py on this branch: a rig under a deep chain of nodes (RecursionError in the
 # writer's world matrices) and a zero scale above a joint (ValueError: singular matrix).

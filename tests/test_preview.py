@@ -259,6 +259,56 @@ def test_bad_preview_requests_get_one_line_and_write_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+def test_preview_of_a_retarget_needs_no_system_temporary_folder_and_leaves_nothing_beside_its_page(
+        capsys, tmp_path, monkeypatch):
+    """The preview wrote the retargeted character into the system's temporary folder, and failed when that
+    folder was gone (seen once in a full test run); it now measures the bytes it embeds."""
+    import tempfile
+
+    from kimodo_rig import cli
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "cleaned_away"))
+    out = tmp_path / "out"
+    out.mkdir()
+    page = out / "page.html"
+    status = cli.main(["preview", str(CLIPS / "soma_01_single_text_prompt"), "--target", "mannequin", "-o", str(page)])
+    captured = capsys.readouterr()
+    assert (status, captured.err) == (0, ""), captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"] and sorted(p.name for p in out.iterdir()) == ["page.html"]
+
+
+def test_a_failed_self_check_in_a_preview_names_the_users_page_not_an_internal_file(capsys, tmp_path, monkeypatch):
+    from kimodo_rig import cli
+    from kimodo_rig.retarget import character_glb
+
+    monkeypatch.setattr(character_glb, "SELF_CHECK_TOLERANCE_M", -1.0)  # every written joint now fails the check
+    page = tmp_path / "page.html"
+    status = cli.main(["preview", str(CLIPS / "soma_01_single_text_prompt"), "--target", "mannequin", "-o", str(page)])
+    captured = capsys.readouterr()
+    assert (status, captured.out) == (1, "")
+    assert re.fullmatch(r"page\.html: self-check failed: the written file puts a joint \S+ m from where the retarget "
+                        r"has it\n", captured.err), captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_source_no_humanoid_is_found_in_is_named_by_its_path_as_retarget_names_it(tmp_path):
+    """The preview named the clip (`tiny`), not the file the user gave, where `retarget` names the file."""
+    clip = tmp_path / "takes" / "tiny.bvh"
+    clip.parent.mkdir()
+    clip.write_text("HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation "
+                    "Xrotation Yrotation\n JOINT Spine\n {\n  OFFSET 0 10 0\n  CHANNELS 3 Zrotation Xrotation Yrotation\n"
+                    "  End Site\n  {\n   OFFSET 0 10 0\n  }\n }\n}\nMOTION\nFrames: 2\nFrame Time: 0.033333\n"
+                    + "0 90 0 0 0 0 0 0 0\n" * 2)
+    lines = []
+    for verb, output in (("retarget", tmp_path / "tiny.glb"), ("preview", tmp_path / "tiny.svg")):
+        result = run_cli(verb, clip, "--target", "mannequin", "-o", output)
+        assert (result.returncode, result.stdout, result.stderr.count("\n")) == (1, "", 1), result.stderr
+        lines.append(result.stderr)
+    assert lines[0] == lines[1]
+    assert lines[1].startswith("{}: no humanoid legs and arms found (missing thigh_l, ".format(clip))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["takes"]
+
+
 # --- the HTML player in Chromium ------------------------------------------------------------------------
 
 def read_png(path: Path) -> np.ndarray:

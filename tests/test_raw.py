@@ -228,3 +228,25 @@ def test_outputs_get_ordinary_permissions_not_mkstemps_private_ones(tmp_path):
     assert stat.S_IMODE((tmp_path / "walk.glb").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "clip").stat().st_mode) == 0o755
     assert stat.S_IMODE((tmp_path / "clip" / "root_positions.f32").stat().st_mode) == 0o644
+
+
+def test_a_file_added_to_the_clip_folder_while_it_is_rewritten_is_kept_and_the_write_refused(tmp_path):
+    """The folder rule (see test_convert) is looked at again after the new clip is written: a note saved
+    into the old clip folder meanwhile is not removed with it."""
+    motion = raw.read(SOMA_01)
+    target = _good_clip(tmp_path / "clip")
+    before = _digest(target)
+
+    def fill_while_someone_writes_a_note(folder):
+        (folder / raw.ROTATIONS_FILE).write_bytes(b"\0" * 16)
+        (target / "notes.txt").write_text("saved meanwhile")
+
+    with pytest.raises(KimodoError) as refusal:
+        files.write_folder_atomic(target, fill_while_someone_writes_a_note, raw.stray_entry, raw.REPLACES)
+    assert str(refusal.value) == ("{}: not replaced: it holds 'notes.txt', which is not a clip's file (a raw output "
+                                  "replaces only a clip folder)".format(target))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip"]
+    assert _digest(target) == dict(before, **{str(target / "notes.txt"): _digest(target / "notes.txt")[str(target / "notes.txt")]})
+    assert raw.output_problem(target) == str(refusal.value)
+    raw.write(motion, tmp_path / "new")  # and where nothing is, the same writer writes
+    assert raw.output_problem(tmp_path / "new") == ""

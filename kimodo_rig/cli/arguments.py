@@ -5,9 +5,11 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     import argparse
+    from typing import Sequence
 
 from .. import formats
 from ..formats import glb, limits
+from ..files import refuse_output_over_input
 from ..formats.options import WriteOptions
 
 
@@ -55,6 +57,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--names", choices=glb.NAME_STYLES, default="mannequin", help="joint names in .glb output")
 
 
-def write_output(motion, args: argparse.Namespace) -> None:
-    """Write `motion` to args.output as add_output_arguments' options say."""
+def write_output(motion, args: argparse.Namespace, inputs: Sequence[str]) -> None:
+    """Write `motion` to args.output as add_output_arguments' options say; never over one of `inputs`."""
+    refuse_output_over_input(args.output, inputs)
     formats.write_file(motion, args.output, format=args.format, options=WriteOptions(names=args.names, rest=args.rest))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Tuple
 
 from .. import formats, naming
+from ..files import refuse_output_over_input
 from ..formats import glb
 from ..formats.options import WriteOptions
 from .arguments import frames_per_second
@@ -62,6 +63,7 @@ def convert_one(task: Tuple) -> str:
     """Read one input and write its output (in a worker process for a batch); the line to print."""
     source, target, input_format, output_format, fps, options = task
     motion = formats.read_file(source, format=input_format, fps=fps)
+    refuse_output_over_input(target, [source])
     formats.write_file(motion, target, format=output_format, options=options)
     return "{}: {}, {} joints, {} frames -> {}".format(
         source, motion.skeleton.label, motion.joint_count, motion.frame_count, target)

@@ -27,7 +27,7 @@ def run_join(args: argparse.Namespace) -> int:
     motions = [formats.read_file(path, fps=args.fps) for path in sources]
     joined = timeline.join(motions, blend=args.blend, sources=sources)
     motion = joined.motion
-    write_output(motion, args)
+    write_output(motion, args, sources)
     print("{}: {} clips, {}, {} joints, {} frames ({:.2f} s at {:g} fps), {}-frame blends".format(
         args.output, len(sources), motion.skeleton.label, motion.joint_count, motion.frame_count, motion.duration,
         motion.fps, args.blend))

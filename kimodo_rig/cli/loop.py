@@ -27,7 +27,7 @@ def run_loop(args: argparse.Namespace) -> int:
     motion = formats.read_file(args.input, fps=args.fps)
     loop = timeline.find_loop(motion, min_length_s=args.min_length, blend=args.blend, in_place=args.in_place,
                               source=args.input)
-    write_output(loop.motion, args)
+    write_output(loop.motion, args, [args.input])
     travel = math.hypot(loop.cycle.move[0], loop.cycle.move[2])
     print("{}: frames {}..{} of {} ({} frames, {:.2f} s), seam pose error {:.3f} m, velocity error {:.2f} m/s".format(
         args.output, loop.start, loop.end, args.input, loop.motion.frame_count, loop.motion.frame_count / motion.fps,

@@ -37,7 +37,7 @@ def run_preview(args: argparse.Namespace) -> int:
         raise KimodoError("{}: --map names the bones of a --target rig; give one".format(args.map))
     motion = formats.read_file(args.input, fps=args.fps)
     scene = build_scene(motion, args.input, target=args.target, constraints=args.constraints, in_place=args.in_place,
-                        map_file=args.map)
+                        map_file=args.map, output=args.output)
     data = svg.render(scene) if extension == ".svg" else html.render(scene)
     write_bytes_atomic(args.output, data)
     print("{}: {}, {} joints, {} frames -> {}".format(

@@ -22,7 +22,7 @@ def add_parser(commands) -> None:
 def run_trim(args: argparse.Namespace) -> int:
     motion = formats.read_file(args.input, fps=args.fps)
     trimmed = timeline.trim(motion, args.start, args.end, source=args.input)
-    write_output(trimmed, args)
+    write_output(trimmed, args, [args.input])
     print("{}: frames {}..{} of {} ({} frames, {:.2f} s)".format(
         args.output, args.start, args.start + trimmed.frame_count, args.input, trimmed.frame_count, trimmed.duration))
     return 0

@@ -18,7 +18,7 @@ class FieldError(Exception):
 def load_json(path) -> Any:
     data = read_input(path, str(path))  # a regular file only: a FIFO or /dev/zero would block or never end
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8-sig"))  # a byte-order mark (Notepad adds one) is skipped
     except UnicodeDecodeError as error:
         raise KimodoError("{}: not UTF-8 text".format(path)) from error
     except json.JSONDecodeError as error:

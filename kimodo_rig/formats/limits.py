@@ -47,7 +47,9 @@ def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     Raises KimodoError for the depth; ValueError and UnicodeDecodeError for malformed JSON pass on to
     the caller, which knows what the file was meant to be."""
     if isinstance(text, bytes):
-        text = text.decode("utf-8")
+        # A leading byte-order mark is skipped: glTF 2.0 (as RFC 8259) says writers must not add one and
+        # readers may ignore it; Windows editors add one to .gltf, meta.json and hand-made files alike.
+        text = text.decode("utf-8-sig")
     if max(accumulate(map(_DEPTH_STEP.__getitem__, json_brackets(text))), default=0) > MAX_JSON_DEPTH:
         raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
     try:

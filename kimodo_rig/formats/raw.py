@@ -9,11 +9,11 @@ from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Optional, Tuple
+    from typing import Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
-from ..files import file_name, write_folder_atomic
+from ..files import file_name, folder_output_problem, write_folder_atomic
 from ..model import Motion
 from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
@@ -147,4 +147,25 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
         if motion.prompt:
             (folder / PROMPT_FILE).write_text(motion.prompt + "\n", encoding="utf-8")
 
-    write_folder_atomic(path, fill)
+    write_folder_atomic(path, fill, stray_entry, REPLACES)
+
+
+def stray_entry(name: str, names: Sequence[str]) -> str:
+    """"" for a file of one clip (what `clip_files` reads, and its prompt), else why `name` is not: a raw
+    output replaces a clip folder and nothing else (see files.folder_output_problem)."""
+    if name == PROMPT_FILE:
+        return ""
+    for own in (ROTATIONS_FILE, ROOT_FILE):
+        if os.path.normcase(name).endswith(own):
+            alike = sum(1 for other in names if os.path.normcase(other).endswith(own))
+            return "" if alike == 1 else "it holds {} files ending in {}, more than one clip's".format(alike, own)
+    return "it holds {!r}, which is not a clip's file".format(name)
+
+
+REPLACES = "a raw output replaces only a clip folder"
+
+
+def output_problem(path) -> str:
+    """The one line saying why a raw clip may not be written at `path`, or "" (files.folder_output_problem
+    with a clip's files as the ones it may replace)."""
+    return folder_output_problem(path, stray_entry, REPLACES)

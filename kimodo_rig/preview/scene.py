@@ -3,7 +3,6 @@ retargeted character's (when a target is given), headings, foot contacts, constr
 health lines `inspect` or `retarget` print."""
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Sequence, Set, Tuple
@@ -79,8 +78,10 @@ def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tu
     return markers, frames
 
 
-def _retarget(scene: PreviewScene, target_spec: str, in_place: bool, map_file: Optional[str]) -> None:
-    from ..retarget import character, feet, output
+def _retarget(scene: PreviewScene, source: str, target_spec: str, in_place: bool, map_file: Optional[str],
+              output: str) -> None:
+    from ..retarget import character, feet
+    from ..retarget import output as retarget_output
     from ..retarget.report import format_report
 
     motion = scene.motion
@@ -90,13 +91,11 @@ def _retarget(scene: PreviewScene, target_spec: str, in_place: bool, map_file: O
     target_map = character.map_target(target, user_map, map_file or "")
     retargeted, info = feet.retarget_onto(motion, target.skeleton, bind_mesh=character.bind_mesh(target),
                                           in_place=in_place, target_map=target_map, target_name=target_spec,
-                                          source_name=motion.name)
-    with tempfile.TemporaryDirectory(prefix="kimodo-preview-") as folder:
-        # The report is measured from a written file, as `retarget` measures it.
-        written = Path(folder) / "character.glb"
-        output.write(retargeted, info, target, written)
-        report = output.report_from_output(written, motion, retargeted, info, target)
-        scene.character_glb = written.read_bytes()
+                                          source_name=source)
+    # Self-checked and measured as `retarget` does its file, from the bytes the page embeds: no temporary
+    # file (one in the system's temporary folder failed when that folder was cleaned away mid-run).
+    scene.character_glb = retarget_output.checked_glb(retargeted, info, target, output)
+    report = retarget_output.report_from_glb(scene.character_glb, output, motion, retargeted, info, target)
     scene.character = retargeted
     scene.character_label = Path(target_spec).stem or target_spec
     scene.character_positions = world_positions(retargeted)
@@ -104,7 +103,8 @@ def _retarget(scene: PreviewScene, target_spec: str, in_place: bool, map_file: O
 
 
 def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, constraints: Optional[str] = None,
-                in_place: bool = False, map_file: Optional[str] = None) -> PreviewScene:
+                in_place: bool = False, map_file: Optional[str] = None, output: str = "preview") -> PreviewScene:
+    """What a preview shows; `output` is the page or sheet it is for (named by a failed self-check)."""
     positions = world_positions(motion)
     contacts, from_file = _contacts(motion, positions)
     title = naming.clip_stem(motion.prompt, motion.name or Path(source).stem, motion.frame_count)
@@ -113,5 +113,5 @@ def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, co
     if constraints:
         scene.markers, scene.constrained_frame_kinds = _constraint_markers(constraints, motion)
     if target:
-        _retarget(scene, target, in_place, map_file)
+        _retarget(scene, source, target, in_place, map_file, output)
     return scene

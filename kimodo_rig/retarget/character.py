@@ -153,7 +153,7 @@ def read_user_map(path) -> Dict[str, str]:
     """A --map file: a JSON object, canonical part -> bone name (what `kimodo-rig map RIG --json` prints).
     Read as every input is (files.read_input): a FIFO named as the map blocked the run for good."""
     try:
-        text = read_input(path).decode("utf-8")
+        text = read_input(path).decode("utf-8-sig")  # a byte-order mark (Notepad adds one) is skipped
     except UnicodeDecodeError as error:
         raise KimodoError("{}: not JSON ({})".format(path, error)) from None
     return user_map_from_json(text, str(path))

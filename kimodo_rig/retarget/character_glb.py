@@ -10,9 +10,14 @@ parts use, so no orphaned animation data is left for validators to flag.
 from __future__ import annotations
 
 import copy
+import logging
+import os
+import posixpath
+import re
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import KimodoError
+from ..files import read_input
 from ..model import Motion
 from ..ops.fk import global_rotations_and_positions
 from ..rotations import Quat, Vec3, quat_normalize
@@ -22,6 +27,8 @@ from .mapping import twin_followers
 Matrix4 = gd.Matrix4
 SELF_CHECK_TOLERANCE_M = 1e-3  # float32 keys on a 100x-scaled armature stay well inside this
 _COMPACTION_BLOCKERS = ("KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_meshopt_compression")
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # RFC 3986; a Windows drive (C:) counts as one too
+LOG = logging.getLogger("kimodo_rig")
 
 
 def _used_accessors(gltf: Dict[str, Any]) -> Set[int]:
@@ -110,6 +117,137 @@ def _compact(gltf: Dict[str, Any], binary: bytes, source: str) -> Tuple[Dict[str
     if not new_views:
         gltf.pop("bufferViews")
     return gltf, new_binary
+
+
+def _self_contained(gltf: Dict[str, Any], binary: bytearray, source: str) -> None:
+    """Make the written file carry no URI to anything outside itself: a character's image or extra buffer
+    could name `../../etc/passwd`, `file:///...` or `http://...`, and a relative URI would point elsewhere
+    once the .glb is written in another folder. Images in the file's buffer stay; an image file inside
+    the character's folder is embedded in `binary`; any other image is left out (and
+    its textures' `source` with it), an extra buffer's URI is removed, each with a warning. A data: URI
+    image is embedded too: the output is one self-contained .glb, with no URI at all."""
+    folder = os.path.dirname(os.path.abspath(source)) if source and os.path.isfile(source) else None
+    dropped: List[int] = []
+    for index, image in enumerate(_listed(gltf, "images")):
+        uri = image.get("uri") if isinstance(image, dict) else None
+        if not isinstance(uri, str):
+            continue
+        data, why = _data_uri_image(uri) if uri.startswith("data:") else _image_inside(folder, uri)
+        if data is None:
+            LOG.warning("%s: image %d%s (%s) %s; left out of the output", source, index, _named(image), _shown(uri), why)
+            dropped.append(index)
+            continue
+        while len(binary) % 4:
+            binary.append(0)
+        views = gltf.setdefault("bufferViews", [])
+        views.append({"buffer": 0, "byteOffset": len(binary), "byteLength": len(data)})
+        binary += data
+        del image["uri"]
+        image["bufferView"] = len(views) - 1
+        image["mimeType"] = _mime_type(data, image.get("mimeType"))
+    if dropped:
+        _drop_images(gltf, dropped)
+    for index, buffer in enumerate(_listed(gltf, "buffers")):
+        uri = buffer.get("uri") if index and isinstance(buffer, dict) else None
+        if isinstance(uri, str) and not uri.startswith("data:"):
+            LOG.warning("%s: buffer %d's URI (%s) is not carried into the output", source, index, _shown(uri))
+            del buffer["uri"]
+
+
+def _data_uri_image(uri: str) -> Tuple[Optional[bytes], str]:
+    """The image a data: URI holds, to embed (a URI in a GLB is valid, but validators warn of it)."""
+    import base64
+    import binascii
+    from urllib.parse import unquote_to_bytes
+
+    header, _, payload = uri.partition(",")
+    try:
+        data = base64.b64decode(payload) if header.endswith(";base64") else unquote_to_bytes(payload)
+    except (binascii.Error, ValueError):
+        return None, "is not valid base64"
+    return (data, "") if _mime_type(data, None) else (None, "is not a PNG, JPEG, WebP or KTX2 image")
+
+
+def _image_inside(folder: Optional[str], uri: str) -> Tuple[Optional[bytes], str]:
+    """(the bytes of the image file a relative `uri` names inside `folder`, read as every input is, "")
+    or (None, why not) when it names anything else (a scheme, an absolute path, a way above `folder`)
+    or cannot be read."""
+    from urllib.parse import unquote  # only a character with an external image pays for urllib
+
+    path = unquote(uri).replace("\\", "/")
+    if not path or _URI_SCHEME.match(path) or path.startswith("/") or "\0" in path:
+        return None, "is not a file in the character's folder"
+    relative = posixpath.normpath(path)
+    if relative == ".." or relative.startswith("../"):
+        return None, "is outside the character's folder"
+    if folder is None:
+        return None, "has no folder to be read from"
+    try:
+        data = read_input(os.path.join(folder, *relative.split("/")))
+    except KimodoError as error:
+        return None, "cannot be read ({})".format(str(error).rsplit(": ", 1)[-1])
+    if _mime_type(data, None) is None:
+        return None, "is not a PNG, JPEG, WebP or KTX2 image"
+    return data, ""
+
+
+def _mime_type(data: bytes, declared: Optional[str]) -> Optional[str]:
+    """The image's media type by its first bytes (the format's own signature), else `declared`."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data.startswith(b"\xabKTX 20\xbb\r\n\x1a\n"):
+        return "image/ktx2"
+    return declared
+
+
+def _drop_images(gltf: Dict[str, Any], dropped: List[int]) -> None:
+    """Remove images `dropped` and renumber the rest; a texture of a removed image loses its source (glTF
+    allows none) and so does a texture extension's, and a VRM 1.0 thumbnail (the one other image index a
+    character's file holds here; VRM 0.x names its thumbnail by texture, which keeps its index)."""
+    gone = set(dropped)
+    renumbered = {old: new for new, old in enumerate(i for i in range(len(gltf["images"])) if i not in gone)}
+    gltf["images"] = [image for i, image in enumerate(gltf["images"]) if i not in gone]
+    if not gltf["images"]:
+        gltf.pop("images")
+    for texture in _listed(gltf, "textures"):
+        extensions = texture.get("extensions") if isinstance(texture, dict) else None
+        holders = [texture] + [e for e in extensions.values() if isinstance(e, dict)] if isinstance(extensions, dict) \
+            else [texture] if isinstance(texture, dict) else []
+        for holder in holders:
+            if isinstance(holder.get("source"), int):
+                if holder["source"] in renumbered:
+                    holder["source"] = renumbered[holder["source"]]
+                else:
+                    del holder["source"]
+    extensions = gltf.get("extensions")
+    vrm = extensions.get("VRMC_vrm") if isinstance(extensions, dict) else None
+    meta = vrm.get("meta") if isinstance(vrm, dict) else None  # VRM 1.0 names its thumbnail image
+    if isinstance(meta, dict) and isinstance(meta.get("thumbnailImage"), int):
+        if meta["thumbnailImage"] in renumbered:
+            meta["thumbnailImage"] = renumbered[meta["thumbnailImage"]]
+        else:
+            del meta["thumbnailImage"]
+
+
+def _listed(gltf: Dict[str, Any], key: str) -> List[Any]:
+    """gltf[key] when it is a list (a hostile file may hold anything there), else no items."""
+    items = gltf.get(key)
+    return items if isinstance(items, list) else []
+
+
+def _named(image: Dict[str, Any]) -> str:
+    name = image.get("name")
+    return " {!r}".format(name[:60]) if isinstance(name, str) and name else ""
+
+
+def _shown(uri: str) -> str:
+    """A URI as a warning shows it: one line, a data: or long URI cut short."""
+    text = uri.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _insert_root(gltf: Dict[str, Any], builder: gd.DocumentBuilder, document: gd.Document, hips_node: int,
@@ -211,6 +349,7 @@ def encode(
     With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it; `inverse_binds`
     (node -> matrix) replaces those nodes' inverse bind matrices in every skin that holds them."""
     gltf, binary = _compact(document.gltf, document.binary, document.source)
+    _self_contained(gltf, binary, document.source)
     builder = gd.DocumentBuilder()
     builder.gltf = gltf
     builder.binary = binary

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import formats
 from ..errors import KimodoError
-from ..files import write_bytes_atomic
+from ..files import file_name, write_bytes_atomic
 from ..formats import glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
@@ -104,16 +104,22 @@ def _written_document(target: Target, added: Sequence[Tuple[str, str, Vec3]] = (
     return gd.Document(gltf, document.binary, document.source)  # type: ignore[union-attr]
 
 
+def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) -> bytes:
+    """encode_glb's bytes, read back and compared with the retarget (the self-check); a failure names
+    `shown`, the user's own output (a preview embeds these bytes in its page: no file of their own)."""
+    data = encode_glb(motion, info, target)
+    positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown)
+    worst = _worst_distance(positions, world_positions(motion))
+    if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
+        raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
+                          "retarget has it".format(file_name(shown), worst))
+    return data
+
+
 def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
     extension = check_output_path(path)
     if extension == ".glb":
-        data = encode_glb(motion, info, target)
-        positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, str(path))
-        worst = _worst_distance(positions, world_positions(motion))
-        if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
-            raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
-                              "retarget has it".format(Path(path).name, worst))
-        write_bytes_atomic(path, data)
+        write_bytes_atomic(path, checked_glb(motion, info, target, str(path)))
         return
     if info.root_track is not None:
         LOG.warning("%s: .bvh keeps root motion in the hips; --root-motion root needs .glb output", path)
@@ -147,13 +153,19 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
     the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
     (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
-    written = output_positions(path, retargeted)
-    with_mesh = target is not None and target.has_mesh and Path(str(path)).suffix.lower() == ".glb"
     if Path(str(path)).suffix.lower() == ".glb":
-        geometry = _glb_feet(Path(path).read_bytes(), info, with_mesh, str(path))
-    else:
-        geometry = _joint_feet(written, retargeted.skeleton, info)
-    return _measured(source, info, written, geometry)
+        return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
+    written = output_positions(path, retargeted)
+    return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info))
+
+
+def report_from_glb(data: bytes, shown: str, source: Motion, retargeted: Motion, info: RetargetInfo,
+                    target: Optional[Target] = None) -> Report:
+    """report_from_output of .glb bytes as written (`shown` names them in a message): the preview measures
+    the bytes it embeds, with no file written for it."""
+    written = character_glb.joint_world_positions(data, retargeted.skeleton.joint_names, shown)
+    with_mesh = target is not None and target.has_mesh
+    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown))  # type: ignore[arg-type]
 
 
 def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -541,3 +542,62 @@ def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_pat
     assert result.returncode == 1
     assert result.stderr.strip().endswith(
         "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]
+
+
+# ---------------------------------------------------------------------------------------------- issue 38
+# The second fuzzing round: maps, constraints, timeline arguments, hostile skins.
+
+MANNEQUIN_GLB = ROOT / "kimodo_rig" / "rigs" / "mpfb2_game_engine.glb"
+SOMA_CLIP = ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt"
+
+
+def _cli_bounded(*args, timeout=120, memory=1 << 30):
+    """The command line with a timeout and an address-space limit, so a hang or a runaway fails the test
+    (MemoryError, or the timeout) instead of taking the machine."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return subprocess.run([sys.executable, "-m", "kimodo_rig"] + [str(a) for a in args], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=timeout, preexec_fn=limit)
+
+
+def _empty_output(tmp_path) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    return out
+
+
+def _swapped_hips_and_left_hand(parts: dict) -> dict:
+    parts = dict(parts)
+    parts["hips"], parts["hand_l"] = parts["hand_l"], parts["hips"]
+    return parts
+
+
+@pytest.mark.parametrize("route", ["retarget_map", "preview_map", "vrm_table"])
+def test_a_map_that_swaps_the_hips_and_a_hand_is_refused_not_looped(tmp_path, route):
+    """restructure re-hung the left clavicle under the 'hips' (the hand below it) and walked the loop for
+    ever: 2.2 GB in 20 s. The timeout and memory limit only guard against the hang."""
+    out = _empty_output(tmp_path)
+    mannequin = json.loads(run_cli("map", "mannequin", "--json").stdout)
+    swapped = _swapped_hips_and_left_hand(mannequin)
+    line = "clavicle_l ('clavicle_l') cannot hang from hips ('hand_l'), which hangs below it"
+    if route == "vrm_table":
+        gltf, binary = _glb_chunks(MANNEQUIN_GLB.read_bytes())
+        node = {n["name"]: i for i, n in enumerate(gltf["nodes"])}
+        vrm_bone = {"hips": "hips", "hand_l": "leftHand", "clavicle_l": "leftShoulder", "upperarm_l": "leftUpperArm",
+                    "lowerarm_l": "leftLowerArm", "thigh_l": "leftUpperLeg", "calf_l": "leftLowerLeg", "foot_l": "leftFoot",
+                    "hand_r": "rightHand", "clavicle_r": "rightShoulder", "upperarm_r": "rightUpperArm",
+                    "lowerarm_r": "rightLowerArm", "thigh_r": "rightUpperLeg", "calf_r": "rightLowerLeg",
+                    "foot_r": "rightFoot", "spine_0": "spine", "neck_0": "neck", "head": "head"}
+        gltf.setdefault("extensions", {})["VRM"] = {"humanoid": {"humanBones": [
+            {"bone": vrm_bone[part], "node": node[swapped[part]]} for part in vrm_bone]}}
+        target = tmp_path / "avatar.vrm"
+        target.write_bytes(_glb(gltf, binary))
+        args, source = ("--target", target), "{}: VRM 0.x humanoid table: map".format(target)
+    else:
+        map_file = tmp_path / "bones.json"
+        map_file.write_text(json.dumps(swapped), encoding="utf-8")
+        args, source = ("--target", "mannequin", "--map", map_file), "{}: map".format(map_file)
+    verb, output = ("preview", out / "p.svg") if route == "preview_map" else ("retarget", out / "r.glb")
+    result = _cli_bounded(verb, SOMA_CLIP, *args, "-o", output)
+    assert (result.returncode, result.stderr) == (1, "{}: {}\n".format(source, line))
+    assert not list(out.iterdir())

@@ -24,6 +24,7 @@ from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
 from .soles import foot_carriers
+from .solve import working_skeleton
 
 LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent.parent / "rigs"
@@ -84,11 +85,16 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
     """Which bone plays which part: the user's map when given, else the table the file states (VRM),
     else the bone names and the rest geometry."""
     if user_map is not None:
-        return map_from_parts(target.skeleton, user_map, map_source or "--map")
-    if target.humanoid_table:
-        return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
-    return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
+        source = map_source or "--map"
+        hmap = map_from_parts(target.skeleton, user_map, source)
+    elif target.humanoid_table:
+        source = "{}: {}".format(target.source, target.table_label)
+        hmap = map_from_parts(target.skeleton, dict(target.humanoid_table), source)
+    else:
+        return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
                         skinned=skinned_joints(target))
+    working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
+    return hmap
 
 
 def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:

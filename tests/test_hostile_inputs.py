@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import resource
 import struct
 import subprocess
@@ -126,16 +127,45 @@ def test_gltf_json_nested_2000_deep_is_refused_in_text_and_in_a_glb(seeds, tmp_p
     _refused(glb_path, "the GLB's JSON chunk nests more than 64 levels deep", lambda p: targets.load_target(str(p)))
 
 
+# The brackets outside strings as two regular expressions find them: the reference for the scan.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+@pytest.mark.parametrize("slice_characters", [1, 2, 3, 7, 1 << 16])
 @pytest.mark.parametrize("text", [
     '{"a": [1, {"b": "[[["}], "c": "}"}', '{"a": "unclosed [[[', '[[{"k": "]"}, "x"]]', '"{"', '', '{}',
-    '{"q": "a \\" [ quote"}', '{"name": "caf\u00e9 [", "v": [[]]}', '{"é": [[[1]]]}', '[1, 2, {"a": [[[]]]}]',
+    '{"q": "a \\" [ quote"}', '{"name": "caf\u00e9 [", "v": [[]]}', '{"\u00e9": [[[1]]]}', '[1, 2, {"a": [[[]]]}]',
+    '{"a": "\\\\", "b": ["\\\\\\"]", [{}]]}', '["\\\\\\\\\\\\\\\\" ,[]]', '[{"\\u005b": "\\"[\\\\"}, [["\U0001F600]"]]]',
+    '{"unclosed": "\\', '["\\\\\\', '[' * 20 + '"' + '\\"' * 9 + '"' + ']' * 20,
 ])
-def test_the_depth_guards_quick_scan_finds_what_the_regular_expressions_find(text):
-    """limits.json_brackets takes the quick way only for ASCII text without a backslash; both ways must
-    give the brackets outside strings, in order."""
+def test_the_depth_guards_scan_finds_what_the_regular_expressions_find(text, slice_characters, monkeypatch):
+    """limits.json_brackets scans a slice at a time (slices of one character on, so every cut lands
+    inside a string, an escape or a run of backslashes somewhere); it must give the brackets outside
+    strings, in order, as the regular expressions do over the whole text."""
     from kimodo_rig.formats import limits
 
-    assert limits.json_brackets(text) == limits._NOT_BRACKET.sub("", limits._JSON_STRING.sub("", text))
+    monkeypatch.setattr(limits, "JSON_SCAN_CHARACTERS", slice_characters)
+    assert limits.json_brackets(text).decode("ascii") == _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+
+
+def test_the_depth_scan_of_a_long_string_with_a_backslash_takes_little_memory():
+    """A .gltf whose text had one non-ASCII character or one backslash took the regular expressions,
+    whose backtracking kept an entry per character of a string: about 125 bytes per byte (8 MB of text,
+    1 GB). The scan, and json.loads after it, now stay within a few bytes per character."""
+    from kimodo_rig.formats import limits
+
+    data_uri = "data:application/octet-stream;base64," + "QUJD" * 750000  # a 3 MB buffer in the text
+    text = ('{"asset": {"version": "2.0", "generator": "caf\u00e9 \\\\ \\"x\\""}, "nodes": ['
+            + ", ".join('{"name": "n\\\\%d"}' % k for k in range(20000)) + '], "buffers": [{"uri": "' + data_uri + '"}]}')
+    tracemalloc.start()
+    try:
+        gltf = limits.parse_json(text, "big.gltf", "the glTF JSON")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert gltf["asset"]["generator"] == 'caf\u00e9 \\ "x"' and len(gltf["nodes"]) == 20000
+    assert peak < 4 * len(text) + (8 << 20), (peak, len(text))
 
 
 def test_meta_json_nested_2000_deep_beside_an_npz_leaves_the_prompt_empty(tmp_path):

@@ -318,7 +318,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
     extensions = gltf.get("extensionsUsed", [])
     if not isinstance(extensions, list) or not all(isinstance(name, str) for name in extensions):
         raise fail("extensionsUsed", "is not a list of names")
+    if not isinstance(gltf.get("extensions", {}), dict):
+        raise fail("extensions", "is not an object")
     accessors, views, nodes = records("accessors"), records("bufferViews"), records("nodes")
+    skin_count, mesh_count = len(records("skins")), len(records("meshes"))
     for i, view in enumerate(views):
         where = "bufferViews[{}]".format(i)
         count(view.get("byteLength"), where + ".byteLength")
@@ -354,6 +357,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
             if parents[child] >= 0 or child == i:
                 raise fail("nodes[{}]".format(child), "has more than one parent")
             parents[child] = i
+        if "mesh" in node:
+            index(node["mesh"], mesh_count, where + ".mesh")
+        if "skin" in node:
+            index(node["skin"], skin_count, where + ".skin")
         numbers(node, "translation", 3, where)
         numbers(node, "rotation", 4, where)
         numbers(node, "scale", 3, where)
@@ -417,8 +424,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
             for table in [primitive.get("attributes", {})] + targets:
                 if not isinstance(table, dict):
                     raise fail(where, "has attributes that are not an object")
-                for value in table.values():
+                for name, value in table.items():
                     index(value, len(accessors), where + ".attributes")
+                    if str(name).startswith("JOINTS_") and accessors[value].get("componentType") not in (UNSIGNED_BYTE, UNSIGNED_SHORT):
+                        raise fail("{}.attributes.{}".format(where, name), "is not unsigned bytes or shorts (joint slots)")
             if "indices" in primitive:
                 index(primitive["indices"], len(accessors), where + ".indices")
     for i, image in enumerate(records("images")):

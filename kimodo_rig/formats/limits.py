@@ -15,6 +15,11 @@ from ..errors import KimodoError
 MIN_FPS = 1.0
 MAX_FPS = 1000.0
 MAX_JSON_DEPTH = 64  # glTF nests about 6 deep; its extras rarely more than a few levels
+# Digits of the longest JSON integer (or option's whole number) read as an int: twice those of 2**64, and
+# its float squared still finite. A longer one is read as a float (inf beyond 1e308), which every check
+# for a count or an index refuses in its own words: Python's int() refuses 4,300 digits and more
+# (ValueError), and float() of a 400-digit int raises OverflowError.
+MAX_JSON_INTEGER_DIGITS = 40
 # Characters the nesting scan takes at once: its memory is a few times this, whatever the file's size
 # (a regular expression over a whole string kept a backtracking entry per character: 8 MB of text, 1 GB).
 JSON_SCAN_CHARACTERS = 1 << 16
@@ -45,7 +50,8 @@ def frame_rate_of_period(seconds: float, source: str, what: str = "frame time") 
 
 def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     """json.loads, refusing nesting deeper than MAX_JSON_DEPTH before parsing (json.loads raises
-    RecursionError near 1,000 levels, and a parsed structure that deep breaks whoever walks it).
+    RecursionError near 1,000 levels, and a parsed structure that deep breaks whoever walks it), and
+    reading an integer of more than MAX_JSON_INTEGER_DIGITS digits as a float.
     Raises KimodoError for the depth; ValueError and UnicodeDecodeError for malformed JSON pass on to
     the caller, which knows what the file was meant to be."""
     if isinstance(text, bytes):
@@ -53,9 +59,25 @@ def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     if max(accumulate(map(_DEPTH_STEP.__getitem__, json_brackets(text))), default=0) > MAX_JSON_DEPTH:
         raise KimodoError("{}: {} nests more than {} levels deep".format(source, what, MAX_JSON_DEPTH))
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_json_integer)
     except RecursionError:  # not reached after the scan; kept so no RecursionError can escape
         raise KimodoError("{}: {} nests too deeply to read".format(source, what)) from None
+
+
+def whole_number(text: str, where: str, what: str = "a whole number") -> int:
+    """`text` as a non-negative int, or a KimodoError naming `where`: ASCII digits only (str.isdigit()
+    takes '\u00b2', which int() refuses), at most MAX_JSON_INTEGER_DIGITS of them (int() refuses 4,300
+    digits and more; float() of 400 overflows), as a JSON integer is read."""
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()):
+        raise KimodoError("{}: {!r} is not {}".format(where, text, what))
+    if len(digits) > MAX_JSON_INTEGER_DIGITS:
+        raise KimodoError("{}: {} of {} digits is out of range (at most {})".format(where, what, len(digits), MAX_JSON_INTEGER_DIGITS))
+    return int(digits)
+
+
+def _json_integer(text: str) -> Union[int, float]:
+    return int(text) if len(text.lstrip("-")) <= MAX_JSON_INTEGER_DIGITS else float(text)
 
 
 def json_brackets(text: str) -> bytes:

@@ -877,3 +877,29 @@ def test_a_bvh_frame_with_no_break_spaces_between_numbers_reads_as_with_spaces(s
     assert ours.frame_count == plain.frame_count
     assert np.array_equal(np.asarray(ours.local_rotations), np.asarray(plain.local_rotations))
     assert np.array_equal(np.asarray(ours.root_positions), np.asarray(plain.root_positions))
+
+
+def test_a_meshopt_stream_claiming_64_mb_from_131_kb_is_refused_before_decoding(tmp_path):
+    """A version 1 stream of all-zero blocks (one control byte per 4 byte positions per block) claims
+    1,024 times its size: 131 KB of the real KHR character's file as its inverse bind matrices' view, 1M
+    elements of 64 bytes, which took minutes and 64 MB. The timeout and memory limit only guard the run."""
+    gltf, binary = _glb_chunks((ROOT / "tests" / "data" / "rigs" / "meshopt" / "mannequin_khr.glb").read_bytes())
+    index = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]["bufferView"]
+    stream_fields = gltf["bufferViews"][index]["extensions"]["KHR_meshopt_compression"]
+    assert stream_fields["byteStride"] == 64 and stream_fields["mode"] == "ATTRIBUTES"
+    count, stride, block = 1 << 20, 64, 128  # 128: the elements of a block of 64-byte elements
+    stream = b"\xa1" + b"\xaa" * (stride // 4) * (count // block) + bytes(stride + stride // 4)
+    binary = bytes(binary) + b"\0" * (-len(binary) % 4)
+    stream_fields.update(byteOffset=len(binary), byteLength=len(stream), count=count)
+    gltf["bufferViews"][index]["byteLength"] = count * stride
+    binary += stream
+    gltf["buffers"][0]["byteLength"] = len(binary)
+    target = tmp_path / "claims.glb"
+    target.write_bytes(_glb(gltf, binary))
+    out = _empty_output(tmp_path)
+    result = _cli_bounded("retarget", SOMA_CLIP, "--target", target, "-o", out / "r.glb", timeout=60)
+    budget = 64 * (len(binary) + -len(binary) % 4) + (1 << 20)
+    assert (result.returncode, result.stderr) == (1, "{}: buffer view {}'s meshopt stream would decode to {} bytes, past "
+                                                     "the {} this file's compressed views may take together (64 per byte "
+                                                     "of its binary chunk, and 1 MiB)\n".format(target, index, count * stride, budget))
+    assert not list(out.iterdir())

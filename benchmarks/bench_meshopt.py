@@ -10,10 +10,8 @@ the stream (the file's bytes). The ratio 10N/N near 10 is linear."""
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -22,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from kimodo_rig.formats import meshopt  # noqa: E402
+from bench_linear import median_seconds  # noqa: E402 - CPU seconds, median of the repeats
 from meshopt_streams import random_stream  # noqa: E402
 
 STRIDE = 16
@@ -37,15 +36,6 @@ def old_decoder(commit: str):
     module = types.ModuleType("meshopt_before")
     exec(compile(source, "meshopt_before.py", "exec"), module.__dict__)
     return module
-
-
-def median_seconds(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        run()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ def describe(value: Any) -> str:
 def number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FieldError("{} is not a number ({})".format(where, describe(value)))
-    result = float(value)  # JSON integers of more than 20 digits are read as floats (limits.parse_json)
+    result = float(value)  # JSON integers of more than 40 digits are read as floats (limits.parse_json)
     if not math.isfinite(result):
         raise FieldError("{} is not a finite number ({})".format(where, describe(value)))
     if abs(result) > MAX_VALUE:

@@ -8,7 +8,7 @@ import json
 from typing import Any, Dict, Tuple
 
 from ..errors import KimodoError
-from .fields import FieldError, count, kind as kind_of, describe, listed, load_json, pose_rows, read_entries, require, rows
+from .fields import FieldError, count, describe, kind as kind_of, listed, load_json, pose_rows, read_entries, require, rows
 from .model import END_EFFECTOR_NAMES, SKELETON_OF_JOINT_COUNT, TYPES, ConstraintSet, Entry
 
 FORMAT = "kimodo"

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 from ..errors import KimodoError
 from ..files import read_input
 from ..formats import gltf_document as gd
+from ..formats.limits import parse_json
 from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
@@ -173,7 +174,7 @@ def user_map_from_json(text: str, source: str) -> Dict[str, str]:
     """A map as JSON text (a --map file's, or the one a Blender armature stores), checked for its shape:
     an object of part -> bone name. Which parts and bones are known is `map_from_parts`'s to say."""
     try:
-        record = gd.parse_json(text, source, "the map")  # nesting and integers bounded as every reader's
+        record = parse_json(text, source, "the map")  # nesting and integers bounded as every reader's
     except ValueError as error:
         raise KimodoError("{}: not JSON ({})".format(source, error)) from None
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):

@@ -1,6 +1,6 @@
 """The cluster path: Kimodo clip folders -> self-checked .glb files on a Dask cluster, one clip a task.
 
-    pip install kimodo-rig[dask]
+    pip install ".[dask]"        # in the kimodo-rig checkout: the package is not on a registry
     python -m kimodo_rig.distributed clips/* --outdir glb --scheduler tcp://scheduler:8786
     python -m kimodo_rig.distributed clips/* --outdir glb --workers 8      # a LocalCluster on this machine
 
@@ -122,7 +122,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        print("the cluster path needs Dask: pip install kimodo-rig[dask]", file=sys.stderr)
+        print("the cluster path needs Dask: pip install \".[dask]\" in the kimodo-rig checkout", file=sys.stderr)
         return 1
     started = time.perf_counter()
     if args.scheduler:

@@ -4,7 +4,8 @@ A fenced block that follows a line `<!-- make_docs: run -->` holds `$ COMMAND` l
 the command prints (stdout and stderr interleaved, as a terminal shows them). The commands of one page run
 in order, in a scratch folder laid out as a fresh checkout (`kimodo_to_glb.py` copied, so its output lands
 beside it; `kimodo_rig`, `examples`, `scripts`, `blender_extension` and `tests` linked), so a later command
-may read what an earlier one wrote. `kimodo-rig` runs as `python -m kimodo_rig`, as it does uninstalled.
+may read what an earlier one wrote (`$ cat FILE` shows such a file). `kimodo-rig` runs as
+`python -m kimodo_rig`, as it does uninstalled.
 
     python3 scripts/make_docs.py            rewrite the blocks with what the commands print today
     python3 scripts/make_docs.py --check    print each line that differs; exit 1 if any does
@@ -85,7 +86,7 @@ def argv_of(command: str) -> List[str]:
         return [sys.executable, "-m", "kimodo_rig"] + words[1:]
     if words[0] in ("python", "python3"):
         return [sys.executable] + words[1:]
-    raise SystemExit("make_docs: {!r}: a sample command starts with kimodo-rig or python3".format(command))
+    raise SystemExit("make_docs: {!r}: a sample command starts with kimodo-rig, python3 or cat".format(command))
 
 
 def make_scratch(folder: Path) -> None:
@@ -96,6 +97,9 @@ def make_scratch(folder: Path) -> None:
 
 
 def run(command: str, folder: Path) -> List[str]:
+    words = shlex.split(command)
+    if words[0] == "cat" and len(words) == 2:  # show a file an earlier command of the page wrote
+        return (folder / words[1]).read_text(encoding="utf-8").rstrip("\n").split("\n")
     environment = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
     environment.pop("PYTHONPATH", None)
     result = subprocess.run(argv_of(command), cwd=str(folder), env=environment, stdout=subprocess.PIPE,

@@ -78,8 +78,12 @@ def find_blocks(lines: List[str], page: Path) -> List[Block]:
     return blocks
 
 
-def argv_of(command: str) -> List[str]:
+def argv_of(command: str, folder: Path) -> List[str]:
     words = shlex.split(command)
+    # A word with `*` is a glob, expanded in sorted order as a shell does (`clips/*`).
+    words = [expanded for word in words
+             for expanded in (sorted(path.relative_to(folder).as_posix() for path in folder.glob(word))
+                              if "*" in word else [word])]
     if SHELL_SYNTAX.intersection(words):
         raise SystemExit("make_docs: {!r}: a sample command runs without a shell (no pipes or redirections)".format(command))
     if words[0] == "kimodo-rig":
@@ -102,7 +106,7 @@ def run(command: str, folder: Path) -> List[str]:
         return (folder / words[1]).read_text(encoding="utf-8").rstrip("\n").split("\n")
     environment = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8")
     environment.pop("PYTHONPATH", None)
-    result = subprocess.run(argv_of(command), cwd=str(folder), env=environment, stdout=subprocess.PIPE,
+    result = subprocess.run(argv_of(command, folder), cwd=str(folder), env=environment, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
     return result.stdout.rstrip("\n").split("\n") if result.stdout.strip() else []
 

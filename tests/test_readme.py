@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 
@@ -130,6 +131,12 @@ def test_make_docs_finds_a_sample_line_that_is_not_printed_and_one_that_is_missi
         assert len(problems) == (0 if name == "right" else 1), name
     assert make_docs.same_line("3 converted, 1 failed, 1.4 s", "3 converted, 1 failed, 12.07 s")
     assert not make_docs.same_line("3 converted, 1 failed, 1.4 s", "3 converted, 0 failed, 1.4 s")
+    # A glob expands as a shell's does, sorted; anything a shell would do beyond that is refused.
+    (tmp_path / "clips" / "b").mkdir(parents=True)
+    (tmp_path / "clips" / "a").mkdir()
+    assert make_docs.argv_of("kimodo-rig glb clips/* --outdir glb", tmp_path)[3:] == ["glb", "clips/a", "clips/b", "--outdir", "glb"]
+    with pytest.raises(SystemExit):
+        make_docs.argv_of("kimodo-rig map hero.glb --json > bones.json", tmp_path)
     # Rounded figures compare exactly; a float's full repr to 1e-9 of itself.
     assert not make_docs.same_line("slide 0.18 cm a frame", "slide 0.19 cm a frame")
     assert not make_docs.same_line("disagreement 1.0e-07 m", "disagreement 1.1e-07 m")

@@ -7,7 +7,7 @@ import sys
 from conftest import ROOT
 
 FORBIDDEN_ALWAYS = {"numpy", "bpy", "mathutils", "unreal", "torch", "scipy"}
-# The optional cluster path (`pip install ".[dask]"`) is the one module that may import Dask.
+# The optional cluster path (`pip install kimodo-rig[dask]`) is the one module that may import Dask.
 OPTIONAL_EXTRAS = {"kimodo_rig/distributed.py": {"dask"}}
 
 

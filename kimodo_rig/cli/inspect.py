@@ -12,9 +12,9 @@ from . import VERBS
 
 def add_parser(commands) -> None:
     inspect = commands.add_parser("inspect", help=VERBS["inspect"])
-    inspect.add_argument("input")
+    inspect.add_argument("input", help="a motion file or clip folder (anything convert reads), or any rigged .glb/.gltf")
     inspect.add_argument("--json", action="store_true", help="print JSON")
-    inspect.add_argument("--fps", type=frames_per_second)
+    inspect.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     inspect.set_defaults(run=run_inspect)
 
 

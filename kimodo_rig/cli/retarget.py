@@ -29,8 +29,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--map", metavar="BONES.json", help="which bone plays which part (as `kimodo-rig map RIG --json` prints)")
     parser.add_argument("--report", help="also write the report as JSON here (one input only)")
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
-    parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
-    parser.add_argument("--fps", type=frames_per_second)
+    parser.add_argument("--root-motion", choices=("hips", "root"), default="hips",
+                        help="where the travel goes: on the hips (default) or on the rig's root bone (one is added if it has none)")
+    parser.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
                         help="keep the feet as the solve leaves them (they still stand on the floor)")
     add_jobs_argument(parser)

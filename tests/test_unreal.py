@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -1511,3 +1512,19 @@ def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_h
     assert re.fullmatch(r"  root motion on Root: travelled \d+ cm on the ground, upright, heading turned up to "
                         r"(\d+) deg", lines[4]), lines[4]
     assert int(lines[4].rsplit(" ", 2)[1]) == round(np.degrees(np.abs(heading[keys])).max())
+
+
+def test_run_outside_the_editor_it_says_in_one_line_how_to_run_it_there(tmp_path):
+    """`python unreal_retarget.py walk.glb` from a shell gave a raw ModuleNotFoundError traceback. Without
+    any `unreal` module (-S: no site-packages) and with a type stub that does not import, it now prints one
+    line saying where to run it, and exits 1."""
+    broken_stub = tmp_path / "stub"
+    broken_stub.mkdir()
+    (broken_stub / "unreal.py").write_text("def spawn(size: float = [0.0) -> None: ...\n")
+    script = ROOT / "unreal_retarget.py"
+    for extra, env in ((["-S"], {}), ([], {"PYTHONPATH": str(broken_stub)})):
+        result = subprocess.run([sys.executable] + extra + [str(script), str(CLIPS / "x.glb")], capture_output=True,
+                                text=True, cwd=str(tmp_path), env=dict(os.environ, **env), timeout=60)
+        assert (result.returncode, result.stdout) == (1, ""), result.stderr
+        assert result.stderr == 'unreal_retarget.py runs inside the Unreal Editor, not from a shell: in the editor\'s ' \
+            'Output Log, Cmd box, type  py "{}" CLIP.glb\n'.format(script.as_posix()), result.stderr

@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import constraints as constraints_io, formats
 from ..constraints import animotive
-from ..constraints.adherence import measure
+from ..constraints.adherence import measure, other_motion_warning
 from ..constraints.check import check
 from ..constraints.convert import to_animotive, to_kimodo
 from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
@@ -21,6 +22,7 @@ from ..files import write_bytes_atomic
 from .arguments import frames_per_second, positive_float
 from . import VERBS
 
+LOG = logging.getLogger("kimodo_rig")
 DEFAULT_MODEL = "kimodo-soma-rp"
 
 
@@ -96,6 +98,9 @@ def run_check(args: argparse.Namespace) -> int:
     adherence = []
     if motion is not None and not failed:
         adherence = measure(found, motion)
+        warning = other_motion_warning(adherence, motion, args.motion)  # type: ignore[arg-type]
+        if warning:
+            LOG.warning(warning)
     if args.json:
         names = [SKELETON_OF_JOINT_COUNT[c] for c in found.joint_counts()]
         print(json.dumps({"format": found.format, "skeleton": "+".join(names) or None,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs every judge the tests need, then runs them.
 #   bash scripts/test.sh            (extra arguments go to pytest, e.g. -k glb; -n 0 for one process, as --pdb needs)
+#   bash scripts/test.sh --quick    the developer's loop: only the test venv is installed, and only the tests
+#                                   that need no Blender, Node or Chromium and are not slow run (tests/conftest.py)
 # Installs (each only when its requirements file changed since the last run):
 #   .venvs/test-*     pytest(-xdist), numpy, pygltflib, mujoco, vermin, unreal-stub (tests/requirements.txt)
 #   .venvs/unreal-stub-*  the UE 5.4 and 5.5 API stubs, one folder each     (tests/requirements-unreal-stubs.txt)
@@ -11,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+QUICK=
+if [ "${1:-}" = "--quick" ]; then QUICK=--quick; shift; fi
 
 python_for_blender() {
   # bpy wheels exist for exactly one Python minor version (3.11 for the bpy on PyPI now).
@@ -74,18 +78,19 @@ ensure_chromium() {  # Debian's Chromium: the browser that judges `preview`'s HT
 VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
 ensure_venv test python3 tests/requirements.txt
 TEST_VENV=$VENV
-ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
-BLENDER_VENV=$VENV
-ensure_venv blender42 "$(python_for_blender)" tests/requirements-blender42.txt
-BLENDER42_VENV=$VENV
 ensure_unreal_stubs
-ensure_node
-ensure_chromium
-
 export KIMODO_UNREAL_STUBS="$VENVS"
-export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
-export KIMODO_BLENDER42_PYTHON="$BLENDER42_VENV/bin/python"
-export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
+if [ -z "$QUICK" ]; then
+  ensure_venv blender "$(python_for_blender)" tests/requirements-blender.txt
+  BLENDER_VENV=$VENV
+  ensure_venv blender42 "$(python_for_blender)" tests/requirements-blender42.txt
+  BLENDER42_VENV=$VENV
+  ensure_node
+  ensure_chromium
+  export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
+  export KIMODO_BLENDER42_PYTHON="$BLENDER42_VENV/bin/python"
+  export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"
+fi
 
 echo "vermin: the runtime must run on Python 3.8+"
 "$TEST_VENV/bin/vermin" -q --no-tips --violations --eval-annotations -t=3.8- kimodo_rig kimodo_to_glb.py $(ls unreal_retarget.py 2>/dev/null)
@@ -95,4 +100,4 @@ echo "vermin: the runtime must run on Python 3.8+"
 unset PYTHONDONTWRITEBYTECODE
 
 # On every core (pytest-xdist), each test file whole on one worker, so a module's fixtures are built once.
-exec "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider --numprocesses=auto --dist=loadfile tests "$@"
+exec "$TEST_VENV/bin/python" -m pytest -q -p no:cacheprovider --numprocesses=auto --dist=loadfile $QUICK tests "$@"

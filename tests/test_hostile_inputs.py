@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import resource
 import struct
 import subprocess
 import sys
@@ -125,16 +127,45 @@ def test_gltf_json_nested_2000_deep_is_refused_in_text_and_in_a_glb(seeds, tmp_p
     _refused(glb_path, "the GLB's JSON chunk nests more than 64 levels deep", lambda p: targets.load_target(str(p)))
 
 
+# The brackets outside strings as two regular expressions find them: the reference for the scan.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+@pytest.mark.parametrize("slice_characters", [1, 2, 3, 7, 1 << 16])
 @pytest.mark.parametrize("text", [
     '{"a": [1, {"b": "[[["}], "c": "}"}', '{"a": "unclosed [[[', '[[{"k": "]"}, "x"]]', '"{"', '', '{}',
-    '{"q": "a \\" [ quote"}', '{"name": "caf\u00e9 [", "v": [[]]}', '{"é": [[[1]]]}', '[1, 2, {"a": [[[]]]}]',
+    '{"q": "a \\" [ quote"}', '{"name": "caf\u00e9 [", "v": [[]]}', '{"\u00e9": [[[1]]]}', '[1, 2, {"a": [[[]]]}]',
+    '{"a": "\\\\", "b": ["\\\\\\"]", [{}]]}', '["\\\\\\\\\\\\\\\\" ,[]]', '[{"\\u005b": "\\"[\\\\"}, [["\U0001F600]"]]]',
+    '{"unclosed": "\\', '["\\\\\\', '[' * 20 + '"' + '\\"' * 9 + '"' + ']' * 20,
 ])
-def test_the_depth_guards_quick_scan_finds_what_the_regular_expressions_find(text):
-    """limits.json_brackets takes the quick way only for ASCII text without a backslash; both ways must
-    give the brackets outside strings, in order."""
+def test_the_depth_guards_scan_finds_what_the_regular_expressions_find(text, slice_characters, monkeypatch):
+    """limits.json_brackets scans a slice at a time (slices of one character on, so every cut lands
+    inside a string, an escape or a run of backslashes somewhere); it must give the brackets outside
+    strings, in order, as the regular expressions do over the whole text."""
     from kimodo_rig.formats import limits
 
-    assert limits.json_brackets(text) == limits._NOT_BRACKET.sub("", limits._JSON_STRING.sub("", text))
+    monkeypatch.setattr(limits, "JSON_SCAN_CHARACTERS", slice_characters)
+    assert limits.json_brackets(text).decode("ascii") == _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+
+
+def test_the_depth_scan_of_a_long_string_with_a_backslash_takes_little_memory():
+    """A .gltf whose text had one non-ASCII character or one backslash took the regular expressions,
+    whose backtracking kept an entry per character of a string: about 125 bytes per byte (8 MB of text,
+    1 GB). The scan, and json.loads after it, now stay within a few bytes per character."""
+    from kimodo_rig.formats import limits
+
+    data_uri = "data:application/octet-stream;base64," + "QUJD" * 750000  # a 3 MB buffer in the text
+    text = ('{"asset": {"version": "2.0", "generator": "caf\u00e9 \\\\ \\"x\\""}, "nodes": ['
+            + ", ".join('{"name": "n\\\\%d"}' % k for k in range(20000)) + '], "buffers": [{"uri": "' + data_uri + '"}]}')
+    tracemalloc.start()
+    try:
+        gltf = limits.parse_json(text, "big.gltf", "the glTF JSON")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert gltf["asset"]["generator"] == 'caf\u00e9 \\ "x"' and len(gltf["nodes"]) == 20000
+    assert peak < 4 * len(text) + (8 << 20), (peak, len(text))
 
 
 def test_meta_json_nested_2000_deep_beside_an_npz_leaves_the_prompt_empty(tmp_path):
@@ -670,3 +701,334 @@ def test_constraints_json_that_is_not_a_file_is_refused_without_blocking(tmp_pat
     assert result.returncode == 1
     assert result.stderr.strip().endswith(
         "KimodoError: {}: not a regular file (a device, pipe or socket); not read".format(path)), result.stderr[-300:]
+
+
+# ---------------------------------------------------------------------------------------------- issue 38
+# The second fuzzing round: maps, constraints, timeline arguments, hostile skins.
+
+MANNEQUIN_GLB = ROOT / "kimodo_rig" / "rigs" / "mpfb2_game_engine.glb"
+SOMA_CLIP = ROOT / "tests" / "data" / "clips" / "soma_01_single_text_prompt"
+
+
+def _cli_bounded(*args, timeout=120, memory=1 << 30):
+    """The command line with a timeout and an address-space limit, so a hang or a runaway fails the test
+    (MemoryError, or the timeout) instead of taking the machine."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return subprocess.run([sys.executable, "-m", "kimodo_rig"] + [str(a) for a in args], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=timeout, preexec_fn=limit)
+
+
+def _empty_output(tmp_path) -> Path:
+    out = tmp_path / "out"
+    out.mkdir()
+    return out
+
+
+def _swapped_hips_and_left_hand(parts: dict) -> dict:
+    parts = dict(parts)
+    parts["hips"], parts["hand_l"] = parts["hand_l"], parts["hips"]
+    return parts
+
+
+@pytest.mark.parametrize("route", ["retarget_map", "preview_map", "vrm_table"])
+def test_a_map_that_swaps_the_hips_and_a_hand_is_refused_not_looped(tmp_path, route):
+    """restructure re-hung the left clavicle under the 'hips' (the hand below it) and walked the loop for
+    ever: 2.2 GB in 20 s. The timeout and memory limit only guard against the hang."""
+    out = _empty_output(tmp_path)
+    mannequin = json.loads(run_cli("map", "mannequin", "--json").stdout)
+    swapped = _swapped_hips_and_left_hand(mannequin)
+    line = "clavicle_l ('clavicle_l') cannot hang from hips ('hand_l'), which hangs below it"
+    if route == "vrm_table":
+        gltf, binary = _glb_chunks(MANNEQUIN_GLB.read_bytes())
+        node = {n["name"]: i for i, n in enumerate(gltf["nodes"])}
+        vrm_bone = {"hips": "hips", "hand_l": "leftHand", "clavicle_l": "leftShoulder", "upperarm_l": "leftUpperArm",
+                    "lowerarm_l": "leftLowerArm", "thigh_l": "leftUpperLeg", "calf_l": "leftLowerLeg", "foot_l": "leftFoot",
+                    "hand_r": "rightHand", "clavicle_r": "rightShoulder", "upperarm_r": "rightUpperArm",
+                    "lowerarm_r": "rightLowerArm", "thigh_r": "rightUpperLeg", "calf_r": "rightLowerLeg",
+                    "foot_r": "rightFoot", "spine_0": "spine", "neck_0": "neck", "head": "head"}
+        gltf.setdefault("extensions", {})["VRM"] = {"humanoid": {"humanBones": [
+            {"bone": vrm_bone[part], "node": node[swapped[part]]} for part in vrm_bone]}}
+        target = tmp_path / "avatar.vrm"
+        target.write_bytes(_glb(gltf, binary))
+        args, source = ("--target", target), "{}: VRM 0.x humanoid table: map".format(target)
+    else:
+        map_file = tmp_path / "bones.json"
+        map_file.write_text(json.dumps(swapped), encoding="utf-8")
+        args, source = ("--target", "mannequin", "--map", map_file), "{}: map".format(map_file)
+    verb, output = ("preview", out / "p.svg") if route == "preview_map" else ("retarget", out / "r.glb")
+    result = _cli_bounded(verb, SOMA_CLIP, *args, "-o", output)
+    assert (result.returncode, result.stderr) == (1, "{}: {}\n".format(source, line))
+    assert not list(out.iterdir())
+
+
+def _main(capsys, *args):
+    """The command line in this process: (exit status, stderr)."""
+    from kimodo_rig.cli import main
+
+    code = main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+KIMODO_CONSTRAINTS = ROOT / "tests" / "data" / "npz" / "soma_07_mixed_constraints" / "constraints.json"
+
+
+def _request_file(tmp_path, capsys, change) -> Path:
+    """An Animotive request converted from the real Kimodo constraints file, then changed."""
+    made = tmp_path / "made_request.json"
+    assert _main(capsys, "constraints", "convert", KIMODO_CONSTRAINTS, made, "--to", "animotive",
+                 "--prompt", "walk", "--duration", "10")[0] == 0
+    request = json.loads(made.read_text(encoding="utf-8"))
+    made.unlink()
+    change(request)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request), encoding="utf-8")
+    return path
+
+
+def _kimodo_file_with_first_frame(tmp_path, digits: int) -> Path:
+    text = KIMODO_CONSTRAINTS.read_text(encoding="utf-8")
+    first = str(json.loads(text)[0]["frame_indices"][0])
+    at = text.index('"frame_indices"')
+    at = text.index(first, at)
+    path = tmp_path / "constraints.json"
+    path.write_text(text[:at] + "1" * digits + text[at + len(first):], encoding="utf-8")
+    return path
+
+
+def _entry_of_type(request: dict, label: str) -> dict:
+    return next(c for c in request["constraints"] if c["type"] == label)
+
+
+def _constraints_case(case: str, tmp_path, capsys):
+    """(arguments, the expected line) for each way the constraints commands broke."""
+    out = tmp_path / "out" / "result.json"
+    if case == "type_is_a_list":
+        path = _request_file(tmp_path, capsys, lambda r: _entry_of_type(r, "2d-root").__setitem__("type", ["2d-root"]))
+        index = next(i for i, c in enumerate(json.loads(path.read_text())["constraints"]) if isinstance(c["type"], list))
+        return (("constraints", "convert", path, out, "--to", "kimodo"),
+                "{}: entry {} (?): unknown type [\"2d-root\"] (known: fullbody, 2d-root, left-hand, right-hand, "
+                "left-foot, right-foot)".format(path, index))
+    if case in ("integer_of_400_digits", "integer_of_5000_digits"):
+        path = _kimodo_file_with_first_frame(tmp_path, 400 if "400" in case else 5000)
+        return (("constraints", "convert", path, out, "--to", "animotive", "--prompt", "x", "--duration", "10"),
+                "{}: entry 0 (fullbody): frame_indices[0] is not a non-negative integer (inf)".format(path))
+    if case == "durations_1e308":
+        path = _request_file(tmp_path, capsys, lambda r: r["meta"].__setitem__("durations", [1e308]))
+        return (("constraints", "convert", path, out, "--to", "kimodo"),
+                "{}: meta.durations[0] is outside -1e+06 to 1e+06 (1e+308)".format(path))
+    if case == "rotation_vector_1e200":
+        path = _request_file(tmp_path, capsys, lambda r: _entry_of_type(r, "fullbody")["pose"]["rotvecs"][3].__setitem__(0, 1e200))
+        index = next(i for i, c in enumerate(json.loads(path.read_text())["constraints"]) if c["type"] == "fullbody")
+        return (("constraints", "convert", path, out, "--to", "kimodo"),
+                "{}: entry {} (fullbody): pose.rotvecs[0][3][0] is outside -1e+06 to 1e+06 (1e+200)".format(path, index))
+    if case == "duration_option_1e308":
+        return (("constraints", "convert", KIMODO_CONSTRAINTS, out, "--to", "animotive", "--prompt", "x", "--duration", "1e308"),
+                "{}: meta.durations[0] is outside -1e+06 to 1e+06 (1e+308)".format(out))
+    extract = ("constraints", "extract", SOMA_CLIP, "-o", out)
+    return {
+        "fullbody_superscript_two": (extract + ("--fullbody", "\u00b2"), "--fullbody: '\u00b2' is not a frame number"),
+        "root2d_every_superscript_two": (extract + ("--root2d", "every:\u00b2"), "--root2d: '\u00b2' is not every:N's N"),
+        "frame_of_5000_digits": (extract + ("--fullbody", "1" * 5000),
+                                 "--fullbody: a frame number of 5000 digits is out of range (at most 40)"),
+        "tail_of_400_digits": (extract + ("--tail", "1" * 400),
+                               "--tail: a number of frames of 400 digits is out of range (at most 40)"),
+    }[case]
+
+
+@pytest.mark.parametrize("case", [
+    "type_is_a_list", "integer_of_400_digits", "integer_of_5000_digits", "durations_1e308", "rotation_vector_1e200",
+    "duration_option_1e308", "fullbody_superscript_two", "root2d_every_superscript_two", "frame_of_5000_digits",
+    "tail_of_400_digits"])
+def test_hostile_constraints_and_their_options_get_one_line(tmp_path, capsys, case):
+    """TypeError (an unhashable type), ValueError (int() of '\u00b2'; of 4,300+ digits), OverflowError (a
+    400-digit int or 1e308 s as a frame count, a rotation vector of 1e200 squared) escaped as tracebacks."""
+    args, line = _constraints_case(case, tmp_path, capsys)
+    (tmp_path / "out").mkdir()
+    assert _main(capsys, *args) == (1, line + "\n")
+    assert not list((tmp_path / "out").iterdir())
+
+
+def test_a_map_nested_100000_deep_is_refused(tmp_path, capsys):
+    """json.loads raised RecursionError: the map is read as every JSON input is (limits.parse_json)."""
+    mannequin = json.loads(run_cli("map", "mannequin", "--json").stdout)
+    text = json.dumps(mannequin).replace('"pelvis"', "[" * 100000 + "]" * 100000, 1)
+    path = tmp_path / "bones.json"
+    path.write_text(text, encoding="utf-8")
+    out = _empty_output(tmp_path)
+    assert _main(capsys, "retarget", SOMA_CLIP, "--target", "mannequin", "--map", path, "-o", out / "r.glb") == (
+        1, "{}: the map nests more than 64 levels deep\n".format(path))
+    assert not list(out.iterdir())
+
+
+def _mannequin_with(change) -> bytes:
+    gltf, binary = _glb_chunks(MANNEQUIN_GLB.read_bytes())
+    changed = change(gltf, binary)
+    return _glb(gltf, changed if isinstance(changed, bytes) else binary)
+
+
+def _node(gltf, name: str) -> int:
+    return next(i for i, node in enumerate(gltf["nodes"]) if node.get("name") == name)
+
+
+def _set_vrm(path: str, value):
+    def change(gltf, binary):
+        keys = path.split(".")
+        table = gltf.setdefault("extensions", {})
+        for key in keys[:-1]:
+            table = table.setdefault(key, {})
+        table[keys[-1]] = value
+    return change
+
+
+@pytest.mark.parametrize("path, value, kind", [
+    ("VRM", 5, "object"), ("VRMC_vrm.humanoid", 5, "object"), ("VRM.humanoid.humanBones", 5, "list"),
+    ("VRMC_vrm.humanoid.humanBones", [], "object")])
+def test_a_vrm_table_of_the_wrong_json_type_gets_one_line(tmp_path, capsys, path, value, kind):
+    """AttributeError: 'int' object has no attribute 'get' (or, for humanBones, the table went unread)."""
+    target = tmp_path / "avatar.vrm"
+    target.write_bytes(_mannequin_with(_set_vrm(path, value)))
+    out = _empty_output(tmp_path)
+    assert _main(capsys, "retarget", SOMA_CLIP, "--target", target, "-o", out / "r.glb") == (
+        1, "{}: extensions.{} is not a JSON {}\n".format(target, path, kind))
+    assert not list(out.iterdir())
+
+
+def _skinned_node(gltf) -> int:
+    return next(i for i, node in enumerate(gltf["nodes"]) if "skin" in node)
+
+
+def _float_joints_with_nan(gltf, binary):
+    """JOINTS_0 as floats (the slots as they were, the first NaN) in a view of their own."""
+    primitive = gltf["meshes"][0]["primitives"][0]
+    accessor = gltf["accessors"][primitive["attributes"]["JOINTS_0"]]
+    view = gltf["bufferViews"][accessor["bufferView"]]
+    start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
+    slots = np.frombuffer(binary, np.uint8, 4 * accessor["count"], start).astype(np.float32)
+    slots[0] = np.nan
+    binary = binary + b"\0" * (-len(binary) % 4)
+    gltf["bufferViews"].append({"buffer": 0, "byteOffset": len(binary), "byteLength": slots.nbytes})
+    gltf["accessors"].append({"bufferView": len(gltf["bufferViews"]) - 1, "componentType": 5126,
+                              "count": accessor["count"], "type": "VEC4"})
+    primitive["attributes"]["JOINTS_0"] = len(gltf["accessors"]) - 1
+    binary += slots.tobytes()
+    gltf["buffers"][0]["byteLength"] = len(binary)
+    return binary
+
+
+def _end_joint_scaled_to_zero(gltf, binary):
+    """A joint no vertex follows (an exporter's `head_end`) under the head, its node scaled to zero."""
+    skin = gltf["skins"][0]
+    accessor = gltf["accessors"][skin["inverseBindMatrices"]]
+    view = gltf["bufferViews"][accessor["bufferView"]]
+    start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
+    matrices = np.frombuffer(binary, np.float32, 16 * accessor["count"], start).reshape(-1, 16).copy()
+    head = _node(gltf, "head")
+    end = matrices[skin["joints"].index(head)].copy()
+    end[13] -= 0.1  # 0.1 m above the head
+    gltf["nodes"].append({"name": "head_end", "translation": [0.0, 0.1, 0.0], "scale": [0.0, 0.0, 0.0]})
+    gltf["nodes"][head].setdefault("children", []).append(len(gltf["nodes"]) - 1)
+    skin["joints"].append(len(gltf["nodes"]) - 1)
+    data = np.concatenate([matrices, end[None]]).astype(np.float32).tobytes()
+    binary = binary + b"\0" * (-len(binary) % 4)
+    gltf["bufferViews"].append({"buffer": 0, "byteOffset": len(binary), "byteLength": len(data)})
+    gltf["accessors"].append({"bufferView": len(gltf["bufferViews"]) - 1, "componentType": 5126,
+                              "count": accessor["count"] + 1, "type": "MAT4"})
+    skin["inverseBindMatrices"] = len(gltf["accessors"]) - 1
+    binary += data
+    gltf["buffers"][0]["byteLength"] = len(binary)
+    return binary
+
+
+def _unskinned_prop(mesh):
+    def change(gltf, binary):
+        gltf["nodes"].append({"name": "prop", "mesh": mesh})
+        gltf["nodes"][_node(gltf, "hand_l")].setdefault("children", []).append(len(gltf["nodes"]) - 1)
+    return change
+
+
+HOSTILE_CHARACTERS = {
+    "skin_out_of_range": (lambda g, b: g["nodes"][_skinned_node(g)].__setitem__("skin", 9),
+                          "nodes[{skinned}].skin is not a valid index (9; 1 available)"),
+    "skin_a_string": (lambda g, b: g["nodes"][_skinned_node(g)].__setitem__("skin", "0"),
+                      "nodes[{skinned}].skin is not a valid index ('0'; 1 available)"),
+    "mesh_out_of_range": (lambda g, b: g["nodes"][_skinned_node(g)].__setitem__("mesh", 9),
+                          "nodes[{skinned}].mesh is not a valid index (9; 1 available)"),
+    "mesh_a_string": (lambda g, b: g["nodes"][_skinned_node(g)].__setitem__("mesh", "0"),
+                      "nodes[{skinned}].mesh is not a valid index ('0'; 1 available)"),
+    "no_meshes_array": (lambda g, b: g.pop("meshes"), "nodes[{skinned}].mesh is not a valid index (0; 0 available)"),
+    "unskinned_mesh_out_of_range": (_unskinned_prop(9), "nodes[{last}].mesh is not a valid index (9; 1 available)"),
+    "joint_translation_1e200": (lambda g, b: g["nodes"][_node(g, "upperarm_l")].__setitem__("translation", [1e200, 0.0, 0.0]),
+                                "node 'upperarm_l' is placed or scaled beyond 1e+12 in the scene: not a character"),
+    "root_scale_1e160": (lambda g, b: g["nodes"][_node(g, "pelvis")].__setitem__("scale", [1e160] * 3),
+                         "node 'pelvis' is placed or scaled beyond 1e+12 in the scene: not a character"),
+    "end_joint_scale_0": (_end_joint_scaled_to_zero,
+                          "joint 'head_end' has a singular transform (zero scale?): it cannot carry the motion"),
+    "float_joints_with_nan": (_float_joints_with_nan,
+                              "meshes[0].primitives[0].attributes.JOINTS_0 is not unsigned bytes or shorts (joint slots)"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_CHARACTERS))
+def test_hostile_character_files_get_one_line(tmp_path, capsys, case):
+    """IndexError, TypeError and KeyError (node.skin and node.mesh unchecked), OverflowError (1e200
+    squared), ValueError (a singular matrix; int() of NaN) escaped from the character reader."""
+    change, line = HOSTILE_CHARACTERS[case]
+    data = _mannequin_with(change)
+    gltf, _ = _glb_chunks(data)
+    target = tmp_path / "character.glb"
+    target.write_bytes(data)
+    out = _empty_output(tmp_path)
+    expected = "{}: {}\n".format(target, line.format(skinned=_skinned_node(gltf), last=len(gltf["nodes"]) - 1))
+    assert _main(capsys, "retarget", SOMA_CLIP, "--target", target, "-o", out / "r.glb") == (1, expected)
+    assert not list(out.iterdir())
+
+
+@pytest.mark.parametrize("seconds, shown", [("1e308", "1e+308"), ("inf", "inf")])
+def test_a_loop_longer_than_any_frame_count_gets_one_line(tmp_path, capsys, seconds, shown):
+    """OverflowError: cannot convert float infinity to integer (the loop's length in frames)."""
+    out = _empty_output(tmp_path)
+    assert _main(capsys, "loop", SOMA_CLIP, out / "loop.glb", "--min-length", seconds) == (
+        1, "{}: 150 frames (4.97 s) hold no loop of at least {} s\n".format(SOMA_CLIP, shown))
+    assert not list(out.iterdir())
+
+
+def test_a_bvh_frame_with_no_break_spaces_between_numbers_reads_as_with_spaces(seeds, tmp_path):
+    """StopIteration escaped: the line was not ASCII, so it was checked word by word, and every word was a
+    number. The reader splits on any whitespace (its hierarchy tokens, str.split), so U+00A0 separates."""
+    text = seeds["bvh_soma"].read_text(encoding="utf-8")
+    lines = text.split("\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith("Frame Time")) + 1
+    lines[first] = lines[first].replace(" ", "\u00a0", 5)
+    path = tmp_path / "no_break.bvh"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    ours, plain = read_file(path), read_file(seeds["bvh_soma"])
+    assert ours.frame_count == plain.frame_count
+    assert np.array_equal(np.asarray(ours.local_rotations), np.asarray(plain.local_rotations))
+    assert np.array_equal(np.asarray(ours.root_positions), np.asarray(plain.root_positions))
+
+
+def test_a_meshopt_stream_claiming_64_mb_from_131_kb_is_refused_before_decoding(tmp_path):
+    """A version 1 stream of all-zero blocks (one control byte per 4 byte positions per block) claims
+    1,024 times its size: 131 KB of the real KHR character's file as its inverse bind matrices' view, 1M
+    elements of 64 bytes, which took minutes and 64 MB. The timeout and memory limit only guard the run."""
+    gltf, binary = _glb_chunks((ROOT / "tests" / "data" / "rigs" / "meshopt" / "mannequin_khr.glb").read_bytes())
+    index = gltf["accessors"][gltf["skins"][0]["inverseBindMatrices"]]["bufferView"]
+    stream_fields = gltf["bufferViews"][index]["extensions"]["KHR_meshopt_compression"]
+    assert stream_fields["byteStride"] == 64 and stream_fields["mode"] == "ATTRIBUTES"
+    count, stride, block = 1 << 20, 64, 128  # 128: the elements of a block of 64-byte elements
+    stream = b"\xa1" + b"\xaa" * (stride // 4) * (count // block) + bytes(stride + stride // 4)
+    binary = bytes(binary) + b"\0" * (-len(binary) % 4)
+    stream_fields.update(byteOffset=len(binary), byteLength=len(stream), count=count)
+    gltf["bufferViews"][index]["byteLength"] = count * stride
+    binary += stream
+    gltf["buffers"][0]["byteLength"] = len(binary)
+    target = tmp_path / "claims.glb"
+    target.write_bytes(_glb(gltf, binary))
+    out = _empty_output(tmp_path)
+    result = _cli_bounded("retarget", SOMA_CLIP, "--target", target, "-o", out / "r.glb", timeout=60)
+    budget = 64 * (len(binary) + -len(binary) % 4) + (1 << 20)
+    assert (result.returncode, result.stderr) == (1, "{}: buffer view {}'s meshopt stream would decode to {} bytes, past "
+                                                     "the {} this file's compressed views may take together (64 per byte "
+                                                     "of its binary chunk, and 1 MiB)\n".format(target, index, count * stride, budget))
+    assert not list(out.iterdir())

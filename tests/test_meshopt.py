@@ -188,3 +188,36 @@ def test_damaged_meshopt_streams_read_or_fail_in_one_line(tmp_path, kind):
             assert "\n" not in str(error) and str(rig) in str(error), str(error)
             refused += 1
     assert refused > 0  # the damage is seen, not read as some other character
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_long_random_streams_decode_as_three_js_s_own_decoder_decodes_them(tmp_path, version):
+    """The decoder works a byte position and a channel at a time (bytes.translate, map, accumulate): on
+    streams of every group size, sentinel, control and channel mode (tests/meshopt_streams.py), some
+    blocks long, it gives three's decoder's bytes (tests/node/meshopt_views.mjs)."""
+    from kimodo_rig.formats import meshopt
+    from meshopt_streams import random_stream
+
+    extension = ("EXT_meshopt_compression", "KHR_meshopt_compression")[version]
+    streams, views, binary = [], [], b""
+    for k, (count, stride) in enumerate([(5000, 16), (3001, 4), (1000, 64), (257, 12), (17, 256)]):
+        stream = random_stream(count, stride, version, seed=k)
+        views.append({"buffer": 1, "byteLength": count * stride, "extensions": {extension: {
+            "buffer": 0, "byteOffset": len(binary), "byteLength": len(stream), "byteStride": stride,
+            "count": count, "mode": "ATTRIBUTES"}}})
+        streams.append((stream, count, stride))
+        binary += stream + b"\0" * (-len(stream) % 4)
+    gltf = {"asset": {"version": "2.0"}, "extensionsUsed": [extension], "buffers": [{"byteLength": len(binary)}, {"byteLength": 0}],
+            "bufferViews": views}
+    text = json.dumps(gltf).encode("utf-8")
+    text += b" " * (-len(text) % 4)
+    path = tmp_path / "streams.glb"
+    path.write_bytes(struct.pack("<III", 0x46546C67, 2, 28 + len(text) + len(binary)) + struct.pack("<II", len(text), 0x4E4F534A)
+                     + text + struct.pack("<II", len(binary), 0x004E4942) + binary)
+    node = subprocess.run(["node", str(ROOT / "tests" / "node" / "meshopt_views.mjs"), str(path)],
+                          capture_output=True, text=True, env=dict(os.environ, KIMODO_NODE_MODULES=str(node_modules())))
+    assert node.returncode == 0, node.stderr[-3000:]
+    theirs = json.loads(node.stdout)
+    assert len(theirs) == len(streams)
+    for index, (stream, count, stride) in enumerate(streams):
+        assert meshopt.decode_attributes(stream, count, stride) == bytes.fromhex(theirs[str(index)]), index

@@ -18,6 +18,7 @@ from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
 from ..constraints.fields import FieldError, load_json
 from ..constraints.model import SKELETON_OF_JOINT_COUNT, ConstraintSet, Problem, Request, skeleton_label
 from ..errors import KimodoError
+from ..formats.limits import whole_number
 from ..files import write_bytes_atomic
 from .arguments import frames_per_second, positive_float
 from . import VERBS
@@ -46,7 +47,7 @@ def add_parser(commands) -> None:
                                 help="frames to pin the {} at".format("whole pose" if kind == "fullbody" else
                                                                       "root on the floor" if kind == "root2d" else kind.replace("-", " ")))
     extracting.add_argument("--start", type=int, default=0, help="the motion frame a generation starts at (default 0)")
-    extracting.add_argument("--tail", type=int, metavar="N", help="the last N frames as fullbody at frames 0..N-1")
+    extracting.add_argument("--tail", metavar="N", help="the last N frames as fullbody at frames 0..N-1")
     extracting.add_argument("--format", choices=("kimodo", "animotive"), default="kimodo",
                             help="Kimodo's constraints.json (default) or an Animotive request")
     extracting.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
@@ -210,7 +211,7 @@ def run_extract(args: argparse.Namespace) -> int:
     if args.tail is not None:
         if any(getattr(args, kind.replace("-", "_")) for kind in KINDS):
             raise KimodoError("{}: --tail writes fullbody frames alone; leave out the other frame options".format(args.motion))
-        result = tail(motion, args.tail, args.motion)
+        result = tail(motion, whole_number(args.tail, "--tail", "a number of frames"), args.motion)
     else:
         frames = {kind: parse_frames(getattr(args, kind.replace("-", "_")), "--" + kind, args.start, motion.frame_count, motion.fps)
                   for kind in KINDS if getattr(args, kind.replace("-", "_"))}

@@ -14,7 +14,7 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import KimodoError
-from .fields import FieldError, count, describe, listed, load_json, number, pose_rows, read_entries, require, vector
+from .fields import FieldError, count, describe, kind as kind_of, listed, load_json, number, pose_rows, read_entries, require, vector
 from .model import BASE_OF_TYPE, ConstraintSet, Entry, Problem, Request
 
 FORMAT = "animotive"
@@ -84,9 +84,7 @@ def parse_request(data: Dict[str, Any]) -> Request:
 def _entry(index: int, record: Any) -> Entry:
     if not isinstance(record, dict):
         raise FieldError("not an object ({})".format(describe(record)))
-    label = require(record, "type")
-    if label not in TYPE_OF_LABEL:
-        raise FieldError("unknown type {} (known: {})".format(describe(label), ", ".join(TYPE_OF_LABEL)))
+    label = kind_of(record, tuple(TYPE_OF_LABEL))
     kind = TYPE_OF_LABEL[label]
     frame = count(require(record, "frame"), "frame")
     pose = require(record, "pose")

@@ -20,6 +20,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
+from ..formats.limits import whole_number
 from ..model import Motion
 from ..ops.derived_channels import root_headings, smooth_root_path
 from ..ops.fk import pose_globals, rest_positions
@@ -73,19 +74,14 @@ def parse_frames(text: str, option: str, start: int, frame_count: int, fps: floa
     if text == "all":
         return kimodo_frames(start, frame_count - 1, fps)
     if text.startswith("every:"):
-        step = text[len("every:"):]
-        if not step.isdigit() or int(step) < 1:
+        step = whole_number(text[len("every:"):], option, "every:N's N")
+        if step < 1:
             raise KimodoError("{}: expected every:N with N a positive whole number, got {!r}".format(option, text))
-        frames = list(range(start, frame_count, int(step)))
+        frames = list(range(start, frame_count, step))
         if frames and frames[-1] != frame_count - 1:
             frames.append(frame_count - 1)
         return tuple(frames)
-    frames = []
-    for part in text.split(","):
-        if not part.strip().isdigit():
-            raise KimodoError("{}: {!r} is not a frame number".format(option, part))
-        frames.append(int(part))
-    return tuple(frames)
+    return tuple(whole_number(part, option, "a frame number") for part in text.split(","))
 
 
 def extract(motion: Motion, selection: Selection, source: str) -> ConstraintSet:
@@ -154,8 +150,8 @@ def tail(motion: Motion, frames: int, source: str) -> ConstraintSet:
     generation."""
     motion = on_kimodo_skeleton(motion, source)
     last = motion.frame_count - 1
-    span = int(round((frames - 1) * motion.fps / FPS))
-    if frames < 1 or span > last:
+    # An int compared with a float is exact: a count of 400 digits is refused before it meets a float.
+    if frames < 1 or frames > last * FPS / motion.fps + 2 or int(round((frames - 1) * motion.fps / FPS)) > last:
         raise KimodoError("{}: --tail {}: the motion has {} frames".format(source, frames, motion.frame_count))
     chosen = tuple(last - int(round((frames - 1 - i) * motion.fps / FPS)) for i in range(frames))
     return extract(motion, Selection({"fullbody": chosen}, chosen[0]), source)

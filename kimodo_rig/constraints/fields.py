@@ -8,7 +8,14 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..files import read_input
+from ..formats.limits import parse_json
 from .model import Entry, Problem
+
+
+# The largest value any field holds (metres, radians, degrees, seconds): far beyond a motion's, and small
+# enough that squares and frame counts stay finite (a rotation vector of 1e200 overflowed, a duration of
+# 1e308 s had no frame count).
+MAX_VALUE = 1e6
 
 
 class FieldError(Exception):
@@ -18,7 +25,8 @@ class FieldError(Exception):
 def load_json(path) -> Any:
     data = read_input(path, str(path))  # a regular file only: a FIFO or /dev/zero would block or never end
     try:
-        return json.loads(data.decode("utf-8-sig"))  # a byte-order mark (Notepad adds one) is skipped
+        # a byte-order mark (Notepad adds one) is skipped; nesting and integers bounded as every reader's
+        return parse_json(data, str(path))
     except UnicodeDecodeError as error:
         raise KimodoError("{}: not UTF-8 text".format(path)) from error
     except json.JSONDecodeError as error:
@@ -35,9 +43,11 @@ def describe(value: Any) -> str:
 def number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FieldError("{} is not a number ({})".format(where, describe(value)))
-    result = float(value)  # a huge JSON integer becomes inf here, or raises
+    result = float(value)  # JSON integers of more than 40 digits are read as floats (limits.parse_json)
     if not math.isfinite(result):
         raise FieldError("{} is not a finite number ({})".format(where, describe(value)))
+    if abs(result) > MAX_VALUE:
+        raise FieldError("{} is outside {:g} to {:g} ({})".format(where, -MAX_VALUE, MAX_VALUE, describe(value)))
     return result
 
 
@@ -84,6 +94,14 @@ def pose_rows(value: Any, name: str, frames: Optional[int]) -> Tuple[Tuple[Tuple
             raise FieldError("{}[{}] has {} joints, {}[0] has {}".format(name, i, len(pose), name, joints))
         poses.append(tuple(vector(v, "{}[{}][{}]".format(name, i, j), 3) for j, v in enumerate(pose)))
     return tuple(poses)  # type: ignore[return-value]
+
+
+def kind(record: dict, known: Sequence[str]) -> str:
+    """The record's "type", one of `known` (a list or an object there is unknown, not unhashable)."""
+    value = require(record, "type")
+    if not isinstance(value, str) or value not in known:
+        raise FieldError("unknown type {} (known: {})".format(describe(value), ", ".join(known)))
+    return value
 
 
 def require(record: dict, key: str) -> Any:

@@ -8,7 +8,7 @@ import json
 from typing import Any, Dict, Tuple
 
 from ..errors import KimodoError
-from .fields import FieldError, count, describe, listed, load_json, pose_rows, read_entries, require, rows
+from .fields import FieldError, count, describe, kind as kind_of, listed, load_json, pose_rows, read_entries, require, rows
 from .model import END_EFFECTOR_NAMES, SKELETON_OF_JOINT_COUNT, TYPES, ConstraintSet, Entry
 
 FORMAT = "kimodo"
@@ -46,9 +46,7 @@ def frame_list(value: Any, name: str) -> Tuple[int, ...]:
 def _entry(index: int, record: Any) -> Entry:
     if not isinstance(record, dict):
         raise FieldError("not an object ({})".format(describe(record)))
-    kind = require(record, "type")
-    if kind not in TYPES:
-        raise FieldError("unknown type {} (known: {})".format(describe(kind), ", ".join(TYPES)))
+    kind = kind_of(record, TYPES)
     frames = frame_list(require(record, "frame_indices"), "frame_indices")
     k = len(frames)
     smooth = rows(record["smooth_root_2d"], "smooth_root_2d", 2, k) if "smooth_root_2d" in record else ()

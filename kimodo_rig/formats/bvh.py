@@ -299,7 +299,9 @@ def _parse_frame(line: str, number: int, expected: int, source: str) -> List[flo
     if len(words) != expected:
         raise KimodoError("{}: line {}: expected {} values, got {}".format(source, number, expected, len(words)))
     try:
-        if not line.isascii() or "_" in line:  # what float() takes beyond BVH's numbers; _float says which
+        # What float() takes beyond BVH's numbers; _is_number says which. Whitespace that is not ASCII
+        # (a no-break space) separates values, as str.split and the hierarchy's tokens have it.
+        if "_" in line or not line.isascii() and not all(map(str.isascii, words)):
             raise ValueError
         values = [float(word) for word in words]
     except ValueError:

@@ -36,6 +36,12 @@ MAX_ZERO_ITEMS = 1 << 16
 # Items all accessors of one document may decode together, beyond one per byte of the binary chunk:
 # accessors may overlap (or have no data at all), so without a budget a small file decodes to gigabytes.
 DECODE_BUDGET_ITEMS = 1 << 20
+# Bytes all meshopt-compressed views of one document may decode to, per byte of its binary chunk, and
+# beyond that for any file. gltfpack's vertex streams decode to 2-5 times their size (tests/data/rigs/
+# meshopt: 3-4), a version 0 stream to 64 times at most; a version 1 stream of all-zero blocks claims
+# 1,024 times its size, a gigabyte from a 1 MB file.
+MESHOPT_EXPANSION = 64
+MESHOPT_BUDGET_BYTES = 1 << 20
 
 
 class DocumentBuilder:
@@ -142,6 +148,7 @@ class Document:
         self._decoded: Dict[int, List[Tuple[float, ...]]] = {}
         self._budget = DECODE_BUDGET_ITEMS + len(binary)
         self._unpacked: Dict[int, bytes] = {}  # meshopt-compressed buffer views, decoded
+        self._meshopt_budget = MESHOPT_EXPANSION * len(binary) + MESHOPT_BUDGET_BYTES
 
     def accessor(self, index: int) -> List[Tuple[float, ...]]:
         """The items of accessor `index` (indices and types already checked by check_structure); the bytes
@@ -219,6 +226,12 @@ class Document:
         if count * stride != view["byteLength"] or start + length > len(self.binary):
             raise KimodoError("{} does not fit its buffer view or the binary chunk".format(where))
         self._spend(index, count)
+        if count * stride > self._meshopt_budget:
+            raise KimodoError("{} would decode to {} bytes, past the {} this file's compressed views may take together "
+                              "({} per byte of its binary chunk, and 1 MiB)".format(
+                                  where, count * stride, MESHOPT_EXPANSION * len(self.binary) + MESHOPT_BUDGET_BYTES,
+                                  MESHOPT_EXPANSION))
+        self._meshopt_budget -= count * stride
         try:
             raw = meshopt.decode_attributes(self.binary[start:start + length], count, stride)
             return meshopt.apply_filter(raw, count, stride, fields.get("filter", "NONE"))
@@ -318,7 +331,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
     extensions = gltf.get("extensionsUsed", [])
     if not isinstance(extensions, list) or not all(isinstance(name, str) for name in extensions):
         raise fail("extensionsUsed", "is not a list of names")
+    if not isinstance(gltf.get("extensions", {}), dict):
+        raise fail("extensions", "is not an object")
     accessors, views, nodes = records("accessors"), records("bufferViews"), records("nodes")
+    skin_count, mesh_count = len(records("skins")), len(records("meshes"))
     for i, view in enumerate(views):
         where = "bufferViews[{}]".format(i)
         count(view.get("byteLength"), where + ".byteLength")
@@ -354,6 +370,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
             if parents[child] >= 0 or child == i:
                 raise fail("nodes[{}]".format(child), "has more than one parent")
             parents[child] = i
+        if "mesh" in node:
+            index(node["mesh"], mesh_count, where + ".mesh")
+        if "skin" in node:
+            index(node["skin"], skin_count, where + ".skin")
         numbers(node, "translation", 3, where)
         numbers(node, "rotation", 4, where)
         numbers(node, "scale", 3, where)
@@ -417,8 +437,10 @@ def check_structure(gltf: Dict[str, Any], source: str) -> None:
             for table in [primitive.get("attributes", {})] + targets:
                 if not isinstance(table, dict):
                     raise fail(where, "has attributes that are not an object")
-                for value in table.values():
+                for name, value in table.items():
                     index(value, len(accessors), where + ".attributes")
+                    if str(name).startswith("JOINTS_") and accessors[value].get("componentType") not in (UNSIGNED_BYTE, UNSIGNED_SHORT):
+                        raise fail("{}.attributes.{}".format(where, name), "is not unsigned bytes or shorts (joint slots)")
             if "indices" in primitive:
                 index(primitive["indices"], len(accessors), where + ".indices")
     for i, image in enumerate(records("images")):

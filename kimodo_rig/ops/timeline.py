@@ -350,6 +350,9 @@ def find_loop(motion: Motion, *, min_length_s: float = DEFAULT_LOOP_SECONDS, ble
     out evenly over the cycle with `in_place`, so the loop starts and ends on one spot."""
     name = source or motion.name or motion.skeleton.name
     count, fps = motion.frame_count, motion.fps
+    if not math.isfinite(min_length_s * fps):  # 1e308 s or inf: no frame count to compare
+        raise KimodoError("{}: {} frames ({:.2f} s) hold no loop of at least {:g} s".format(
+            name, count, motion.duration, min_length_s))
     gap = max(int(math.ceil(min_length_s * fps - 1e-9)), blend + 1, 1)
     if blend + gap > count - 1:
         raise KimodoError("{}: {} frames ({:.2f} s) hold no loop of at least {:g} s with {} frames before it for "

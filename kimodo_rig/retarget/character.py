@@ -14,20 +14,26 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..files import read_input
 from ..formats import gltf_document as gd
+from ..formats.limits import parse_json
 from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
 from .soles import foot_carriers
+from .solve import working_skeleton
 
 LOG = logging.getLogger("kimodo_rig")
 RIGS = Path(__file__).resolve().parent.parent / "rigs"
 BUILTIN_TARGETS = {"mannequin": RIGS / "mpfb2_game_engine.glb", "mixamo": RIGS / "mpfb2_mixamo.glb"}
+# The largest value a node's place in the scene holds (its world matrix: units, m or cm, and scale): far
+# beyond any character, and two multiplied (or squared) stay far from float overflow (1e200 raised
+# OverflowError in distances; 1e160 scales made infinities).
+MAX_SCENE_VALUE = 1e12
 
 
 @dataclass(frozen=True)
@@ -84,11 +90,16 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
     """Which bone plays which part: the user's map when given, else the table the file states (VRM),
     else the bone names and the rest geometry."""
     if user_map is not None:
-        return map_from_parts(target.skeleton, user_map, map_source or "--map")
-    if target.humanoid_table:
-        return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
-    return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
+        source = map_source or "--map"
+        hmap = map_from_parts(target.skeleton, user_map, source)
+    elif target.humanoid_table:
+        source = "{}: {}".format(target.source, target.table_label)
+        hmap = map_from_parts(target.skeleton, dict(target.humanoid_table), source)
+    else:
+        return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
                         skinned=skinned_joints(target))
+    working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
+    return hmap
 
 
 def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:
@@ -163,7 +174,7 @@ def user_map_from_json(text: str, source: str) -> Dict[str, str]:
     """A map as JSON text (a --map file's, or the one a Blender armature stores), checked for its shape:
     an object of part -> bone name. Which parts and bones are known is `map_from_parts`'s to say."""
     try:
-        record = json.loads(text)
+        record = parse_json(text, source, "the map")  # nesting and integers bounded as every reader's
     except ValueError as error:
         raise KimodoError("{}: not JSON ({})".format(source, error)) from None
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
@@ -197,9 +208,18 @@ def _vrm_parts(thumbs_from: str) -> Dict[str, str]:
 
 def _vrm_table(gltf: Dict, node_names: Dict[int, str], source: str) -> Tuple[Tuple[Tuple[str, str], ...], str]:
     """(canonical part, joint name) pairs from a VRM humanoid table, and its label; () when none."""
-    extensions = gltf.get("extensions") or {}
-    vrm1 = ((extensions.get("VRMC_vrm") or {}).get("humanoid") or {}).get("humanBones")
-    vrm0 = ((extensions.get("VRM") or {}).get("humanoid") or {}).get("humanBones")
+    def member(parent: Dict, path: str, kind: type = dict) -> Any:
+        """parent's `path` (the last of its dotted keys), None when absent; of another JSON type, refused."""
+        value = parent.get(path.rsplit(".", 1)[-1])
+        if value is not None and not isinstance(value, kind):
+            raise KimodoError("{}: {} is not a JSON {}".format(source, path, "object" if kind is dict else "list"))
+        return value
+
+    extensions = gltf.get("extensions") or {}  # an object (gd.check_structure)
+    vrm1 = member(member(extensions, "extensions.VRMC_vrm") or {}, "extensions.VRMC_vrm.humanoid") or {}
+    vrm1 = member(vrm1, "extensions.VRMC_vrm.humanoid.humanBones")
+    vrm0 = member(member(extensions, "extensions.VRM") or {}, "extensions.VRM.humanoid") or {}
+    vrm0 = member(vrm0, "extensions.VRM.humanoid.humanBones", list)
     if isinstance(vrm1, dict):
         pairs = [(bone, (entry or {}).get("node") if isinstance(entry, dict) else None) for bone, entry in vrm1.items()]
         label, thumb_first = "VRM 1.0 humanoid table", "Metacarpal"
@@ -249,6 +269,11 @@ def read_gltf_target(path) -> Target:
         binds = None
     world = gd.world_matrices(gltf, {})
     node_parents = gd.node_parents(gltf)
+    beyond = {node for node, matrix in enumerate(world) if not all(abs(c) <= MAX_SCENE_VALUE for c in matrix)}  # and NaN
+    if beyond:
+        top = min(node for node in beyond if node_parents[node] not in beyond)
+        raise KimodoError("{}: node {!r} is placed or scaled beyond {:g} in the scene: not a character".format(
+            source, gltf["nodes"][top].get("name") or top, MAX_SCENE_VALUE))
     in_skin = {node: i for i, node in enumerate(joints)}
 
     def skin_parent(node: int) -> int:
@@ -555,6 +580,11 @@ def _mend_stray_binds(gltf: Dict, carried: Callable[[], Dict[int, Tuple[float, L
             continue
         if carried().get(joints[k], (0.0, None))[0] > 0.0:
             continue  # it deforms the mesh: its bind is the mesh's, however odd
+        try:
+            gd.invert4(local)
+        except ValueError:  # a node scaled to zero places no bind (the mended one is inverted for the output)
+            raise KimodoError("{}: joint {!r} has a singular transform (zero scale?): it cannot carry the motion".format(
+                source, gltf["nodes"][joints[k]].get("name") or joints[k])) from None
         binds[k] = gd.multiply4(binds[parents[k]], local)
         mended.append(k)
     if mended:

@@ -89,11 +89,15 @@ def _descendant(skeleton: Skeleton, joint: int, ancestor: int) -> bool:
     return False
 
 
-def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> Tuple[Skeleton, List[int]]:
+def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int], source: str = "",
+                labels: Optional[Dict[int, str]] = None) -> Tuple[Skeleton, List[int]]:
     """The subtree under `root` (now joint 0), with some joints moved under other parents (keeping their
-    rest world pose), ordered parent before child. Returns the skeleton and old index of each new joint."""
-    rest_rotations, rest_world = rest_pose(skeleton)
+    rest world pose), ordered parent before child. Returns the skeleton and old index of each new joint.
+    A move under a joint that hangs below the moved one (a map that swaps the hips and a hand) would make
+    a loop: a KimodoError naming `source` and the joints (by `labels`, else by name)."""
     parents = [new_parents.get(j, p) for j, p in enumerate(skeleton.parents)]
+    _refuse_loop(skeleton, parents, new_parents, source, labels or {})
+    rest_rotations, rest_world = rest_pose(skeleton)
     children: Dict[int, List[int]] = {}
     for j, p in enumerate(parents):
         children.setdefault(p, []).append(j)
@@ -122,6 +126,23 @@ def restructure(skeleton: Skeleton, root: int, new_parents: Dict[int, int]) -> T
     return Skeleton(skeleton.name, names, tuple(new_parent_list), tuple(offsets), tuple(locals_), skeleton.label), order
 
 
+def _refuse_loop(skeleton: Skeleton, parents: Sequence[int], moves: Dict[int, int], source: str,
+                 labels: Dict[int, str]) -> None:
+    """A KimodoError when a moved joint is among its own new ancestors. Every loop passes through a moved
+    joint (the others keep the file's tree), and a walk up of more steps than joints has looped."""
+    for moved in moves:
+        joint = parents[moved]
+        for _ in range(len(parents)):
+            if joint < 0 or joint == moved:
+                break
+            joint = parents[joint]
+        if joint == moved:
+            above = parents[moved]
+            raise KimodoError("{}: {} cannot hang from {}, which hangs below it".format(
+                source or skeleton.name, labels.get(moved) or repr(skeleton.joint_names[moved]),
+                labels.get(above) or repr(skeleton.joint_names[above])))
+
+
 def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> HumanoidMap:
     new = {old: i for i, old in enumerate(order)}
     return replace(
@@ -133,10 +154,11 @@ def _remap(hmap: HumanoidMap, skeleton: Skeleton, order: Sequence[int]) -> Human
     )
 
 
-def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[HumanoidMap, List[int]]:
+def working_skeleton(target: Skeleton, target_map: HumanoidMap, source: str = "") -> Tuple[HumanoidMap, List[int]]:
     """The target's subtree from the hips, with feet that hang off a root bone (IK-style rigs such as
     Quaternius' robot) moved under their shins, so they follow the legs, and limbs that hang beside the
-    hips (Kenney's legs off a `root` at the floor that also carries the torso) moved under the hips."""
+    hips (Kenney's legs off a `root` at the floor that also carries the torso) moved under the hips.
+    A map these moves would loop (its hips below a hand) is a KimodoError naming `source`, the map's."""
     moves = {}
     hips = target_map.bones["hips"]
     for side in ("l", "r"):
@@ -147,7 +169,8 @@ def working_skeleton(target: Skeleton, target_map: HumanoidMap) -> Tuple[Humanoi
             start = target_map.bones.get(part + side)
             if start is not None and not _descendant(target, start, hips):
                 moves[start] = hips
-    skeleton, order = restructure(target, target_map.bones["hips"], moves)
+    labels = {j: "{} ({!r})".format(part, target.joint_names[j]) for part, j in target_map.bones.items()}
+    skeleton, order = restructure(target, hips, moves, source and source + ": map", labels)
     return _remap(target_map, skeleton, order), order
 
 
@@ -184,7 +207,7 @@ def retarget(
         raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
     smap = source_map or map_humanoid(motion.skeleton, source_name or motion.name or motion.skeleton.name)
     tmap_full = target_map or map_humanoid(target, target_name or target.name)
-    tmap, order = working_skeleton(target, tmap_full)
+    tmap, order = working_skeleton(target, tmap_full, target_name or target.name)
     skeleton = tmap.skeleton
     corrections = rest_corrections(smap, tmap)
     reach_source = rest_leg_reach(smap)

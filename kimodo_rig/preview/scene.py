@@ -124,6 +124,17 @@ def nodes_above(gltf: Dict[str, Any], name: str) -> List[int]:
     return above
 
 
+def _invisible_warning(target_spec: str, gltf: Dict[str, Any], materials: Sequence[int]) -> str:
+    if not materials:
+        return ""
+    names = ", ".join(gltf["materials"][i].get("name") or "#{}".format(i) for i in materials)
+    if len(materials) == 1:
+        return "{}: material {} has alpha 0 with MASK or BLEND (nothing of it is drawn); the preview draws it opaque".format(
+            target_spec, names)
+    return "{}: materials {} have alpha 0 with MASK or BLEND (nothing of them is drawn); the preview draws them opaque".format(
+        target_spec, names)
+
+
 def _retarget(scene: PreviewScene, source: str, target_spec: str, in_place: bool, map_file: Optional[str],
               output: str) -> None:
     from ..retarget import character, feet
@@ -147,16 +158,13 @@ def _retarget(scene: PreviewScene, source: str, target_spec: str, in_place: bool
     drawn = gd.parse_glb(scene.character_glb, output).gltf
     scene.hidden_root_nodes = nodes_above(drawn, retargeted.skeleton.joint_names[scene.character_hips])
     scene.invisible_materials = invisible_materials(drawn)
-    if scene.invisible_materials:
-        names = [drawn["materials"][i].get("name") or "#{}".format(i) for i in scene.invisible_materials]
-        warning = ("{}: {} {} alpha 0 with MASK or BLEND, so the character is invisible; the preview draws it "
-                   "opaque").format(target_spec, ("material " if len(names) == 1 else "materials ") + ", ".join(names),
-                                    "has" if len(names) == 1 else "have")
+    warning = _invisible_warning(target_spec, drawn, scene.invisible_materials)
+    if warning:
         LOG.warning(warning)
     scene.character_label = Path(target_spec).stem or target_spec
     scene.character_positions = world_positions(retargeted)
     scene.report_lines = format_report(scene.title, report).splitlines()
-    if scene.invisible_materials:
+    if warning:
         scene.report_lines.append("warning: " + warning)
 
 

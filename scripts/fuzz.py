@@ -10,10 +10,22 @@ Each case mutates one seed (bytes, text, numbers, glTF JSON, .npy headers, zip f
 command on it in-process: inspect, convert to .glb or .bvh, or (rig and .gltf) retarget onto it. The first
 cases are files that are not files: a symlink to /dev/zero and a FIFO for every extension.
 
+The newer surfaces have seeds of their own: Kimodo's constraints.json and an Animotive request (extracted
+from the clip; checked, checked against a motion, converted, or extract run with hostile options), a `--map`
+file (`map --json` of the MPFB2 rig; retarget and preview with it), the MPFB2 mannequin with a VRM 0.x or
+1.0 humanoid table (map, retarget, preview), the mannequin with a hostile skin, trim/join/loop with hostile
+option values, and outputs pointed where data already is (a raw clip into a folder of other files, into
+the input's own folder or one holding it; -o at a folder, --outdir at a file).
+
 A case passes when the command exits 0, or exits 1 with one stderr line of at most a few hundred
-characters and writes nothing. It fails on any other exception, more than --case-seconds of CPU time,
-MemoryError under the worker's address-space cap (--memory-mb), or no answer within --hang-seconds (the
-worker is killed and restarted after that case). Case N is reproducible alone: --seed S --only N.
+characters and changes nothing (`constraints check` may list several problems, a line each; argparse may
+refuse an option's value with its usage and one error line, exit 2). Every case runs in a folder of its
+own (the input, a sound clip, the output folder, a bystander's file, the temporary folder the command
+sees, and the current folder): whatever the exit, nothing in it may be written, changed or deleted but the
+outputs the case declares, and the inputs must keep their bytes. A case fails on any other exception, more
+than --case-seconds of CPU time, MemoryError under the worker's address-space cap (--memory-mb), or no
+answer within --hang-seconds (the worker is killed and restarted after that case). Case N is reproducible
+alone: --seed S --only N.
 """
 from __future__ import annotations
 
@@ -107,12 +119,12 @@ def _amass() -> bytes:
         shutil.rmtree(folder)
 
 
-def _clip(folder: Path) -> Dict[str, bytes]:
+def _clip(folder: Path, keep: int = FRAMES) -> Dict[str, bytes]:
     roots = (folder / "root_positions.f32").read_bytes()
     rotations = (folder / "local_rotations_xyzw.f32").read_bytes()
     frames = len(roots) // 12
-    return {"root_positions.f32": roots[:FRAMES * 12],
-            "local_rotations_xyzw.f32": rotations[:len(rotations) // frames * FRAMES],
+    return {"root_positions.f32": roots[:keep * 12],
+            "local_rotations_xyzw.f32": rotations[:len(rotations) // frames * keep],
             "prompt.txt": (folder / "prompt.txt").read_bytes()}
 
 
@@ -132,7 +144,7 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
     gltf, binary = split_glb(motion_glb)
     gltf["buffers"] = [{"byteLength": len(binary), "uri": "data:application/octet-stream;base64,"
                         + base64.b64encode(binary).decode("ascii")}]
-    return {
+    seeds = {
         "bvh_soma": {"m.bvh": _cut_bvh(reference / "soma_01_single_text_prompt.bvh")},
         "bvh_cmu": {"m.bvh": _cut_bvh(DATA / "rigs" / "cmu" / "resources_131_01.bvh")},
         "npz_current": {"m.npz": current},
@@ -150,6 +162,8 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
         "glb_rig": {"rig.glb": (DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb").read_bytes()},
         "clip": clip,
     }
+    seeds.update(build_new_seeds(work, clip))
+    return seeds
 
 
 def split_glb(data: bytes) -> Tuple[dict, bytes]:
@@ -163,12 +177,15 @@ def split_glb(data: bytes) -> Tuple[dict, bytes]:
 NEST = "\u0000nest{}"
 
 
-def dump_json(gltf: dict) -> bytes:
-    """JSON text, with any NEST marker spelled out as that many nested lists."""
-    text = json.dumps(gltf, separators=(",", ":"))
+def dump_json(document) -> bytes:
+    """JSON text, with any NEST marker spelled out as that many nested lists and any BIG marker as an
+    integer of that many digits (json.dumps refuses ints past 4,300 digits)."""
+    text = json.dumps(document, separators=(",", ":"))
     for match in set(re.findall(r'"\\u0000nest(\d+)"', text)):
         depth = int(match)
         text = text.replace('"\\u0000nest{}"'.format(match), "[" * depth + "]" * depth)
+    for match in set(re.findall(r'"\\u0000digits(\d+)"', text)):
+        text = text.replace('"\\u0000digits{}"'.format(match), "7" * int(match))
     return text.encode("utf-8")
 
 
@@ -441,6 +458,27 @@ def _bomb(rng: random.Random) -> bytes:
 
 def mutate(kind: str, seed: Dict[str, bytes], rng: random.Random) -> Tuple[str, Dict[str, bytes]]:
     files = dict(seed)
+    if kind in ("constraints_kimodo", "constraints_animotive", "map"):
+        name = next(iter(files))
+        if kind == "map" and rng.random() < 0.4:  # the parts that matter most trade bones
+            document = json.loads(files[name])
+            a, b = rng.sample(MAP_PARTS, 2)
+            document[a], document[b] = document.get(b), document.get(a)
+            if rng.random() < 0.3:
+                document[rng.choice(["tail", "hand", "hips "])] = rng.choice(list(document.values()))
+            elif rng.random() < 0.3:
+                document[rng.choice(MAP_PARTS)] = rng.choice(["not_a_bone", "", "mixamorig:Hips", "\u00b2"])
+            return "swap_" + a + "_" + b, dict(files, **{name: json.dumps(document).encode("utf-8")})
+        how, files[name] = mutate_document(json.loads(files[name]), rng)
+        return how, files
+    if kind in ("vrm0", "vrm1"):
+        how, files["avatar.vrm"] = mutate_vrm(files["avatar.vrm"], rng)
+        return how, files
+    if kind == "skin":
+        how, files["rig.glb"] = mutate_skin(files["rig.glb"], rng)
+        return how, files
+    if kind in ("timeline", "folder"):  # the clip is sound: the options and the output's place are the case
+        return "options" if kind == "timeline" else "place", files
     if kind == "clip":
         name = rng.choice(sorted(files))
         how, files[name] = mutate_bytes(files[name], rng)
@@ -472,6 +510,454 @@ def mutate(kind: str, seed: Dict[str, bytes], rng: random.Random) -> Tuple[str, 
     return how, files
 
 
+# ---------------------------------------------------------------------------------------------- newer surfaces
+# Constraints files, --map files, .vrm humanoid tables, hostile skins, timeline arguments and folder
+# outputs. Each kind's case is a list of arguments and the outputs it declares; the worker checks that
+# nothing else in the case's folder changes and that the inputs keep their bytes.
+
+BIG = "\u0000digits{}"  # spelled out by dump_json
+HOSTILE_JSON = JSON_VALUES + [1e200, -1e200, BIG.format(400), BIG.format(5000), ["fullbody"], "²", "\u0663",
+                              {"type": "fullbody"}, [[0.0, 0.0, 0.0]] * 3, NEST.format(100000)]
+OPTION_VALUES = ["0", "1", "2", "3", "-1", "-0", "0.5", "1e308", "-1e308", "inf", "-inf", "nan", "1e-320", "²",
+                 "\u0663", "1_0", "0x10", "", " 1", "9" * 400, "5" * 5000, "1e400", "2147483648", "every:²",
+                 "every:0", "every:-1", "all", "0,1,2", "0,,1", "1,1,1", "3,0", "9" * 400 + ",1", "5" * 5000 + ",0"]
+MAP_PARTS = ["hips", "spine_0", "head", "hand_l", "hand_r", "foot_l", "foot_r", "thigh_l", "upperarm_r", "toe_l"]
+RAW_FILES = {"local_rotations_xyzw.f32", "root_positions.f32", "prompt.txt"}  # a clip's own files (formats/raw.py)
+TIMELINE_FRAMES = 40  # enough for a loop to be found and a join to cross-fade
+
+
+def mutate_document(document, rng: random.Random, swap_paths: Optional[List[tuple]] = None) -> Tuple[str, bytes]:
+    """A JSON document (constraints, request, map, VRM table) with one hostile change, as text."""
+    document = json.loads(json.dumps(document))
+    how = rng.choice(["value", "value", "delete", "swap", "type", "nest", "bom", "text", "duplicate"])
+    paths = _json_paths(document)
+    if how == "value":
+        for _ in range(rng.randint(1, 2)):
+            path = rng.choice(_json_paths(document))
+            if path:
+                _set(document, path, rng.choice(HOSTILE_JSON))
+            else:
+                document = rng.choice(HOSTILE_JSON)
+    elif how == "delete":
+        path = rng.choice([p for p in paths if p] or [()])
+        if path:
+            parent = document
+            for key in path[:-1]:
+                parent = parent[key]
+            del parent[path[-1]]
+    elif how == "swap":  # two values trade places (a map's hips and hand, two entries' frames)
+        candidates = swap_paths or [p for p in paths if p]
+        if len(candidates) >= 2:
+            a, b = rng.sample(candidates, 2)
+            try:
+                value_a, value_b = _get(document, a), _get(document, b)
+                _set(document, a, value_b)
+                _set(document, b, value_a)
+            except (KeyError, IndexError, TypeError):
+                pass
+    elif how == "type":  # a container where a value is, a value where a container is
+        path = rng.choice(paths)
+        value = rng.choice([[], {}, 7, "7", None, ["list"], {"type": ["fullbody"]}])
+        if path:
+            _set(document, path, value)
+        else:
+            document = value
+    elif how == "nest":
+        path = rng.choice(paths)
+        value = NEST.format(rng.choice([60, 2000, 100000]))
+        if path:
+            _set(document, path, value)
+        else:
+            document = value
+    elif how == "duplicate" and isinstance(document, list) and document:
+        document = document + [document[rng.randrange(len(document))]] * rng.choice([1, 2, 500])
+    text = dump_json(document)
+    if how == "bom":
+        text = b"\xef\xbb\xbf" + text
+    elif how == "text":
+        how, text = mutate_text(text, rng)
+        how = "text_" + how
+    return how, text
+
+
+def _get(root, path):
+    for key in path:
+        root = root[key]
+    return root
+
+
+def _run_quiet(arguments: List[str]) -> str:
+    """A command whose output (stdout) a seed is built from; it must succeed."""
+    from kimodo_rig import cli
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()) as stdout:
+        status = cli.main(arguments)
+    if status != 0:
+        raise RuntimeError("seed command {} failed: {}".format(arguments, stderr.getvalue()))
+    return stdout.getvalue()
+
+
+def build_new_seeds(work: Path, clip: Dict[str, bytes]) -> Dict[str, Dict[str, bytes]]:
+    """The newer surfaces' seeds, each built by the command a user would run (or, for .vrm, as
+    tests/rig_variants.add_vrm_table lays out the table) from the shared test files."""
+    folder = work / "seed_new"
+    folder.mkdir()
+    try:
+        long_clip = _clip(DATA / "clips" / "soma_01_single_text_prompt", TIMELINE_FRAMES)
+        source = folder / "clip"
+        source.mkdir()
+        for name, data in long_clip.items():
+            (source / name).write_bytes(data)
+        _run_quiet(["constraints", "extract", str(source), "-o", str(folder / "k.json"), "--fullbody", "2,30",
+                    "--left-hand", "5", "--right-foot", "12", "--root2d", "every:8"])
+        _run_quiet(["constraints", "extract", str(source), "-o", str(folder / "a.json"), "--fullbody", "2,30",
+                    "--left-hand", "5", "--right-foot", "12", "--root2d", "every:8", "--format", "animotive",
+                    "--prompt", "walk", "--duration", "1.5"])
+        rig = (DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb").read_bytes()
+        (folder / "rig.glb").write_bytes(rig)
+        bone_map = _run_quiet(["map", str(folder / "rig.glb"), "--json"]).encode("utf-8")
+        mannequin = (DATA / "rigs" / "mpfb2" / "mpfb2_game_engine.glb").read_bytes()
+        return {
+            "constraints_kimodo": {"constraints.json": (folder / "k.json").read_bytes()},
+            "constraints_animotive": {"request.json": (folder / "a.json").read_bytes()},
+            "map": {"map.json": bone_map},
+            "vrm0": {"avatar.vrm": _vrm(mannequin, 0)},
+            "vrm1": {"avatar.vrm": _vrm(mannequin, 1)},
+            "skin": {"rig.glb": mannequin},
+            "timeline": long_clip,
+            "folder": clip,
+        }
+    finally:
+        shutil.rmtree(folder)
+
+
+# VRM humanoid bones of the canonical parts on the MPFB2 mannequin (tests/rig_variants.MANNEQUIN_VRM).
+VRM_TABLE = {"hips": "pelvis", "spine": "spine_01", "chest": "spine_02", "upperChest": "spine_03", "neck": "neck_01",
+             "head": "head"}
+for _side, _s in (("left", "l"), ("right", "r")):
+    VRM_TABLE.update({_side + "Shoulder": "clavicle_" + _s, _side + "UpperArm": "upperarm_" + _s,
+                      _side + "LowerArm": "lowerarm_" + _s, _side + "Hand": "hand_" + _s,
+                      _side + "UpperLeg": "thigh_" + _s, _side + "LowerLeg": "calf_" + _s,
+                      _side + "Foot": "foot_" + _s, _side + "Toes": "ball_" + _s})
+
+
+def _vrm(glb_bytes: bytes, version: int) -> bytes:
+    """The mannequin with a VRM humanoid table: 0.x a list of {bone, node}, 1.0 {bone: {node}}."""
+    gltf, binary = split_glb(glb_bytes)
+    index = {node.get("name"): i for i, node in enumerate(gltf["nodes"])}
+    nodes = {bone: index[name] for bone, name in VRM_TABLE.items()}
+    extensions = gltf.setdefault("extensions", {})
+    if version == 0:
+        extensions["VRM"] = {"specVersion": "0.0", "humanoid": {"humanBones": [
+            {"bone": b, "node": n, "useDefaultValues": True} for b, n in nodes.items()]}}
+        used = "VRM"
+    else:
+        extensions["VRMC_vrm"] = {"specVersion": "1.0", "humanoid": {"humanBones": {b: {"node": n} for b, n in nodes.items()}}}
+        used = "VRMC_vrm"
+    gltf["extensionsUsed"] = sorted(set(gltf.get("extensionsUsed", [])) | {used})
+    return join_glb(gltf, binary)
+
+
+def mutate_vrm(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
+    gltf, binary = split_glb(data)
+    extensions = gltf["extensions"]
+    name = "VRM" if "VRM" in extensions else "VRMC_vrm"
+    bones = extensions[name]["humanoid"]["humanBones"]
+    count = len(gltf["nodes"])
+    how = rng.choice(["swap", "swap_hips", "node", "node", "bone", "table", "document"])
+    entries = bones if isinstance(bones, list) else list(bones.values())
+    if how in ("swap", "swap_hips"):  # two bones trade nodes: the hips and a hand is the loop of issue 38
+        if how == "swap_hips":
+            by_bone = ({e["bone"]: e for e in bones} if isinstance(bones, list) else bones)
+            a, b = by_bone["hips"], by_bone[rng.choice(["leftHand", "rightHand", "head", "leftFoot"])]
+        else:
+            a, b = rng.sample(entries, 2)
+        a["node"], b["node"] = b["node"], a["node"]
+    elif how == "node":
+        rng.choice(entries)["node"] = rng.choice([-1, count, count + 5, 10 ** 9, 2 ** 64, "3", 1.5, None, [1], 1e308,
+                                                 float("nan")])
+    elif how == "bone":  # a bone named twice, an unknown bone, a bone named by a number
+        entry = rng.choice(entries)
+        if isinstance(bones, list):
+            entry["bone"] = rng.choice(["hips", "leftHand", "tail", 7, None, ""])
+        else:
+            bones[rng.choice(["hips2", "", "leftHand "])] = {"node": rng.randrange(count)}
+    elif how == "table":  # a part of the extension of the wrong type
+        where = rng.choice([(name,), (name, "humanoid"), (name, "humanoid", "humanBones")])
+        _set(extensions, where, rng.choice([7, "x", [], {}, None, [7], 1e308]))
+    else:
+        how, text = mutate_document(extensions[name], rng)
+        try:
+            extensions[name] = json.loads(text.decode("utf-8-sig"))
+        except (ValueError, RecursionError):
+            extensions[name] = NEST.format(2000)
+        how = "document_" + how
+    return how, join_glb(gltf, binary)
+
+
+def _accessor_span(gltf: dict, index: int) -> Tuple[int, int]:
+    """(offset in the binary chunk, byte length) of an accessor's data, as the seed lays it out."""
+    accessor = gltf["accessors"][index]
+    view = gltf["bufferViews"][accessor["bufferView"]]
+    width = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}[accessor["type"]]
+    size = {5120: 1, 5121: 1, 5122: 2, 5123: 2, 5125: 4, 5126: 4}[accessor["componentType"]]
+    return view.get("byteOffset", 0) + accessor.get("byteOffset", 0), accessor["count"] * width * size
+
+
+def mutate_skin(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
+    """The mannequin's skin, meshes and joint transforms made hostile in the ways characters arrive broken."""
+    gltf, binary = split_glb(data)
+    binary = bytearray(binary)
+    nodes, skin = gltf["nodes"], gltf["skins"][0]
+    joints = skin["joints"]
+    skinned = [i for i, node in enumerate(nodes) if "skin" in node]
+    primitive = gltf["meshes"][0]["primitives"][0]
+    how = rng.choice(["joint_range", "joint_repeat", "ibm_count", "ibm_singular", "ibm_huge", "node_skin",
+                      "node_mesh", "no_meshes", "joints_nan", "weights", "scale", "translation", "unskinned_mesh"])
+    if how == "joint_range":
+        joints[rng.randrange(len(joints))] = rng.choice([len(nodes), len(nodes) + 3, -1, 10 ** 9, "2", 1.5])
+    elif how == "joint_repeat":
+        joints[rng.randrange(len(joints))] = joints[rng.randrange(len(joints))]
+    elif how == "ibm_count":
+        accessor = gltf["accessors"][skin["inverseBindMatrices"]]
+        accessor["count"] = rng.choice([0, 1, accessor["count"] - 1, accessor["count"] + 1, 10 ** 9])
+    elif how in ("ibm_singular", "ibm_huge"):
+        start, length = _accessor_span(gltf, skin["inverseBindMatrices"])
+        matrix = start + 64 * rng.randrange(length // 64)
+        value = 0.0 if how == "ibm_singular" else rng.choice([3.4e38, float("inf"), float("nan"), 1e30])
+        binary[matrix:matrix + 64] = struct.pack("<16f", *([value] * 16))
+    elif how == "node_skin":
+        nodes[rng.choice(skinned)]["skin"] = rng.choice([1, 5, -1, 10 ** 9, "0", None, 0.5])
+    elif how == "node_mesh":
+        nodes[rng.choice(skinned)]["mesh"] = rng.choice([len(gltf["meshes"]), 99, -1, "0", None, [0]])
+    elif how == "no_meshes":
+        del gltf["meshes"]
+    elif how == "joints_nan":  # JOINTS_0 as floats, some of them NaN
+        count = gltf["accessors"][primitive["attributes"]["JOINTS_0"]]["count"]
+        values = [float(rng.randrange(len(joints))) if rng.random() < 0.9 else float("nan") for _ in range(4 * count)]
+        binary += b"\0" * (-len(binary) % 4)
+        gltf["bufferViews"].append({"buffer": 0, "byteOffset": len(binary), "byteLength": 16 * count})
+        binary += struct.pack("<{}f".format(4 * count), *values)
+        gltf["accessors"].append({"bufferView": len(gltf["bufferViews"]) - 1, "componentType": 5126, "count": count,
+                                  "type": "VEC4"})
+        primitive["attributes"]["JOINTS_0"] = len(gltf["accessors"]) - 1
+    elif how == "weights":
+        start, length = _accessor_span(gltf, primitive["attributes"]["WEIGHTS_0"])
+        value = rng.choice(FLOATS + [-5.0, 1e38])
+        for at in range(start, start + length, 4 * rng.choice([1, 3, 17])):
+            binary[at:at + 4] = struct.pack("<f", value)
+        gltf["buffers"][0]["byteLength"] = len(binary)
+    elif how == "scale":  # an end joint squashed to nothing, or the root blown up
+        node = nodes[rng.choice([joints[-1], joints[0], rng.choice(joints)])]
+        node["scale"] = [rng.choice([0.0, 1e160, -1e160, 1e-160])] * 3
+    elif how == "translation":
+        nodes[rng.choice(joints)]["translation"] = [rng.choice([1e200, -1e200, 1e38]), 0.0, 0.0]
+    else:  # a node with no skin pointing at a mesh that is not there
+        nodes.append({"name": "prop", "mesh": rng.choice([len(gltf["meshes"]), 99, "1"])})
+        gltf["scenes"][gltf.get("scene", 0)]["nodes"].append(len(nodes) - 1)
+    gltf["buffers"][0]["byteLength"] = len(binary)
+    return how, join_glb(gltf, bytes(binary))
+
+
+class Case:
+    """One run: its arguments, the paths it may write (`file`: that path; `clip`: a raw clip folder, whose
+    other entries must stay; `dir`: new entries under a folder) and the paths it reads."""
+
+    def __init__(self, arguments: List[str], outputs: List[Tuple[str, Path]], inputs: List[Path], how: str = "") -> None:
+        self.arguments, self.outputs, self.inputs, self.how = arguments, outputs, inputs, how
+
+
+def _option(rng: random.Random) -> str:
+    return rng.choice(OPTION_VALUES)
+
+
+def _output_choice(rng: random.Random, out: Path, stem: str) -> Tuple[List[str], Tuple[str, Path]]:
+    """An output path of a random format: a file, or a raw clip folder."""
+    extension = rng.choice([".glb", ".bvh", ".npz", ".csv", "raw"])
+    if extension == "raw":
+        return ["--format", "raw"], ("clip", out / stem)
+    return [], ("file", out / (stem + extension))
+
+
+def new_case(kind: str, root: Path, path: Path, rng: random.Random) -> Case:
+    """The command a newer surface's case runs; `path` is the mutated input (or clip) in root/case."""
+    out, clip = root / "out", root / "clip"
+    rig = root / "rig.glb"
+    roll = rng.random()
+    if kind.startswith("constraints"):
+        return _constraints_case(kind, path, out, clip, rng)
+    if kind == "map":
+        if roll < 0.75:
+            return Case(["retarget", str(clip), "--target", str(rig), "--map", str(path), "-o", str(out / "r.glb")],
+                        [("file", out / "r.glb")], [clip, rig, path])
+        return Case(["preview", str(clip), "--target", str(rig), "--map", str(path), "-o", str(out / "p.svg")],
+                    [("file", out / "p.svg")], [clip, rig, path])
+    if kind in ("vrm0", "vrm1", "skin"):
+        if roll < 0.35:
+            return Case(["map", str(path)] + (["--json"] if rng.random() < 0.5 else []), [], [path])
+        if roll < 0.9:
+            return Case(["retarget", str(clip), "--target", str(path), "-o", str(out / "r.glb")],
+                        [("file", out / "r.glb")], [clip, path])
+        return Case(["preview", str(clip), "--target", str(path), "-o", str(out / "p.svg")],
+                    [("file", out / "p.svg")], [clip, path])
+    if kind == "timeline":
+        return _timeline_case(path, out, rng)
+    return _folder_case(root, path, rng)
+
+
+def _constraints_case(kind: str, path: Path, out: Path, clip: Path, rng: random.Random) -> Case:
+    roll = rng.random()
+    if roll < 0.25:
+        return Case(["constraints", "check", str(path)] + (["--json"] if rng.random() < 0.3 else []), [], [path])
+    if roll < 0.5:
+        return Case(["constraints", "check", str(path), "--motion", str(clip)], [], [path, clip])
+    if roll < 0.8:
+        to = rng.choice(["animotive", "kimodo"])
+        extra = ["--prompt", "walk", "--duration", rng.choice(["2", "2", "1e308", "inf", "nan", "-1", "²", "9" * 400])]
+        target = out / ("c.json" if rng.random() < 0.9 else "")
+        return Case(["constraints", "convert", str(path), str(target), "--to", to] + (extra if to == "animotive" else []),
+                    [("file", target)], [path])
+    # extract: the input file is left alone; the options are hostile (the clip is the motion read)
+    arguments = ["constraints", "extract", str(clip), "-o", str(out / "e.json")]
+    for option in rng.sample(["--fullbody", "--left-hand", "--right-foot", "--root2d", "--start", "--tail", "--fps",
+                              "--duration", "--seed", "--steps", "--samples"], rng.randint(1, 3)):
+        arguments += [option, _option(rng)]
+    if "--fullbody" not in arguments and "--tail" not in arguments and "--root2d" not in arguments:
+        arguments += ["--fullbody", "1"]
+    if rng.random() < 0.4:
+        arguments += ["--format", "animotive", "--prompt", "walk"]
+        if "--duration" not in arguments:
+            arguments += ["--duration", "1.5"]
+    return Case(arguments, [("file", out / "e.json")], [clip])
+
+
+def _timeline_case(path: Path, out: Path, rng: random.Random) -> Case:
+    verb = rng.choice(["trim", "join", "loop"])
+    format_arguments, output = _output_choice(rng, out, verb)
+    target = str(output[1])
+    if verb == "trim":
+        arguments = ["trim", str(path), target, "--start", _option(rng) if rng.random() < 0.7 else "2"]
+        if rng.random() < 0.6:
+            arguments += ["--end", _option(rng)]
+    elif verb == "join":
+        arguments = ["join", str(path), str(path), "-o", target, "--blend", _option(rng)]
+    else:
+        arguments = ["loop", str(path), target]
+        for option in rng.sample(["--min-length", "--blend", "--fps"], rng.randint(1, 2)):
+            arguments += [option, _option(rng)]
+        if rng.random() < 0.3:
+            arguments.append("--in-place")
+    return Case(arguments + format_arguments, [output], [path])
+
+
+def _folder_case(root: Path, path: Path, rng: random.Random) -> Case:
+    """Outputs pointed where data already is: a raw clip into a folder of other files, into the input's own
+    folder or one that holds the input; -o at a folder with content, --outdir at a file."""
+    out = root / "out"
+    busy = out / "busy"  # a folder of the user's other files
+    (busy / "sub").mkdir(parents=True)
+    (busy / "notes.txt").write_bytes(b"the user's notes\n")
+    (busy / "sub" / "photo.jpg").write_bytes(b"\xff\xd8\xff" + bytes(range(256)))
+    (path.parent / "other.txt").write_bytes(b"beside the input\n")
+    old_clip = out / "old_clip"
+    old_clip.mkdir()
+    for name in sorted(RAW_FILES):
+        (old_clip / name).write_bytes((path / name).read_bytes() if (path / name).exists() else b"")
+    file = out / "file.glb"
+    file.write_bytes(b"an earlier output")
+    how = rng.choice(["raw_busy", "raw_self", "raw_parent", "raw_root", "raw_clip", "raw_file", "o_folder",
+                      "outdir_file", "outdir_busy", "o_file"])
+    verb = rng.choice(["convert", "trim", "join", "loop"])
+
+    def writing(target: Path, extra: List[str]) -> List[str]:
+        if verb == "convert":
+            return ["convert", str(path), str(target)] + extra
+        if verb == "trim":
+            return ["trim", str(path), str(target), "--start", "1"] + extra
+        if verb == "join":
+            return ["join", str(path), str(path), "-o", str(target), "--blend", "1"] + extra
+        return ["loop", str(path), str(target), "--min-length", "0.05", "--blend", "1"] + extra
+
+    raw = ["--format", "raw"]
+    if how.startswith("raw_"):
+        target = {"raw_busy": busy, "raw_self": path, "raw_parent": path.parent, "raw_root": root,
+                  "raw_clip": old_clip, "raw_file": file}[how]
+        return Case(writing(target, raw), [("clip", target)], [path], how)
+    if how == "o_folder":
+        target = rng.choice([busy, path.parent, old_clip])
+        if rng.random() < 0.5:
+            return Case(["retarget", str(path), "--target", "mannequin", "-o", str(target)], [("file", target)], [path], how)
+        if rng.random() < 0.5:
+            return Case(["preview", str(path), "-o", str(target)], [("file", target)], [path], how)
+        format_arguments = rng.choice([[], ["--format", "glb"]])
+        replaces_a_clip = target == old_clip and not format_arguments  # a clip folder written as a clip: allowed
+        return Case(writing(target, format_arguments), [("clip" if replaces_a_clip else "file", target)], [path], how)
+    if how in ("outdir_file", "outdir_busy"):
+        target = file if how == "outdir_file" else busy
+        return Case(["retarget", str(path), "--target", "mannequin", "--outdir", str(target)], [("dir", target)], [path], how)
+    return Case(writing(file, []), [("file", file)], [path], how)
+
+
+# ---------------------------------------------------------------------------------------------- the case's folder
+
+def snapshot(root: Path) -> Dict[str, tuple]:
+    """Every entry under root (not following links): relative path -> (type, size, sha256)."""
+    import hashlib
+
+    entries: Dict[str, tuple] = {}
+    for folder, folders, files in os.walk(str(root)):
+        for name in folders + files:
+            full = os.path.join(folder, name)
+            relative = os.path.relpath(full, str(root))
+            info = os.lstat(full)
+            if os.path.islink(full):
+                entries[relative] = ("link", os.readlink(full))
+            elif os.path.isdir(full):
+                entries[relative] = ("dir",)
+            elif os.path.isfile(full):
+                with open(full, "rb") as stream:
+                    entries[relative] = ("file", info.st_size, hashlib.sha256(stream.read()).hexdigest())
+            else:
+                entries[relative] = ("special",)
+    return entries
+
+
+def _within(relative: str, folder: str) -> bool:
+    return relative == folder or relative.startswith(folder + os.sep) or folder == "."
+
+
+def stray_changes(before: Dict[str, tuple], after: Dict[str, tuple], root: Path,
+                  outputs: List[Tuple[str, Path]]) -> List[str]:
+    """Entries that changed, appeared or vanished where no declared output allows it."""
+    declared = [(how, os.path.relpath(str(path), str(root))) for how, path in outputs]
+    problems = []
+    for relative in sorted(set(before) | set(after)):
+        if before.get(relative) == after.get(relative):
+            continue
+        if not any(_allowed(how, output, relative, before) for how, output in declared):
+            word = "deleted" if relative not in after else "written" if relative not in before else "changed"
+            problems.append("{} {}".format(word, relative))
+    return problems
+
+
+def _allowed(how: str, output: str, relative: str, before: Dict[str, tuple]) -> bool:
+    existed = before.get(output)
+    if how == "file":  # the output file itself, replacing nothing but a file
+        return relative == output and (existed is None or existed[0] == "file")
+    if existed is not None and existed[0] != "dir":  # a folder output may not replace a file
+        return False
+    if not _within(relative, output):
+        return False
+    if relative == output or relative not in before:
+        return True
+    if how == "dir":  # a folder that receives new files keeps the ones it had
+        return False
+    # a raw clip folder: its own files may be rewritten, anything else in it must stay
+    inside = relative if output == "." else os.path.relpath(relative, output)
+    return inside in RAW_FILES
+
+
 # ---------------------------------------------------------------------------------------------- running
 
 def not_files(work: Path) -> List[Tuple[str, Callable[[Path], Path]]]:
@@ -496,38 +982,135 @@ class Outcome:
         self.verdict, self.detail = verdict, detail
 
 
-def run_command(arguments: List[str], out: Path, input_path: Path) -> Outcome:
-    """kimodo-rig's main() in-process; the contract: 0, or 1 with one short stderr line, nothing written."""
+def run_command(case: Case, root: Path) -> Outcome:
+    """kimodo-rig's main() in-process; the contract: 0, or 1 with one short stderr line and nothing written;
+    either way nothing in the case's folder changes but the declared outputs, and the inputs keep their bytes."""
     from kimodo_rig import cli
 
+    before = snapshot(root)
     stderr, stdout = io.StringIO(), io.StringIO()
+    usage = False
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):
-        status = cli.main(arguments)
+        try:
+            status = cli.main(case.arguments)
+        except SystemExit as error:  # argparse refusing an option's value: usage and one error line, exit 2
+            status, usage = error.code, True
     text = stderr.getvalue()
-    if status == 0:
+    return judge(case, root, before, snapshot(root), status, text, usage)
+
+
+def judge(case: Case, root: Path, before: Dict[str, tuple], after: Dict[str, tuple], status, text: str,
+          usage: bool) -> Outcome:
+    for path in case.inputs:
+        relative = os.path.relpath(str(path), str(root))
+        old = {k: v for k, v in before.items() if _within(k, relative)}
+        new = {k: v for k, v in after.items() if _within(k, relative)}
+        if old != new:
+            return Outcome("fail", "input changed: {} (exit {})".format(relative, status))
+    stray = stray_changes(before, after, root, case.outputs)
+    if stray:
+        return Outcome("fail", "outside the output (exit {}): {}".format(status, ", ".join(stray[:6])))
+    if status == 0 and not usage:
         return Outcome("ok")
-    left = sorted(p.name for p in out.iterdir())
-    if status != 1:
+    if usage and status == 2:
+        last = text.rstrip("\n").split("\n")[-1]
+        if ": error: " not in last or len(last) > MAX_LINE:
+            return Outcome("fail", "usage error without a short error line: {!r}".format(text[-300:]))
+        verdict = Outcome("refused", last[:160])
+    elif status != 1:
         return Outcome("fail", "exit status {}".format(status))
-    if text.count("\n") != 1 or not text.endswith("\n") or len(text) > MAX_LINE + 1:
+    elif not _short_lines(text, case.arguments[:2] == ["constraints", "check"]):
         return Outcome("fail", "stderr is not one short line: {!r}".format(text[:300]))
-    if left:
-        return Outcome("fail", "refused but left {}".format(left))
-    return Outcome("refused", text.strip()[:160])
+    else:
+        verdict = Outcome("refused", text.strip()[:160])
+    if before != after:
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        return Outcome("fail", "refused but left {}".format(changed[:6]))
+    return verdict
 
 
-def choose_command(kind: str, path: Path, out: Path, rng: random.Random, clip: Path) -> List[str]:
+def _short_lines(text: str, report: bool) -> bool:
+    """One short line; a checker's report (`constraints check`) may list several problems, a short line each,
+    or none (with --json the problems are in the JSON on stdout)."""
+    if report and not text:
+        return True
+    lines = text.split("\n")
+    if not text.endswith("\n") or (len(lines) != 2 and not report):
+        return False
+    return all(0 < len(line) <= MAX_LINE for line in lines[:-1])
+
+
+def choose_command(kind: str, path: Path, root: Path, rng: random.Random) -> Case:
+    out, clip = root / "out", root / "clip"
+    if kind in NEW_KINDS:
+        return new_case(kind, root, path, rng)
     if kind in ("glb_rig", "gltf_motion") or path.suffix == ".gltf":  # a .gltf is read as a target only
-        return ["retarget", str(clip), "--target", str(path), "-o", str(out / "r.glb")]
+        return Case(["retarget", str(clip), "--target", str(path), "-o", str(out / "r.glb")],
+                    [("file", out / "r.glb")], [clip, path])
     roll = rng.random()
     if roll < 0.75:
-        return ["inspect", str(path)]
-    if roll < 0.9:
-        return ["convert", str(path), str(out / "c.glb")]
-    return ["convert", str(path), str(out / "c.bvh")]
+        return Case(["inspect", str(path)], [], [path])
+    target = out / ("c.glb" if roll < 0.9 else "c.bvh")
+    return Case(["convert", str(path), str(target)], [("file", target)], [path])
 
 
-PLANTS = {3: "crash", 6: "slow", 9: "memory", 12: "hang"}
+NEW_KINDS = ("constraints_kimodo", "constraints_animotive", "map", "vrm0", "vrm1", "skin", "timeline", "folder")
+PLANTS = {3: "crash", 6: "slow", 9: "memory", 12: "hang", 15: "delete", 18: "modify"}
+
+
+def plant_after(plant: Optional[str], root: Path, path: Path) -> None:
+    """What a careless command might do, done after it ran: the checks of the case's folder must see it."""
+    if plant == "delete":
+        (root / "keep" / "bystander.txt").unlink()
+    elif plant == "modify":
+        target = path if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())[0]
+        with open(str(target), "ab") as stream:
+            stream.write(b"\n")
+
+
+def prepare_case(root: Path, seeds: Dict[str, Dict[str, bytes]], kind: str) -> None:
+    """The case's folder: case/ (the mutated input), out/, clip/ (a sound clip), keep/ (a bystander's file),
+    tmp/ (the temporary folder the command sees), rig.glb for a --map case. The folders are emptied and
+    refilled rather than made anew: creating and removing folders is what costs here (ms each)."""
+    # constraints are measured against the longer clip their seeds were extracted from
+    clip = seeds["timeline" if kind.startswith("constraints") else "clip"]
+    layout: Dict[str, Optional[Dict[str, bytes]]] = {
+        "case": {}, "out": {}, "tmp": {}, "clip": clip, "keep": {"bystander.txt": b"not the output's\n"}}
+    if kind == "map":
+        layout["rig.glb"] = None
+    root.mkdir(exist_ok=True)
+    for entry in list(os.scandir(str(root))):
+        if entry.name not in layout or entry.is_symlink() or entry.is_dir() != (layout[entry.name] is not None):
+            _remove(Path(entry.path))
+    for name, files in layout.items():
+        if files is None:
+            _refill_file(root / name, seeds["glb_rig"]["rig.glb"])
+            continue
+        folder = root / name
+        folder.mkdir(exist_ok=True)
+        for entry in list(os.scandir(str(folder))):
+            if entry.name not in files or entry.is_symlink() or not entry.is_file():
+                _remove(Path(entry.path))
+        for file_name, data in files.items():
+            _refill_file(folder / file_name, data)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(str(path))
+    else:
+        path.unlink()
+
+
+def _refill_file(path: Path, data: bytes) -> None:
+    try:
+        if path.is_file() and not path.is_symlink() and path.stat().st_size == len(data) and path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    if os.path.lexists(str(path)):
+        _remove(path)
+    path.write_bytes(data)
 
 
 def worker(args) -> int:
@@ -546,33 +1129,38 @@ def worker(args) -> int:
         seeds = build_seeds(work)
         kinds = sorted(seeds)
         special = not_files(work)
-        clip = work / "clip"
-        clip.mkdir()
-        for name, data in seeds["clip"].items():
-            (clip / name).write_bytes(data)
+        root = work / "root"
         numbers = [args.only] if args.only is not None else range(args.start, args.cases)
         for number in numbers:
             rng = random.Random("{}:{}".format(args.seed, number))
-            folder = work / "case"
-            out = work / "out"
-            for stale in (folder, out):
-                shutil.rmtree(stale, ignore_errors=True)
-                stale.mkdir()
+            plant = PLANTS.get(number) if args.plant else None
+            os.chdir(str(work))
             if number < len(special):
                 name, make = special[number]
                 kind, how = name, "not a file"
-                path = make(folder)
+                prepare_case(root, seeds, kind)
+                path = make(root / "case")
             else:
                 kind = rng.choice(kinds)
                 how, files = mutate(kind, seeds[kind], rng)
+                if plant in ("delete", "modify"):  # a sound file and a command that reads it: only the plant fails
+                    kind, how, files = "bvh_soma", "none", seeds["bvh_soma"]
+                prepare_case(root, seeds, kind)
+                base = root / "case" / "clip" if kind == "folder" else root / "case"  # a folder case: other files beside
+                base.mkdir(exist_ok=True)
                 for file_name, data in files.items():
-                    (folder / file_name).write_bytes(data)
-                path = folder if kind == "clip" else folder / next(n for n in sorted(files) if not n.endswith(".json"))
-            command = choose_command(kind, path, out, rng, clip)
-            print("start {} {} {} {}".format(number, kind, how.replace(" ", "_"), command[0]), file=report, flush=True)
+                    (base / file_name).write_bytes(data)
+                if kind in ("clip", "timeline", "folder"):
+                    path = base
+                else:
+                    path = base / next(n for n in sorted(files) if not n.endswith(".json") or len(files) == 1)
+            case = choose_command(kind, path, root, rng)
+            how = case.how or how
+            os.chdir(str(root))  # a relative write lands in the case's folder, where it is seen
+            tempfile.tempdir = str(root / "tmp")
+            print("start {} {} {} {}".format(number, kind, how.replace(" ", "_"), case.arguments[0]), file=report, flush=True)
             before = time.process_time()
             try:
-                plant = PLANTS.get(number) if args.plant else None
                 if plant == "crash":
                     raise ValueError("planted crash")
                 if plant == "slow":
@@ -583,13 +1171,22 @@ def worker(args) -> int:
                     bytearray(args.memory_mb << 20)
                 if plant == "hang":
                     time.sleep(3600)
-                outcome = run_command(command, out, path)
+                if plant in ("delete", "modify"):
+                    snapshot_before = snapshot(root)
+                    run_command(case, root)
+                    plant_after(plant, root, path)
+                    outcome = judge(case, root, snapshot_before, snapshot(root), 0, "", False)
+                else:
+                    outcome = run_command(case, root)
             except MemoryError:
                 outcome = Outcome("fail", "MemoryError (over the {} MB cap)".format(args.memory_mb))
             except RecursionError:
                 outcome = Outcome("fail", "RecursionError")
             except Exception as error:  # noqa: BLE001 - the point: nothing but KimodoError (caught in main) may escape
                 outcome = Outcome("fail", "{}: {}".format(type(error).__name__, str(error)[:200]))
+            finally:
+                tempfile.tempdir = None
+                os.chdir(str(work))
             cpu = time.process_time() - before
             if outcome.verdict != "fail" and cpu > args.case_seconds:
                 outcome = Outcome("fail", "slow: {:.2f} s of CPU (limit {} s)".format(cpu, args.case_seconds))
@@ -597,10 +1194,11 @@ def worker(args) -> int:
                 keep = Path(args.keep) / "case{}".format(number)
                 shutil.rmtree(keep, ignore_errors=True)
                 if not os.path.islink(path) and (path.is_dir() or path.is_file()):
-                    shutil.copytree(folder, keep)
+                    shutil.copytree(root / "case", keep, symlinks=True)
             print("end {} {} {:.3f} {}".format(number, outcome.verdict, cpu, outcome.detail.replace("\n", "\\n")),
                   file=report, flush=True)
     finally:
+        os.chdir(str(ROOT))
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
@@ -621,6 +1219,8 @@ def supervise(args) -> int:
 
 
 def _supervise(args, counts, failures, slowest, start, total, began) -> int:
+    kinds: Dict[str, int] = {}
+    args.kinds = kinds
     while True:
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--start", str(start)]
         for option in ("cases", "seed", "memory_mb", "case_seconds", "keep", "only", "work"):
@@ -666,6 +1266,7 @@ def _supervise(args, counts, failures, slowest, start, total, began) -> int:
             words = line.decode("utf-8", "replace").split(" ", 4)
             if words[0] == "start":
                 current_number, current = int(words[1]), " ".join(words[2:])
+                kinds[words[2]] = kinds.get(words[2], 0) + 1
                 deadline = time.time() + args.hang_seconds
             elif words[0] == "end":
                 verdict, cpu = words[2], float(words[3])
@@ -683,6 +1284,8 @@ def _supervise(args, counts, failures, slowest, start, total, began) -> int:
 def _summary(args, counts, failures, slowest, began, total) -> int:
     for failure in failures:
         print(failure)
+    kinds = getattr(args, "kinds", {})
+    print("cases by kind: " + ", ".join("{} {}".format(kind, kinds[kind]) for kind in sorted(kinds)))
     print("fuzz: {} cases (seed {}), {} read, {} refused in one line, {} failures; slowest case {:.2f} s CPU "
           "(case {}), {:.0f} s in all".format(total, args.seed, counts.get("ok", 0), counts.get("refused", 0),
                                               len(failures), slowest[0], slowest[1], time.time() - began))
@@ -697,10 +1300,11 @@ def main(argv=None) -> int:
     parser.add_argument("--only", type=int, help="run case N alone")
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space cap of the worker")
     parser.add_argument("--case-seconds", type=float, default=2.0, help="CPU seconds a case may take")
-    parser.add_argument("--hang-seconds", type=float, default=20.0, help="wall seconds before a case is a hang")
+    parser.add_argument("--hang-seconds", type=float, default=10.0, help="wall seconds before a case is a hang")
     parser.add_argument("--keep", help="copy failing cases into this folder")
-    parser.add_argument("--plant", action="store_true", help="plant a crash, a slow case, a memory hog and a hang "
-                                                             "(cases 3, 6, 9, 12): the fuzzer must report each")
+    parser.add_argument("--plant", action="store_true", help="plant a crash, a slow case, a memory hog, a hang, a "
+                                                             "deleted bystander and a modified input (cases 3, 6, 9, "
+                                                             "12, 15, 18): the fuzzer must report each")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

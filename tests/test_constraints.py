@@ -513,10 +513,11 @@ def test_a_hand_out_of_reach_moves_the_hips_with_a_warning(tmp_path):
 
 @pytest.mark.parametrize("field", ["position", "root_pos"])
 def test_a_target_or_start_kilometres_away_is_one_line(field, tmp_path):
-    """Squares of 1e200 overflow: such a hand or start is refused before the IK, in one line."""
+    """A hand or start 50 km away (inside the reader's bound on any number, 1e6) is no Kimodo pose: refused
+    before the IK, in one line. Numbers beyond the reader's bound (1e200) are refused by the reader."""
     fullbody = {"type": "fullbody", "frame": 1, "pose": {"rotvecs": [[0.0, 0.0, 0.0]] * 77, "root_pos": [0.0, 1.0, 0.0]}}
     hand = {"type": "right-hand", "frame": 3, "pose": {"position": [0.0, 1.0, 0.0]}}
-    (fullbody if field == "root_pos" else hand)["pose"][field] = [1e200, 1.0, -1e200]
+    (fullbody if field == "root_pos" else hand)["pose"][field] = [5e4, 1.0, -5e4]
     source = tmp_path / "request.json"
     source.write_text(json.dumps({"model": "kimodo-soma-rp", "meta": {"texts": ["walk"], "durations": [5.0]},
                                   "constraints": [fullbody, hand]}))

@@ -940,6 +940,19 @@ def _end_joint_scaled_to_zero(gltf, binary):
     return binary
 
 
+def _inverse_bind_moved(joint_name: str, metres: float):
+    """One joint's inverse bind matrix moved by `metres` along x, y and z (its bind then lies as far away)."""
+    def change(gltf, binary):
+        skin = gltf["skins"][0]
+        accessor = gltf["accessors"][skin["inverseBindMatrices"]]
+        view = gltf["bufferViews"][accessor["bufferView"]]
+        start = view.get("byteOffset", 0) + accessor.get("byteOffset", 0)
+        matrices = np.frombuffer(binary, np.float32, 16 * accessor["count"], start).reshape(-1, 16).copy()
+        matrices[skin["joints"].index(_node(gltf, joint_name)), 12:15] = metres  # column-major: the translation
+        return binary[:start] + matrices.tobytes() + binary[start + matrices.nbytes:]
+    return change
+
+
 def _unskinned_prop(mesh):
     def change(gltf, binary):
         gltf["nodes"].append({"name": "prop", "mesh": mesh})
@@ -964,6 +977,8 @@ HOSTILE_CHARACTERS = {
                          "node 'pelvis' is placed or scaled beyond 1e+12 in the scene: not a character"),
     "end_joint_scale_0": (_end_joint_scaled_to_zero,
                           "joint 'head_end' has a singular transform (zero scale?): it cannot carry the motion"),
+    "inverse_bind_far_away": (_inverse_bind_moved("hand_l", 1e20),  # float32 packing overflowed in the writer
+                                   "the skin's inverse bind matrices place joint 'hand_l' beyond 1e+12: not a character"),
     "float_joints_with_nan": (_float_joints_with_nan,
                               "meshes[0].primitives[0].attributes.JOINTS_0 is not unsigned bytes or shorts (joint slots)"),
 }

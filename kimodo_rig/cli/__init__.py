@@ -30,12 +30,32 @@ VERBS = {  # module name (= the verb) -> its help line
 }
 
 
+# The longest typed value an error line quotes whole (characters): a 5,000-digit number given as an option
+# is shown by its start and length, so the refusal stays one short line.
+LONGEST_QUOTED_VALUE = 40
+
+
+def _shortened(message: str) -> str:
+    """`message` with every quoted value longer than LONGEST_QUOTED_VALUE cut to its start and length."""
+    import re
+
+    def cut(match) -> str:
+        quote, value = match.group(1), match.group(2)
+        return "{0}{1}...{0} ({2} characters)".format(quote, value[:LONGEST_QUOTED_VALUE], len(value))
+
+    return re.sub(r"""(['"])((?:(?!\1).){%d,})\1""" % (LONGEST_QUOTED_VALUE + 1), cut, message)
+
+
 def build_parser(prog: str = "kimodo-rig", verb: Optional[str] = None) -> argparse.ArgumentParser:
     """The parser with every verb registered in full, or with only `verb` in full and the others listed."""
     import argparse  # here, not at the top: `kimodo_to_glb.py` reads its plain arguments without it
     import importlib
 
-    parser = argparse.ArgumentParser(prog=prog, description="Kimodo motion onto your characters.")
+    class Parser(argparse.ArgumentParser):  # the verbs' parsers are of this class too (add_subparsers)
+        def error(self, message: str):
+            super().error(_shortened(message))
+
+    parser = Parser(prog=prog, description="Kimodo motion onto your characters.")
     parser.add_argument("--version", action="version", version="%(prog)s " + __version__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True

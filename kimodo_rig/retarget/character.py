@@ -265,6 +265,10 @@ def read_gltf_target(path) -> Target:
                 binds.append(gd.invert4(matrix))
             except ValueError:
                 raise KimodoError("{}: a skin inverse bind matrix is singular".format(source)) from None
+        far = next((k for k, bind in enumerate(binds) if not all(abs(c) <= MAX_SCENE_VALUE for c in bind)), None)
+        if far is not None:  # a nearly singular inverse bind: its joint lies where no float32 reaches
+            raise KimodoError("{}: the skin's inverse bind matrices place joint {!r} beyond {:g}: not a character".format(
+                source, gltf["nodes"][joints[far]].get("name") or joints[far], MAX_SCENE_VALUE))
     else:
         binds = None
     world = gd.world_matrices(gltf, {})

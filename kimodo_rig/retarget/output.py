@@ -295,6 +295,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         facing_label=label,
         facing_warning=facing_warning,
         feet=figures,
+        character=info.target,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from .. import formats
 from ..errors import KimodoError
 from ..files import write_bytes_atomic
-from ..formats import glb
+from ..formats import draco, glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
@@ -488,12 +488,16 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     all_bind: List[Vec3] = []
     every: List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]] = []
     rigid: Set[str] = set()  # sides whose sole the bone above a foot tip carries
+    undecoded = False  # a Draco mesh was left out: no decoder
     if with_mesh:
         for index, node in enumerate(nodes):
             if "mesh" not in node:
                 continue
             for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
                 attributes = primitive.get("attributes", {})
+                if draco.undecodable(primitive):
+                    undecoded = True
+                    continue
                 if "POSITION" not in attributes:
                     continue
                 vertices = document.accessor(attributes["POSITION"])
@@ -535,8 +539,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     notes = _footless(tmap)
     if with_mesh and not all(points[side] for side in SIDES):
         with_mesh = False
-        notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
-            " and ".join(foot_names[side] for side in SIDES if not points[side])))
+        if undecoded:
+            notes.append("the mesh is Draco-compressed and the Draco decoder is not installed ({}): the floor measured at "
+                         "the foot joints, not the soles".format(draco.INSTALL_HINT))
+        else:
+            notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
+                " and ".join(foot_names[side] for side in SIDES if not points[side])))
     times, channels = gd.animation_keyframes(document)
     frames = len(times)
     heel: Dict[str, List[Vec3]] = {side: [] for side in SIDES}

@@ -16,7 +16,7 @@ from kimodo_rig.retarget import character as targets
 from kimodo_rig.retarget import feet, output
 from kimodo_rig.retarget.mapping import map_from_parts, parts_by_name
 from kimodo_rig.retarget.report import report_warnings
-from kimodo_rig.retarget.report_limbs import ARM_FRACTIONS, LEG_PLACES, find_limbs
+from kimodo_rig.retarget.report_limbs import ARM_FRACTIONS, ARM_RATIO, LEG_PLACES, find_limbs
 
 IDENTITY = (0.0, 0.0, 0.0, 1.0)
 SHARED = {  # rig -> the joints the judges (tests/test_feet_judges.py) measure each segment between
@@ -38,10 +38,10 @@ def test_the_places_are_kimodos_own():
     """ARM_FRACTIONS and LEG_PLACES are SOMA's rest skeleton, measured here with numpy."""
     record = skeletons.data("somaskel77")
     at = {n: np.array(p) for n, p in zip(record["joint_names"], record["rest_joint_positions_m"])}
-    start = at["LeftShoulder"]
-    reach = np.linalg.norm(at["LeftHandMiddleEnd"] - start)
-    assert ARM_FRACTIONS == pytest.approx([np.linalg.norm(at[j] - start) / reach for j in ("LeftArm", "LeftForeArm", "LeftHand")],
-                                          abs=1e-3)
+    chain = ["LeftShoulder", "LeftArm", "LeftForeArm", "LeftHand"] + ["LeftHandMiddle" + k for k in "1234"] + ["LeftHandMiddleEnd"]
+    along = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff([at[j] for j in chain], axis=0), axis=1))])
+    assert ARM_FRACTIONS == pytest.approx(along[1:4] / along[-1], abs=1e-3)
+    assert ARM_RATIO == pytest.approx((along[3] - along[2]) / (along[2] - along[1]), abs=1e-3)
     hips = at["Hips"]
     drop = hips[1] - at["LeftToeEnd"][1]
     for place, joint in zip(LEG_PLACES, ("LeftLeg", "LeftShin", "LeftFoot")):

@@ -7,7 +7,7 @@ import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .. import formats
 from ..errors import KimodoError
@@ -18,7 +18,7 @@ from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
 from ..rotations import Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
-from .character import Target
+from .character import Target, skinned_joints
 from .mapping import SIDES
 from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
                      skate_steps)
@@ -153,7 +153,11 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
         geometry = _glb_feet(Path(path).read_bytes(), info, with_mesh, str(path))
     else:
         geometry = _joint_feet(written, retargeted.skeleton, info)
-    return _measured(source, info, written, geometry)
+    carriers = None
+    if target is not None and target.has_mesh:
+        carried = skinned_joints(target)
+        carriers = None if carried is None else frozenset(target.skeleton.joint_names[j] for j in carried)
+    return _measured(source, info, written, geometry, carriers)
 
 
 def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),
@@ -165,7 +169,8 @@ def report_from_positions(source: Motion, info: RetargetInfo, target_positions, 
     geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
     if bind_mesh and foot_vertices is not None:
         geometry = _sampled_feet(geometry, info, bind_mesh, foot_vertices)
-    return _measured(source, info, target_positions, geometry)
+    carriers = frozenset(name for _, weights in bind_mesh for name, w in weights.items() if w > 0.0) if bind_mesh else None
+    return _measured(source, info, target_positions, geometry, carriers)
 
 
 def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
@@ -263,7 +268,8 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
                    bind_toe=bind_toe, from_mesh=True)  # type: ignore[arg-type]
 
 
-def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") -> Report:
+def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
+              carriers: Optional[FrozenSet[str]] = None) -> Report:
     treadmill = info.removed_travel
     source_positions = world_positions(source)
     yaw, label, facing_warning = _facing(geometry)
@@ -296,6 +302,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         facing_warning=facing_warning,
         feet=figures,
         character=info.target,
+        carriers=carriers,
     )
 
 

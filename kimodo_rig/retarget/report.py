@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..ops.fk import rest_positions
@@ -98,16 +98,18 @@ def measure_report(
     facing_warning: str = "",
     feet: Optional["FeetFigures"] = None,
     character: Optional[Skeleton] = None,
+    carriers: Optional[FrozenSet[str]] = None,
 ) -> Report:
     """The report from per-frame world positions: source_positions[frame][joint of source_map.skeleton],
     target_positions[frame][joint of target_map.skeleton] (metres; None where a joint was not sampled).
     `facing` turns source directions into the target's frame (identity when both face +Z); `feet`, when
     given, carries the floor and foot figures measured from the written file. The limb figures are measured
     on the limbs `character`'s shape shows (the rig as read from its file, before the retarget reshaped
-    it; by default target_map.skeleton), found by joint name in target_map.skeleton."""
+    it; by default target_map.skeleton), found by joint name in target_map.skeleton; `carriers`, the names
+    of its joints that carry the mesh (None: no mesh), say which chains are the ones a user sees."""
     frames = min(len(source_positions), len(target_positions))
     by_map = _map_cosines(source_map, target_map, source_positions, target_positions, frames, facing)
-    found = _limbs_by_shape(character or target_map.skeleton, target_map.skeleton, facing)
+    found = _limbs_by_shape(character or target_map.skeleton, target_map.skeleton, facing, carriers)
     per_part: Dict[str, List[float]] = {}
     for part in LIMB_REPORT_PARTS:
         if part in found:
@@ -128,9 +130,9 @@ def measure_report(
             return ""
         return names[found[part][0]] if part in found else target_map.joint_name(part)
 
-    shape_notes = () if len(found) == len(LIMB_REPORT_PARTS) else (
-        "limbs measured on the map's bones where the skeleton's shape shows none: {}".format(
-            ", ".join(p for p in LIMB_REPORT_PARTS if p not in found and p in by_map)),)
+    on_map = [p for p in LIMB_REPORT_PARTS if p not in found and p in by_map]
+    shape_notes = ("limbs measured on the map's bones where the skeleton's shape shows none: {}".format(
+        ", ".join(on_map)),) if on_map else ()
     everything = [c for values in per_part.values() for c in values]
     hips = target_map.bones["hips"]
     hips_path = [target_positions[f][hips] for f in range(frames)]
@@ -187,11 +189,13 @@ def measure_report(
     )
 
 
-def _limbs_by_shape(character: Skeleton, skeleton: Skeleton, facing: Quat) -> Dict[str, Tuple[int, int]]:
+def _limbs_by_shape(character: Skeleton, skeleton: Skeleton, facing: Quat,
+                    carriers: Optional[FrozenSet[str]]) -> Dict[str, Tuple[int, int]]:
     """report_limbs.find_limbs on `character`, as joints of `skeleton` (a limb whose joints it lacks left out)."""
     index = {name: j for j, name in enumerate(skeleton.joint_names)}
+    carrying = None if carriers is None else frozenset(j for j, name in enumerate(character.joint_names) if name in carriers)
     found = {}
-    for part, (start, end) in find_limbs(character, facing).items():
+    for part, (start, end) in find_limbs(character, facing, carrying).items():
         names = character.joint_names[start], character.joint_names[end]
         if names[0] in index and names[1] in index:
             found[part] = (index[names[0]], index[names[1]])

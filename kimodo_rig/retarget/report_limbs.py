@@ -12,7 +12,7 @@ human proportion (a one-bone arm: no elbow on the chain) is left out, for the re
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..ops.fk import rest_positions
@@ -30,6 +30,9 @@ FINGER_JOINTS = 3  # a finger is a chain of at least this many joints (with its 
 FOREARM_LINK = 0.2  # of the arm chain's length: a link this long is a forearm, not a hand (SOMA's hand: 0.04)
 LIMB_RATIO = 3.0  # forearm to upper arm, shin to thigh at most (or at least its inverse): SOMA's are 0.95 and 0.97,
 # a robot's forearm 2.4; a one-bone arm's "upper arm" (its clavicle) is a quarter of the bone after it
+ARM_PLACES_LIMIT = 0.02  # sum of squared fraction errors an arm without fingers may have: SOMA's own 0; a
+# fingerless hand (SMPL-X, a mocap skeleton, a forearm carrying the hand) 0.045-0.067, too near a chain ending
+# at the forearm's start (clavicle taken for the upper arm: 0.1) to tell apart, so those are left to the map
 HAND_CANDIDATES = 8  # the leaves farthest out a side tried as an arm's extremity
 SAME_PLACE = 0.02  # of the height: two joints this near at bind are at one place (a shin's end and a foot's start)
 ARM_RATIO = 0.943  # forearm to upper arm, shoulder to elbow to wrist as ARM_FRACTIONS have them
@@ -39,10 +42,13 @@ LEG_PARTS = (("thigh", "calf"), ("calf", "foot"))
 SIDES = (("l", 1.0), ("r", -1.0))
 
 
-def find_limbs(skeleton: Skeleton, facing: Quat) -> Dict[str, Tuple[int, int]]:
+def find_limbs(skeleton: Skeleton, facing: Quat, carriers: Optional[FrozenSet[int]] = None) -> Dict[str, Tuple[int, int]]:
     """Per limb segment ("upperarm_l", "lowerarm_l", "thigh_l", "calf_l", and _r): (the joint it starts
     at, the joint it ends at), found from `skeleton`'s tree and rest positions turned by the inverse of
-    `facing` (the character's forward as a turn from +Z); a limb whose chain is not found is left out."""
+    `facing` (the character's forward as a turn from +Z); a limb whose chain is not found is left out.
+    With `carriers` (the joints that carry the mesh), an extremity is a leaf that carries it or ends a
+    bone that does: a rig's mechanism chains (Rigify's ORG- bones beside its DEF- ones) lie in the same
+    places but are not what the user sees move."""
     turn = quat_conjugate(facing)
     points = [quat_rotate(turn, p) for p in rest_positions(skeleton)]
     count = skeleton.joint_count
@@ -50,13 +56,24 @@ def find_limbs(skeleton: Skeleton, facing: Quat) -> Dict[str, Tuple[int, int]]:
     for joint, parent in enumerate(skeleton.parents):
         if parent >= 0:
             children[parent].append(joint)
-    leaves = [j for j in range(count) if not children[j]]
+    leaves = [j for j in range(count) if not children[j]
+              and (carriers is None or j in carriers or skeleton.parents[j] in carriers)]
     if len(leaves) < 4:
         return {}
     heights = [p[1] for p in points]
     height = max(heights) - min(heights)
     mid = (max(p[0] for p in points) + min(p[0] for p in points)) / 2.0
     found: Dict[str, Tuple[int, int]] = {}
+
+    def stand_in(joint: int) -> int:
+        """A joint that carries nothing stands for the one at its place that carries the mesh (Rigify's
+        DEF- fingers hang off its ORG- hand, so the chain to them runs through the ORG- arm, whose DEF-
+        twins at the same places are what moves the arm the user sees)."""
+        if carriers is None or joint in carriers:
+            return joint
+        near = [j for j in carriers if _distance(points[j], points[joint]) <= SAME_PLACE * height]
+        return min(near, key=lambda j: _distance(points[j], points[joint])) if near else joint
+
     hands = _hands(skeleton.parents, points, leaves, mid)
     chest = -1
     if hands is not None:
@@ -65,14 +82,15 @@ def find_limbs(skeleton: Skeleton, facing: Quat) -> Dict[str, Tuple[int, int]]:
         for (side, _), chain in zip(SIDES, arms):
             joints = _place_arm(chain, points, children)
             if joints is not None:
-                _add(found, ARM_PARTS, side, joints, points)
+                _add(found, ARM_PARTS, side, joints, points, stand_in)
     legs = _leg_chains(skeleton.parents, children, points, chest, mid, height) if chest >= 0 else None
     if legs is not None:
         meeting, chains = legs
         for (side, outward), chain in zip(SIDES, chains):
             joints = _place_leg(chain, points, points[meeting], outward)
             if joints is not None:
-                _add(found, LEG_PARTS, side, joints[:2] + (_foot_at(joints[2], chain, children, points, height),), points)
+                _add(found, LEG_PARTS, side, joints[:2] + (_foot_at(joints[2], chain, children, points, height),), points,
+                     stand_in)
     return found
 
 
@@ -93,13 +111,14 @@ def _hands(parents: Sequence[int], points: Sequence[Vec3], leaves: Sequence[int]
 
 
 def _add(found: Dict[str, Tuple[int, int]], parts, side: str, joints: Tuple[int, int, int],
-         points: Sequence[Vec3]) -> None:
+         points: Sequence[Vec3], stand_in) -> None:
     """The limb's two segments, unless the lower is more than LIMB_RATIO times the upper's length or less
     than its inverse: then the chain has no joint where the knee or elbow is (a one-bone limb)."""
     upper_length = _distance(points[joints[0]], points[joints[1]])
     lower_length = _distance(points[joints[1]], points[joints[2]])
     if not upper_length / LIMB_RATIO <= lower_length <= LIMB_RATIO * upper_length:
         return
+    joints = tuple(stand_in(j) for j in joints)  # type: ignore[assignment]
     (upper, _), (lower, _) = parts
     found[upper + "_" + side] = (joints[0], joints[1])
     found[lower + "_" + side] = (joints[1], joints[2])
@@ -147,7 +166,14 @@ def _place_arm(chain: List[int], points: Sequence[Vec3], children: Dict[int, Lis
 
     # Each joint near its place, and the forearm as long against the upper arm as Kimodo's: a big hand's
     # knuckles lie nearer the wrist's place than its wrist does, but make a forearm far too long.
-    return _in_order(chain, place, lambda a, b, c: ARM_RATIO_WEIGHT * ((f[c] - f[b]) - ARM_RATIO * (f[b] - f[a])) ** 2)
+    found = _in_order(chain, place, lambda a, b, c: ARM_RATIO_WEIGHT * ((f[c] - f[b]) - ARM_RATIO * (f[b] - f[a])) ** 2)
+    if found is None or wrist is not None:
+        return found
+    # No fingers say where the hand is: only a chain whose joints lie where SOMA's do is taken (a forearm
+    # that ends the chain with no hand nor tip would be taken for the wrist, the clavicle for the upper arm).
+    a, b, c = (chain.index(j) for j in found)
+    cost = sum((f[k] - ARM_FRACTIONS[slot]) ** 2 for slot, k in enumerate((a, b, c)))
+    return found if cost <= ARM_PLACES_LIMIT else None
 
 
 def _wrist(chain: List[int], children: Dict[int, List[int]], along: List[float]) -> Optional[int]:

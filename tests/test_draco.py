@@ -40,11 +40,6 @@ def _without_dracopy(tmp_path, *args):
                           env=env)
 
 
-def test_the_extra_is_installed_here():
-    """CI installs DracoPy (tests/requirements.txt): the tests of the decoded path below run, never skip."""
-    import DracoPy  # noqa: F401
-
-
 # Draco quantizes positions (glTF-Transform's default: 14 bits over the mesh's bounds, 1.66 m here: 0.1 mm a
 # step): the decoded soles lie within half a step of the uncompressed ones, and the joints the retarget
 # stands on them within a few steps.

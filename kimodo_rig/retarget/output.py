@@ -156,7 +156,8 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     carriers = None
     if target is not None and target.has_mesh:
         carried = skinned_joints(target)
-        carriers = None if carried is None else frozenset(target.skeleton.joint_names[j] for j in carried)
+        # None without weights to go by (a Draco mesh with no decoder reads as no vertices at all)
+        carriers = frozenset(target.skeleton.joint_names[j] for j in carried) if carried else None
     return _measured(source, info, written, geometry, carriers)
 
 

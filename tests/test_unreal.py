@@ -956,7 +956,7 @@ def _offline_report_lines(source, info, result, motion=None):
         source_positions=world_positions(motion), target_positions=world_positions(result),
         duration_s=motion.duration, chains_mapped=info.chains_mapped, left_at_rest=info.left_at_rest,
         reach_source=info.reach_source, reach_target=info.reach_target,
-        arm_correction_max_deg=info.corrections.arm_max_deg, facing=info.corrections.facing,
+        arm_correction_max_deg=info.corrections.arm_max_deg, facing=info.corrections.facing, character=info.target,
     )).split("\n")
 
 

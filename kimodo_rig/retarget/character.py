@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 
 from ..errors import KimodoError
 from ..files import read_input
+from ..formats import draco
 from ..formats import gltf_document as gd
 from ..formats.limits import parse_json
 from ..model import Skeleton
@@ -696,26 +697,20 @@ def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at:
     return best[2]
 
 
-DRACO = "KHR_draco_mesh_compression"
-
-
-def _draco(primitive: Dict) -> bool:
-    """The primitive's vertices are in a Draco stream (its accessors hold no data of their own)."""
-    extensions = primitive.get("extensions")
-    return isinstance(extensions, dict) and DRACO in extensions
+_draco = draco.undecodable
 
 
 def _warn_of_draco(source: str, gltf: Dict) -> None:
-    """One line when meshes are Draco-compressed: kimodo-rig (the standard library only) does not decode
-    Draco, so those vertices carry no sole and the feet stand on what else there is (their joints)."""
+    """One line when meshes are Draco-compressed and the optional decoder (DracoPy) is not installed: those
+    vertices carry no sole and the feet stand on what else there is (their joints)."""
     meshes = [mesh.get("name") or "mesh{}".format(k) for k, mesh in enumerate(gltf.get("meshes", []))
               if any(_draco(p) for p in mesh.get("primitives", []))]
     if meshes:
-        LOG.warning("%s: mesh %s %s Draco-compressed (%s), which kimodo-rig does not decode: feet no other mesh "
-                    "carries stand on their joints, not their soles, and may float or sink by the sole's depth; "
-                    "export the character without Draco compression to stand it on its soles",
+        LOG.warning("%s: mesh %s %s Draco-compressed (%s) and the Draco decoder is not installed: feet no other "
+                    "mesh carries stand on their joints, not their soles, and may float or sink by the sole's depth; "
+                    "install it (%s) or export the character without Draco compression to stand it on its soles",
                     source, ", ".join(meshes[:3]) + (", ..." if len(meshes) > 3 else ""),
-                    "is" if len(meshes) == 1 else "are", DRACO)
+                    "is" if len(meshes) == 1 else "are", draco.EXTENSION, draco.INSTALL_HINT)
 
 
 def _warn_of_trees(source: str, gltf: Dict, joints: List[int], trees: List[List[int]], body: List[int],

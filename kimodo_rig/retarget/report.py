@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from ..model import Skeleton
 from ..ops.fk import rest_positions
 from ..rotations import IDENTITY, Quat, Vec3, cross, dot, length, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
 from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
+from .report_limbs import find_limbs
 
 LEFT_AT_REST_SHOWN = 2
 REFERENCE_HEIGHT_CM = 170.0  # the limits below are for a character this tall, scaled with its height
@@ -28,10 +30,12 @@ SINK_LIMIT_CM = 2.0  # any foot point deeper than this under it sinks
 SKATE_LIMIT_CM = 0.15  # planted feet faster than this (cm a frame) slide
 ARMS_LIMIT = 0.95  # arms (legs) whose mean cosine with the source's falls below this depart from it
 LEGS_LIMIT = 0.95
+MAP_AGREEMENT = 0.02  # the limbs' figures on the map's bones and on the shape's limbs further apart: a suspect map
 AXIS_SNAP_DEG = 10.0
 
 
-COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
+COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine", "arms_match_by_map",
+               "legs_match_by_map")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class Report:
     feet_measured_at: str = ""  # "skinned mesh" or "joints": what the floor figures were measured on
     notes: Tuple[str, ...] = ()  # what could not be measured (or done) as asked, and what stood in for it
     facing_warning: str = ""  # the feet's mesh and the foot bones point opposite ways: which one was taken
+    # arms_match and legs_match as measured on the bones the map names (the figures above are measured on
+    # the limbs the skeleton's shape shows: report_limbs): apart, the map is suspect
+    arms_match_by_map: Optional[float] = None
+    legs_match_by_map: Optional[float] = None
 
     def to_json(self) -> Dict:
         record = asdict(self)
@@ -89,36 +97,42 @@ def measure_report(
     facing_label: str = "+Z",
     facing_warning: str = "",
     feet: Optional["FeetFigures"] = None,
+    character: Optional[Skeleton] = None,
+    carriers: Optional[FrozenSet[str]] = None,
 ) -> Report:
     """The report from per-frame world positions: source_positions[frame][joint of source_map.skeleton],
     target_positions[frame][joint of target_map.skeleton] (metres; None where a joint was not sampled).
     `facing` turns source directions into the target's frame (identity when both face +Z); `feet`, when
-    given, carries the floor and foot figures measured from the written file."""
+    given, carries the floor and foot figures measured from the written file. The limb figures are measured
+    on the limbs `character`'s shape shows (the rig as read from its file, before the retarget reshaped
+    it; by default target_map.skeleton), found by joint name in target_map.skeleton; `carriers`, the names
+    of its joints that carry the mesh (None: no mesh), say which chains are the ones a user sees."""
     frames = min(len(source_positions), len(target_positions))
-    ends = {part: _segment_end(target_map, part) for part in LIMB_REPORT_PARTS}
+    by_map = _map_cosines(source_map, target_map, source_positions, target_positions, frames, facing)
+    found = _limbs_by_shape(character or target_map.skeleton, target_map.skeleton, facing, carriers)
     per_part: Dict[str, List[float]] = {}
     for part in LIMB_REPORT_PARTS:
-        if not (source_map.has(part) and target_map.has(part)):
-            continue
-        values = []
-        for frame in range(frames):
-            try:
-                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
-                    wanted = _span(source_map, part, source_positions[frame])
-                else:
-                    wanted = source_map.segment(part, source_positions[frame])
-                have = _segment(target_map, part, ends[part], target_positions[frame])  # type: ignore[arg-type]
-            except TypeError:  # a joint not sampled
-                continue
-            if wanted is None or have is None:
-                continue
-            values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
-        if values:
-            per_part[part] = values
+        if part in found:
+            values = _shape_cosines(source_map, part, found[part], source_positions, target_positions, frames, facing)
+            if values:
+                per_part[part] = values
+        elif part in by_map:  # a limb whose chain the shape does not show (a one-bone limb): the map's bones
+            per_part[part] = by_map[part]
     means = {p: sum(v) / len(v) for p, v in per_part.items()}
+    map_means = {p: sum(v) / len(v) for p, v in by_map.items()}
     arms, worst_arm = _match(means, ARM_REPORT_PARTS)
     legs, worst_leg = _match(means, LEG_REPORT_PARTS)
     limbs = _match(means, LIMB_REPORT_PARTS)[0]
+    names = target_map.skeleton.joint_names
+
+    def bone(part: str) -> str:
+        if not part:
+            return ""
+        return names[found[part][0]] if part in found else target_map.joint_name(part)
+
+    on_map = [p for p in LIMB_REPORT_PARTS if p not in found and p in by_map]
+    shape_notes = ("limbs measured on the map's bones where the skeleton's shape shows none: {}".format(
+        ", ".join(on_map)),) if on_map else ()
     everything = [c for values in per_part.values() for c in values]
     hips = target_map.bones["hips"]
     hips_path = [target_positions[f][hips] for f in range(frames)]
@@ -153,9 +167,9 @@ def measure_report(
         reach_target_cm=reach_target * 100.0,
         arm_correction_max_deg=arm_correction_max_deg,
         arms_match=arms,
-        arms_match_worst_bone=target_map.joint_name(worst_arm) if worst_arm else "",
+        arms_match_worst_bone=bone(worst_arm),
         legs_match=legs,
-        legs_match_worst_bone=target_map.joint_name(worst_leg) if worst_leg else "",
+        legs_match_worst_bone=bone(worst_leg),
         limb_cosine_mean=limbs,
         limb_cosine_min=min(everything) if everything else float("nan"),
         pelvis_cm=100.0 * sum(p[1] for p in hips_path) / frames if frames else 0.0,  # type: ignore[index]
@@ -168,9 +182,71 @@ def measure_report(
         travel_cosine=travel_cosine,
         height_cm=feet.height_cm if feet is not None else None,
         feet_measured_at=feet.measured_at if feet is not None else "",
-        notes=feet.notes if feet is not None else (),
+        notes=(feet.notes if feet is not None else ()) + shape_notes,
         facing_warning=facing_warning,
+        arms_match_by_map=_match(map_means, ARM_REPORT_PARTS)[0],
+        legs_match_by_map=_match(map_means, LEG_REPORT_PARTS)[0],
     )
+
+
+def _limbs_by_shape(character: Skeleton, skeleton: Skeleton, facing: Quat,
+                    carriers: Optional[FrozenSet[str]]) -> Dict[str, Tuple[int, int]]:
+    """report_limbs.find_limbs on `character`, as joints of `skeleton` (a limb whose joints it lacks left out)."""
+    index = {name: j for j, name in enumerate(skeleton.joint_names)}
+    carrying = None if carriers is None else frozenset(j for j, name in enumerate(character.joint_names) if name in carriers)
+    found = {}
+    for part, (start, end) in find_limbs(character, facing, carrying).items():
+        names = character.joint_names[start], character.joint_names[end]
+        if names[0] in index and names[1] in index:
+            found[part] = (index[names[0]], index[names[1]])
+    return found
+
+
+def _map_cosines(source_map: HumanoidMap, target_map: HumanoidMap, source_positions, target_positions, frames: int,
+                 facing: Quat) -> Dict[str, List[float]]:
+    """Per limb part, the cosines frame by frame between the source's segment and the target's on the
+    bones the map names (only to be compared with the figures measured on the skeleton's shape)."""
+    ends = {part: _segment_end(target_map, part) for part in LIMB_REPORT_PARTS}
+    per_part: Dict[str, List[float]] = {}
+    for part in LIMB_REPORT_PARTS:
+        if not (source_map.has(part) and target_map.has(part)):
+            continue
+        values = []
+        for frame in range(frames):
+            try:
+                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
+                    wanted = _span(source_map, part, source_positions[frame])
+                else:
+                    wanted = source_map.segment(part, source_positions[frame])
+                have = _segment(target_map, part, ends[part], target_positions[frame])  # type: ignore[arg-type]
+            except TypeError:  # a joint not sampled
+                continue
+            if wanted is None or have is None:
+                continue
+            values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
+        if values:
+            per_part[part] = values
+    return per_part
+
+
+def _shape_cosines(source_map: HumanoidMap, part: str, joints: Tuple[int, int], source_positions, target_positions,
+                   frames: int, facing: Quat) -> List[float]:
+    """The cosines frame by frame between the source's segment `part` and the target's from joints[0] to
+    joints[1] (report_limbs.find_limbs: the limb the skeleton's shape shows)."""
+    if not source_map.has(part):
+        return []
+    start, end = joints
+    values = []
+    for frame in range(frames):
+        a, b = target_positions[frame][start], target_positions[frame][end]
+        wanted = source_map.segment(part, source_positions[frame])
+        if a is None or b is None or wanted is None:
+            continue
+        have = subtract(b, a)
+        if dot(have, have) <= 1e-12 or dot(wanted, wanted) <= 1e-12:
+            continue
+        values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
+    return values
 
 
 def _match(means: Dict[str, float], parts: Sequence[str]) -> Tuple[float, str]:
@@ -312,6 +388,11 @@ def report_warnings(report: Report) -> List[str]:
         problems.append("arms match only {:.3f}{}".format(report.arms_match, _worst(report.arms_match_worst_bone)))
     if report.legs_match < LEGS_LIMIT or math.isnan(report.legs_match):
         problems.append("legs match only {:.3f}{}".format(report.legs_match, _worst(report.legs_match_worst_bone)))
+    for limbs, by_shape, by_map in (("arms", report.arms_match, report.arms_match_by_map),
+                                    ("legs", report.legs_match, report.legs_match_by_map)):
+        if by_map is not None and abs(by_shape - by_map) > MAP_AGREEMENT:  # False with a nan: warned of above
+            problems.append("{} match {:.3f} on the limbs the skeleton's shape shows but {:.3f} on the bones the map "
+                            "names: the map may name the wrong bones (see kimodo-rig map)".format(limbs, by_shape, by_map))
     if report.facing_warning:
         problems.append(report.facing_warning)
     if report.travel_cosine is not None and report.travel_cosine < 0.0:

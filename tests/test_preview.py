@@ -229,7 +229,8 @@ def test_preview_maps_a_character_as_retarget_does_its_vrm_table_or_the_users_ma
     printed_map = run_cli("map", rv.MANNEQUIN, "--json")
     assert printed_map.returncode == 0, printed_map.stderr
     bones = tmp_path / "bones.json"
-    bones.write_text(json.dumps({part: anonymous[bone] for part, bone in json.loads(printed_map.stdout).items()}))
+    bones.write_text(json.dumps({part: anonymous[bone] for part, bone in json.loads(printed_map.stdout).items()
+                                  if part != "check"}))
     clip = CLIPS / "soma_04_ee_constraint"
     for rig, extra in ((avatar, []), (bare, ["--map", bones])):
         sheet, glb = tmp_path / (rig.stem + ".svg"), tmp_path / (rig.stem + "_out.glb")

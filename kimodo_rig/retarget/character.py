@@ -22,7 +22,7 @@ from ..formats import gltf_document as gd
 from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
-from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
+from .mapping import CHECK_FIELD, HumanoidMap, finger_part, map_from_parts, map_humanoid
 from .soles import foot_carriers
 
 LOG = logging.getLogger("kimodo_rig")
@@ -80,15 +80,18 @@ def load_target(spec: str) -> Target:
     raise KimodoError("{}: a target must be a .glb/.gltf/.vrm with a skin, a .bvh, or mannequin/mixamo".format(spec))
 
 
-def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "") -> HumanoidMap:
+def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "",
+               checked: bool = True) -> HumanoidMap:
     """Which bone plays which part: the user's map when given, else the table the file states (VRM),
-    else the bone names and the rest geometry."""
+    else the rig's shape and names. Every one is checked (`mapping_check.check_map`) unless `checked` is
+    False."""
     if user_map is not None:
-        return map_from_parts(target.skeleton, user_map, map_source or "--map")
+        return map_from_parts(target.skeleton, user_map, map_source or "--map", checked)
     if target.humanoid_table:
-        return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label))
+        return map_from_parts(target.skeleton, dict(target.humanoid_table), "{}: {}".format(target.source, target.table_label),
+                              checked)
     return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
-                        skinned=skinned_joints(target))
+                        skinned=skinned_joints(target), checked=checked)
 
 
 def skinned_joints(target: Target) -> Optional[FrozenSet[int]]:
@@ -168,6 +171,7 @@ def user_map_from_json(text: str, source: str) -> Dict[str, str]:
         raise KimodoError("{}: not JSON ({})".format(source, error)) from None
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
         raise KimodoError("{}: a map is a JSON object of part -> bone name, e.g. {{\"hips\": \"Hips\"}}".format(source))
+    record.pop(CHECK_FIELD, None)  # the verdict `kimodo-rig map --json` prints beside the parts
     return record
 
 

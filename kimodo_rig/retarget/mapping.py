@@ -53,6 +53,7 @@ DELTA_ONLY_PARTS = ("hips", "head", "foot_l", "foot_r", "toe_l", "toe_r")
 ARM_REPORT_PARTS = ("upperarm_l", "lowerarm_l", "upperarm_r", "lowerarm_r")
 LEG_REPORT_PARTS = ("thigh_l", "calf_l", "thigh_r", "calf_r")
 LIMB_REPORT_PARTS = ARM_REPORT_PARTS + LEG_REPORT_PARTS
+CHECK_FIELD = "check"  # `kimodo-rig map --json` prints the check's verdict under this key; --map skips it
 
 
 @dataclass(frozen=True)
@@ -569,8 +570,9 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
 
 def map_humanoid(skeleton: Skeleton, source: str = "",
                  feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None,
-                 skinned: Optional[FrozenSet[int]] = None) -> HumanoidMap:
-    """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
+                 skinned: Optional[FrozenSet[int]] = None, checked: bool = True) -> HumanoidMap:
+    """The humanoid parts of `skeleton`, checked by `mapping_check.check_map` unless `checked` is False
+    (`kimodo-rig map` prints a failing map with the check's verdict, for the user to edit). Raises KimodoError (naming `source`) when no two arms and two
     legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
     the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
     (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing;
@@ -606,7 +608,10 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
                            ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
             LOG.warning("%s", message)
             hmap = replace(hmap, warnings=hmap.warnings + (message,))
-    return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
+    hmap = _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
+    from .mapping_check import check_map
+
+    return check_map(hmap, source or skeleton.name) if checked else hmap
 
 
 _TWIN = re.compile(r"^(def|org)([-_.].+)$", re.I)
@@ -702,13 +707,17 @@ def known_parts() -> Tuple[str, ...]:
     return tuple(parts)
 
 
-def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> HumanoidMap:
+def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str, checked: bool = True) -> HumanoidMap:
     """The map a table states (canonical part -> bone name: a user's --map file, a VRM humanoid table).
-    Unknown parts or bones, and a table without two arms and two legs, are one KimodoError naming `source`."""
+    Unknown parts or bones, a table without two arms and two legs, and (unless `checked` is False) a map
+    the geometry refutes (`mapping_check.check_map`) are one KimodoError naming `source`. The "check" entry
+    `kimodo-rig map --json` adds is not a part."""
     known = set(known_parts())
     index = {name: j for j, name in enumerate(skeleton.joint_names)}
     bones: Dict[str, int] = {}
     for part, name in parts.items():
+        if part == CHECK_FIELD:
+            continue
         if part not in known:
             raise KimodoError("{}: unknown part {!r} (parts are hips, spine_0.., neck_0.., head, clavicle_l, upperarm_l, "
                               "lowerarm_l, hand_l, thigh_l, calf_l, foot_l, toe_l, index_01_l.. and the _r side)".format(source, part))
@@ -721,7 +730,10 @@ def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> Hu
             raise KimodoError("{}: {} parts must run {}_0, {}_1, ... without gaps".format(source, prefix, prefix, prefix))
     whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source, "the table names them", whole)
-    return _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
+    hmap = _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
+    from .mapping_check import check_map
+
+    return check_map(hmap, source) if checked else hmap
 
 
 def parts_by_name(hmap: HumanoidMap) -> Dict[str, str]:

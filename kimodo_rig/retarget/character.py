@@ -275,7 +275,7 @@ def read_gltf_target(path) -> Target:
         mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
                        for k in _mend_stray_binds(gltf, carried, skin, parents, children, binds, source))
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
-    order, hung, parents = _character_trees(carried, skin, trees, parents, binds)
+    order, hung, parents = _character_trees(carried, skin, trees, parents, binds, node_parents)
     if len(trees) > 1:
         _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
         order = order + [joint for tree in hung for joint in tree]
@@ -602,16 +602,28 @@ def vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Optional[Dict
 
 
 def _character_trees(carried: Callable[[], Dict[int, Tuple[float, List[float]]]], skin: Dict, trees: List[List[int]],
-                     parents: List[int], binds: Optional[List[gd.Matrix4]]) -> Tuple[List[int], List[List[int]], List[int]]:
+                     parents: List[int], binds: Optional[List[gd.Matrix4]],
+                     node_parents: Sequence[int] = ()) -> Tuple[List[int], List[List[int]], List[int]]:
     """(the body, the other skinned trees, skin parents with those hung from the body) of a skin whose
     joints form several trees (largest first), by `body_and_hangers`: trees that carry no vertex (poles,
-    targets) are helpers left alone. Without a skinned mesh: the largest tree alone."""
+    targets) are helpers left alone. Without a skinned mesh: the largest tree alone. Skinned trees that all
+    meet at one node that is no joint (an armature node: Rigify's DEF- chains exported "deform bones
+    only" lose their ORG-/MCH- parents) are one skeleton: `chains_at_an_armature` hangs each where the
+    parent the export dropped was."""
     if len(trees) < 2:
         return trees[0], [], parents
     joints = skin.get("joints", [])
     by_node = carried()
     by_slot = {k: by_node[joints[k]] for tree in trees for k in tree if joints[k] in by_node}
     at = {k: (binds[k][12], binds[k][13], binds[k][14]) for tree in trees for k in tree} if binds is not None else None
+    skinned_trees = [t for t, tree in enumerate(trees) if any(k in by_slot for k in tree)]
+    meeting = {node_parents[joints[trees[t][0]]] for t in skinned_trees} if node_parents else set()
+    if at is not None and len(skinned_trees) > 2 and len(meeting) == 1 and -1 not in meeting:
+        body, hang = chains_at_an_armature([trees[t] for t in skinned_trees], parents, at)
+        parents = list(parents)
+        for t, parent in hang.items():
+            parents[trees[skinned_trees[t]][0]] = parent
+        return trees[skinned_trees[body]], [trees[skinned_trees[t]] for t in hang], parents  # in joining order
     body, hang = body_and_hangers(trees, by_slot, parents, at)
     parents = list(parents)
     for t, parent in hang.items():
@@ -642,6 +654,50 @@ def body_and_hangers(trees: Sequence[Sequence[int]], carried: Mapping[int, Tuple
         centre = tuple(sum(carried[k][1][i] for k in tree if k in carried) / weight[t] for i in range(3))
         hang[t] = _nearest_bone(centre, trees[body], parents, at)  # type: ignore[arg-type]
     return body, hang
+
+
+def chains_at_an_armature(trees: Sequence[Sequence[int]], parents: Sequence[int],
+                          at: Mapping[int, Vec3]) -> Tuple[int, Dict[int, int]]:
+    """Joint chains that all hang off one armature node (each depth first, root first): (the trunk's
+    index, {tree index: the joint it hangs from}). The trunk is the chain that rises most above its own
+    root (the spine: legs run down from theirs, arms sideways); the others join nearest first, each from
+    the bone (of those already joined) that passes nearest its root joint: an upper arm starts at the end
+    of its shoulder bone, a finger at the hand, as the dropped parents held them."""
+    rise = [max(at[k][1] for k in tree) - at[tree[0]][1] for tree in trees]
+    body = max(range(len(trees)), key=lambda t: (rise[t], len(trees[t]), -t))
+    joined = list(trees[body])
+    hang: Dict[int, int] = {}
+    waiting = [t for t in range(len(trees)) if t != body]
+    while waiting:
+        best = None
+        for t in waiting:
+            gap, bone = _bone_gap(at[trees[t][0]], joined, parents, at)
+            if best is None or gap < best[0]:
+                best = (gap, t, bone)
+        _, t, bone = best  # type: ignore[misc]
+        hang[t] = bone
+        joined.extend(trees[t])
+        waiting.remove(t)
+    return body, hang
+
+
+def _bone_gap(point: Vec3, body: Sequence[int], parents: Sequence[int], at: Mapping[int, Vec3]) -> Tuple[float, int]:
+    """(squared distance, joint) of the bone of `body` passing nearest `point` (a leaf: its joint alone)."""
+    members = set(body)
+    below: Dict[int, List[int]] = {}
+    for k in body:
+        if parents[k] in members:
+            below.setdefault(parents[k], []).append(k)
+    best = (math.inf, body[0])
+    for k in body:
+        for end in [at[c] for c in below.get(k, [])] or [at[k]]:
+            run = subtract(end, at[k])
+            length = sum(c * c for c in run)
+            along = 0.0 if length < 1e-18 else max(0.0, min(1.0, sum((point[i] - at[k][i]) * run[i] for i in range(3)) / length))
+            gap = sum((point[i] - at[k][i] - along * run[i]) ** 2 for i in range(3))
+            if gap < best[0] - 1e-12:
+                best = (gap, k)
+    return best
 
 
 def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at: Dict[int, Vec3]) -> int:

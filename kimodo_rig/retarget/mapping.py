@@ -211,8 +211,21 @@ _CENTRE_WORDS = {
 }
 
 
+_INDEX_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])[_ ]\d+$")  # Sketchfab's re-export: `LeftUpLeg_03`, `Bip01 L Thigh_46`
+
+
 def split_side(name: str) -> Tuple[Optional[str], str]:
-    """(side "l"/"r"/None, base word lower-case without separators) of a bone name."""
+    """(side "l"/"r"/None, base word lower-case without separators) of a bone name. An exporter's node
+    index after the name (Sketchfab: `LeftLeg_02`) is dropped where the name without it is a known word."""
+    side, base = _split_side(name)
+    if base not in _WORDS and base not in _CENTRE_WORDS and _INDEX_SUFFIX.search(name.strip()):
+        plain = _split_side(_INDEX_SUFFIX.sub("", name.strip()))
+        if plain[1] in _WORDS or plain[1] in _CENTRE_WORDS or _FINGER_WORD.match(plain[1]) or _BIPED_FINGER.match(plain[1]):
+            return plain
+    return side, base
+
+
+def _split_side(name: str) -> Tuple[Optional[str], str]:
     text = _PREFIX.sub("", name.strip())
     text = re.sub(r"\.x$", "", text)  # Auto-Rig Pro's centre bones: root.x, spine_01.x, head.x
     text = re.sub(r"\.\d{3}$", "", text) if not re.search(r"\.\d{3}\.", text) else text

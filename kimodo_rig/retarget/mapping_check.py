@@ -32,6 +32,9 @@ CHECK_TOLERANCES = {
     # this fraction of the limb (shoulder to wrist, hip to ankle): a hand is a third of the arm, while a
     # "hand" at the elbow carries a whole forearm and hand below it.
     "extremity_reach": (0.75, "of the limb's length", "a hand or foot is about a third of its limb"),
+    # The trunk (hips to head) rises at least this many times as much as it runs level: an upright body
+    # leans a few degrees at rest, a four-legged animal's runs level (rise / run about 0.25).
+    "upright": (2.0, "rise per run", "a standing humanoid's trunk is within 27 degrees of vertical"),
     # Heights (and the tolerances in m per 1.7 m) are measured on this character height.
     "reference_height": (1.7, "m", "the tolerances are stated for a 1.7 m character"),
 }
@@ -83,6 +86,9 @@ def map_problem(hmap: HumanoidMap) -> Optional[Tuple[str, str]]:
     for part, joint in bones.items():
         if part != "hips" and not part.startswith(("spine_", "neck_", "head")) and _below(skeleton, hips, joint):
             return "hips", "hangs below {} ({}): the hips must carry the limbs".format(part, skeleton.joint_names[joint])
+    problem = _upright_problem(hmap, positions)
+    if problem is not None:
+        return problem
     trunk = ["hips"] + hmap.chain("spine") + hmap.chain("neck") + (["head"] if "head" in bones else [])
     for upper, lower in zip(trunk, trunk[1:]):
         if not _below(skeleton, bones[lower], bones[upper]):
@@ -105,6 +111,20 @@ def map_problem(hmap: HumanoidMap) -> Optional[Tuple[str, str]]:
     if problem is not None:
         return problem
     return _extremity_problem(hmap, positions)
+
+
+def _upright_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tuple[str, str]]:
+    """A humanoid stands: its trunk rises from the hips, its legs hang below them. A four-legged animal's
+    spine runs level from the hips to the head."""
+    top = next((p for p in (["head"] + list(reversed(hmap.chain("neck") + hmap.chain("spine")))) if p in hmap.bones), None)
+    if top is None:
+        return None
+    rise = subtract(positions[hmap.bones[top]], positions[hmap.bones["hips"]])
+    level = math.hypot(rise[0], rise[2])
+    if rise[1] < CHECK_TOLERANCES["upright"][0] * level:
+        return top, ("is not above the hips ({}): the body runs {:.0f} cm level and {:.0f} cm up; not a humanoid "
+                     "standing upright (a four-legged animal?)".format(hmap.joint_name("hips"), 100 * level, 100 * rise[1]))
+    return None
 
 
 def _sides_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tuple[str, str]]:

@@ -774,13 +774,15 @@ def _anonymous_rig(folder: Path):
 
 
 def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_maps_it(tmp_path):
-    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Refused without the
-    map; with it, the plan's map is the one offline `map_target` makes from the same map for the same rig."""
+    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Issue 39: names
+    that say nothing (b0, b1, ...) map by the rig's shape, the same in the plan as offline; with the map,
+    the plan's map is the one offline `map_target` makes from the same map for the same rig."""
     rig, anonymous, user_map = _anonymous_rig(tmp_path)
     target = plan.skeleton_from_engine(*_engine_rig(str(rig))[1])
-    with pytest.raises(KimodoError) as error:
-        plan.plan_target(target)
-    assert "missing thigh_l" in str(error.value)
+    by_shape = parts_by_name(plan.plan_target(target).humanoid)
+    limbs = [p + "_" + s for s in "lr" for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe")]
+    assert {p: by_shape.get(p) for p in limbs} == {p: user_map.get(p) for p in limbs}
+    assert {p: by_shape.get(p) for p in limbs} == {p: parts_by_name(map_target(load_target(str(rig)))).get(p) for p in limbs}
     bones = str(tmp_path / "bones.json")
     planned = plan.plan_target(target, user_map=user_map, map_source=bones)
     offline = map_target(load_target(str(rig)), user_map, bones)

@@ -619,7 +619,10 @@ def _character_trees(carried: Callable[[], Dict[int, Tuple[float, List[float]]]]
     skinned_trees = [t for t, tree in enumerate(trees) if any(k in by_slot for k in tree)]
     meeting = {node_parents[joints[trees[t][0]]] for t in skinned_trees} if node_parents else set()
     if at is not None and len(skinned_trees) > 2 and len(meeting) == 1 and -1 not in meeting:
-        body, hang = chains_at_an_armature([trees[t] for t in skinned_trees], parents, at)
+        # A leaf bone (a shoulder whose upper arm was cut off it) runs to twice its vertices' centroid.
+        ends = {k: tuple(2.0 * by_slot[k][1][i] / by_slot[k][0] - at[k][i] for i in range(3))
+                for t in skinned_trees for k in trees[t] if k in by_slot and by_slot[k][0] > 0.0}
+        body, hang = chains_at_an_armature([trees[t] for t in skinned_trees], parents, at, ends)
         parents = list(parents)
         for t, parent in hang.items():
             parents[trees[skinned_trees[t]][0]] = parent
@@ -656,33 +659,54 @@ def body_and_hangers(trees: Sequence[Sequence[int]], carried: Mapping[int, Tuple
     return body, hang
 
 
-def chains_at_an_armature(trees: Sequence[Sequence[int]], parents: Sequence[int],
-                          at: Mapping[int, Vec3]) -> Tuple[int, Dict[int, int]]:
+CONNECTED = 0.01  # of the character's height: a chain starting this near a bone's end was connected to it
+
+
+def chains_at_an_armature(trees: Sequence[Sequence[int]], parents: Sequence[int], at: Mapping[int, Vec3],
+                          leaf_ends: Optional[Mapping[int, Vec3]] = None) -> Tuple[int, Dict[int, int]]:
     """Joint chains that all hang off one armature node (each depth first, root first): (the trunk's
-    index, {tree index: the joint it hangs from}). The trunk is the chain that rises most above its own
-    root (the spine: legs run down from theirs, arms sideways); the others join nearest first, each from
-    the bone (of those already joined) that passes nearest its root joint: an upper arm starts at the end
-    of its shoulder bone, a finger at the hand, as the dropped parents held them."""
+    index, {tree index: the joint it hangs from}, in joining order). The trunk is the chain that rises
+    most above its own root (the spine: legs run down from theirs, arms sideways); the others join nearest
+    first, each from the bone whose end its root joint starts at (Rigify's chains are connected: an upper
+    arm starts at its shoulder bone's end), else from the bone of a larger chain passing nearest it (a
+    finger from the hand, never from another finger), as the dropped parents held them. `leaf_ends`: where
+    a childless bone ends (its joint where not given)."""
+    heights = [at[k][1] for tree in trees for k in tree]
+    connected = CONNECTED * (max(heights) - min(heights))
     rise = [max(at[k][1] for k in tree) - at[tree[0]][1] for tree in trees]
     body = max(range(len(trees)), key=lambda t: (rise[t], len(trees[t]), -t))
-    joined = list(trees[body])
+    joined = {body}
     hang: Dict[int, int] = {}
-    waiting = [t for t in range(len(trees)) if t != body]
-    while waiting:
+    while len(joined) < len(trees):
         best = None
-        for t in waiting:
-            gap, bone = _bone_gap(at[trees[t][0]], joined, parents, at)
-            if best is None or gap < best[0]:
-                best = (gap, t, bone)
-        _, t, bone = best  # type: ignore[misc]
+        for t in range(len(trees)):
+            if t in joined:
+                continue
+            members = [k for j in joined for k in trees[j]]
+            end_gap, end_bone = _bone_gap(at[trees[t][0]], members, parents, at, leaf_ends, ends_only=True)
+            if end_gap <= connected ** 2:
+                candidate = (0, end_gap, t, end_bone)
+            else:
+                larger = [k for j in joined if len(trees[j]) > len(trees[t]) for k in trees[j]]
+                if not larger:
+                    continue
+                gap, bone = _bone_gap(at[trees[t][0]], larger, parents, at, leaf_ends)
+                candidate = (1, gap, t, bone)
+            if best is None or candidate < best:
+                best = candidate
+        if best is None:  # nothing larger joined yet: the nearest bone of any joined chain
+            t = min(t for t in range(len(trees)) if t not in joined)
+            best = (1, 0.0, t, _bone_gap(at[trees[t][0]], [k for j in joined for k in trees[j]], parents, at, leaf_ends)[1])
+        _, _, t, bone = best
         hang[t] = bone
-        joined.extend(trees[t])
-        waiting.remove(t)
+        joined.add(t)
     return body, hang
 
 
-def _bone_gap(point: Vec3, body: Sequence[int], parents: Sequence[int], at: Mapping[int, Vec3]) -> Tuple[float, int]:
-    """(squared distance, joint) of the bone of `body` passing nearest `point` (a leaf: its joint alone)."""
+def _bone_gap(point: Vec3, body: Sequence[int], parents: Sequence[int], at: Mapping[int, Vec3],
+              leaf_ends: Optional[Mapping[int, Vec3]] = None, ends_only: bool = False) -> Tuple[float, int]:
+    """(squared distance, joint) of the bone of `body` passing nearest `point` (a leaf: its joint alone);
+    with `ends_only`, of the bone whose end (a child's joint, a leaf's own place) is nearest."""
     members = set(body)
     below: Dict[int, List[int]] = {}
     for k in body:
@@ -690,10 +714,11 @@ def _bone_gap(point: Vec3, body: Sequence[int], parents: Sequence[int], at: Mapp
             below.setdefault(parents[k], []).append(k)
     best = (math.inf, body[0])
     for k in body:
-        for end in [at[c] for c in below.get(k, [])] or [at[k]]:
+        for end in [at[c] for c in below.get(k, [])] or [(leaf_ends or {}).get(k, at[k])]:
             run = subtract(end, at[k])
             length = sum(c * c for c in run)
-            along = 0.0 if length < 1e-18 else max(0.0, min(1.0, sum((point[i] - at[k][i]) * run[i] for i in range(3)) / length))
+            along = 1.0 if ends_only else 0.0 if length < 1e-18 else max(
+                0.0, min(1.0, sum((point[i] - at[k][i]) * run[i] for i in range(3)) / length))
             gap = sum((point[i] - at[k][i] - along * run[i]) ** 2 for i in range(3))
             if gap < best[0] - 1e-12:
                 best = (gap, k)

@@ -585,30 +585,113 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
                  feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None,
                  skinned: Optional[FrozenSet[int]] = None, checked: bool = True) -> HumanoidMap:
     """The humanoid parts of `skeleton`, checked by `mapping_check.check_map` unless `checked` is False
-    (`kimodo-rig map` prints a failing map with the check's verdict, for the user to edit). Raises KimodoError (naming `source`) when no two arms and two
-    legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
-    the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
+    (`kimodo-rig map` prints a failing map with the check's verdict, for the user to edit). Raises
+    KimodoError (naming `source`) when no two arms and two legs can be found.
+
+    Two readings: the rig's shape (`mapping_shape.shape_parts`: chains from the hips to the extremities,
+    parts placed along them) and its bone names. The names' map is taken where it passes the check and
+    puts each limb part where the shape does (names then tell twins apart: a DEF- bone from its ORG- copy,
+    a toe from a metatarsal); otherwise the shape's, with the names' fingers where they hang below its
+    hands. The rest geometry decides which way the rig faces and which side is its left. `feet_from_mesh`
     (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing;
     `skinned` (the joints that carry vertices, None where not known) picks the deform bone among bones
-    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls)."""
+    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls) and tells the
+    extremities that carry the mesh from IK and helper bones."""
+    from .mapping_check import check_map, map_problem
+    from .mapping_shape import shape_parts
+
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
         # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
         # rest feet average 2 degrees off).
         return _map_from_table(skeleton, _kimodo_tables()[kimodo])
-    bones, finger_ends = _map_by_names(skeleton, skinned)
+    source = source or skeleton.name
+    named: Optional[HumanoidMap] = None
+    named_error: Optional[KimodoError] = None
+    try:
+        bones, finger_ends = _map_by_names(skeleton, skinned)
+        named = _finish_map(skeleton, bones, finger_ends, source, skinned, feet_from_mesh,
+                            "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, Quaternius, CesiumMan, Kenney, "
+                            "VRM, Left/Right words")
+    except KimodoError as error:
+        named_error = error
+    try:
+        shape: Optional[Dict[str, int]] = shape_parts(skeleton, source, skinned, _named_left(named) if named else None)
+        shape_error: Optional[KimodoError] = None
+    except KimodoError as error:
+        shape, shape_error = None, error
+    named_sound = named is not None and map_problem(named) is None
+    hmap = named
+    if shape is not None and not (named_sound and _limbs_agree(named, shape)):  # type: ignore[arg-type]
+        if named is not None:
+            for part, joint in named.bones.items():
+                hand = shape.get("hand_" + part[-1])
+                if part.split("_")[0] in FINGERS and hand is not None and hand in _ancestors(skeleton, joint)[1:]:
+                    shape[part] = joint
+            shape = _consistent_fingers(shape)
+        try:
+            by_shape = _finish_map(skeleton, shape, {}, source, skinned, feet_from_mesh, "the rig's shape")
+        except KimodoError:
+            by_shape = None
+        if by_shape is not None and (not named_sound or map_problem(by_shape) is None):
+            hmap = by_shape
+    if hmap is None:
+        raise named_error or shape_error  # type: ignore[misc]
+    for message in hmap.warnings:
+        LOG.warning("%s", message)
+    return check_map(hmap, source) if checked else hmap
+
+
+# How near (of the character's height) a named limb joint must lie to the shape's for the two to agree:
+# a twin at the same place (DEF- beside ORG-) agrees, the next joint of the chain (>= 5 %) does not.
+AGREE = 0.02
+
+
+def _limbs_agree(named: HumanoidMap, shape: Dict[str, int]) -> bool:
+    """Each limb part the shape places is one the names put at the same place."""
+    positions = rest_positions(named.skeleton)
+    heights = [p[1] for p in positions]
+    tolerance = AGREE * (max(heights) - min(heights))
+    for side in SIDES:
+        for part in ("thigh", "calf", "foot", "upperarm", "lowerarm", "hand"):
+            key = part + "_" + side
+            if key not in shape:
+                continue
+            if key not in named.bones:
+                return False
+            a, b = positions[shape[key]], positions[named.bones[key]]
+            if sum((a[i] - b[i]) ** 2 for i in range(3)) > tolerance ** 2:
+                return False
+    return True
+
+
+def _consistent_fingers(bones: Dict[str, int]) -> Dict[str, int]:
+    """Each finger's joints numbered from _01 without gaps (names may have given a finger in part)."""
+    for side in SIDES:
+        for finger in FINGERS:
+            present = [k for k in range(FINGER_JOINTS) if finger_part(finger, k, side) in bones]
+            if present and present != list(range(len(present))):
+                for k in present:
+                    bones.pop(finger_part(finger, k, side))
+    return bones
+
+
+def _finish_map(skeleton: Skeleton, bones: Dict[str, int], finger_ends: Dict[str, int], source: str,
+                skinned: Optional[FrozenSet[int]], feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]],
+                tried: str) -> HumanoidMap:
+    """A map from part -> joint: one-bone limbs, segment ends, facing and sides from the geometry, and the
+    warnings it gives (in `warnings`, logged by the caller for the map it takes)."""
+    bones = dict(bones)
     whole = _one_bone_limbs(skeleton, bones)
-    _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
-                    "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
+    _check_complete(bones, source, tried, whole)
     hmap = replace(_complete(skeleton, bones, {}, {}, finger_ends), whole_limbs=whole)
     unaimed = [p + "_" + s for s in SIDES for p in ("upperarm", "lowerarm", "thigh", "calf") if p + "_" + s in hmap.bones
                and p + "_" + s not in hmap.ends]
     if unaimed:
         # Never a direction from nothing: such a bone keeps its rest direction and says so.
         message = ("{}: {} {} no child joint, no skinned vertices and no stated bone axis: kept at {} rest "
-                   "direction".format(source or skeleton.name, ", ".join(hmap.joint_name(p) for p in unaimed),
+                   "direction".format(source, ", ".join(hmap.joint_name(p) for p in unaimed),
                                       "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
-        LOG.warning("%s", message)
         hmap = replace(hmap, warnings=hmap.warnings + (message,))
     if skinned:
         stranded = _stranded_skinned(hmap, skinned)
@@ -617,14 +700,10 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
             message = ("{}: {} skinned bone{} outside the bones the map drives (the hips {} and the mapped parts, "
                        "with all below them) will not move: {}{} (deform bones that hang off control bones: parent "
                        "each to the deform bone above it before exporting)".format(
-                           source or skeleton.name, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
+                           source, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
                            ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
-            LOG.warning("%s", message)
             hmap = replace(hmap, warnings=hmap.warnings + (message,))
-    hmap = _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
-    from .mapping_check import check_map
-
-    return check_map(hmap, source or skeleton.name) if checked else hmap
+    return _with_geometry(hmap, source, check_sides=True, feet_from_mesh=feet_from_mesh)
 
 
 _TWIN = re.compile(r"^(def|org)([-_.].+)$", re.I)
@@ -837,8 +916,7 @@ def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool,
 
 def _sides_from_geometry(hmap: HumanoidMap, source: str) -> HumanoidMap:
     message = ("{}: the bones named left are on the character's right (viewer-side names?); "
-               "sides are taken from the rig's geometry".format(source))
-    LOG.warning("%s", message)
+               "sides are taken from the rig's geometry".format(source))  # logged by map_humanoid
     return replace(_swap_sides(hmap), warnings=hmap.warnings + (message,))
 
 

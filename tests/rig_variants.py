@@ -1299,14 +1299,15 @@ def _rigify_deform_chain(gltf: pygltflib.GLTF2) -> None:
             insert_joint(gltf, "DEF-{}.{}.001".format(bone, s), "DEF-{}.{}".format(bone, s), "DEF-{}.{}".format(toward, s), 0.5)
 
 
-RIGIFY_CHAIN_TOPS = ["DEF-spine"] + ["DEF-{}.{}".format(bone, s) for s in "LR" for bone in (
+RIGIFY_CHAIN_TOPS = ["DEF-spine", "DEF-spine.004"] + ["DEF-{}.{}".format(bone, s) for s in "LR" for bone in (
     "shoulder", "upper_arm", "thigh", "thumb.01", "f_index.01", "f_middle.01", "f_ring.01", "f_pinky.01")]
 
 
 def rigify_deform_only(gltf: pygltflib.GLTF2) -> None:
     """A Rigify rig exported with "deform bones only" (the usual game export): only DEF- bones, with their
-    `.001` bendy segments; each DEF- chain whose parent was an ORG- or MCH- bone (the spine, each shoulder,
-    upper arm, thigh and finger) hangs off the armature node `rig`, which is no joint: 17 joint trees."""
+    `.001` bendy segments; each DEF- chain whose parent was an ORG- or MCH- bone (the torso DEF-spine ..
+    .003, the neck and head DEF-spine.004 .. .006 of Rigify's head rig, each shoulder, upper arm, thigh and
+    finger) hangs off the armature node `rig`, which is no joint: 18 joint trees, the largest a leg."""
     _rigify_deform_chain(gltf)
     for top in RIGIFY_CHAIN_TOPS:
         reparent(gltf, top, "rig")
@@ -1427,7 +1428,7 @@ def vroid_names(gltf: pygltflib.GLTF2) -> None:
     chains = []  # (names, parent, points: one more than names)
     for k in range(6):
         x = -0.075 + 0.03 * k
-        top = head + [x, 0.16, -0.06]
+        top = head + [x, 0.1, -0.06]
         chains.append((["J_Sec_Hair{}_{:02d}".format(n, k + 1) for n in (1, 2, 3)], "J_Bip_C_Head",
                        [top + [0.0, -0.1 * n, -0.03 * n] for n in range(4)]))
     for side, sx in (("L", 1.0), ("R", -1.0)):

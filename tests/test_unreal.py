@@ -20,6 +20,7 @@ import pygltflib
 import pytest
 
 import rig_variants as rv
+import test_retarget_shapes as shapes
 from conftest import CLIP_NAMES, CLIPS, ROOT, node_modules
 
 from kimodo_rig import cli, skeletons, unreal_plan as plan
@@ -800,6 +801,32 @@ def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_ma
         with pytest.raises(KimodoError) as error:
             plan.plan_target(target, user_map=bad, map_source=bones)
         assert str(error.value) == str(offline_error.value) and str(error.value).startswith(bones + ": ")
+
+
+@pytest.mark.parametrize("kind", list(shapes.KINDS))
+def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
+    """Issue 39: the Unreal step reads a character as the offline retarget does. For every kind of
+    tests/test_retarget_shapes.py (Sketchfab re-exports, Rigify deform-only and all-bones exports, MMD,
+    VRoid names, Blender's default names, no names, numbered chains; no --map), the plan made from the
+    skeleton as the engine hands it over (Unreal's frame and centimetres, by numpy) maps every part to the
+    bone offline `map_target` maps it to (the bone the rig it was made from is known by), with the same
+    chain table and pelvis."""
+    rig = shapes.build(kind, tmp_path)
+    target = load_target(str(rig))
+    offline = map_target(target)
+    planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == shapes.expected_map(kind)
+    chains, pelvis = retarget_chains(offline)
+    assert planned.chains == tuple(chains) and planned.pelvis == pelvis
+
+
+def test_the_plan_refuses_a_quadruped_as_the_offline_map_does(tmp_path):
+    """A four-legged animal with Biped bone names (rig_variants.quadruped) is no humanoid in Unreal either."""
+    target = load_target(str(rv.quadruped(tmp_path / "horse.glb")))
+    with pytest.raises(KimodoError):
+        map_target(target)
+    with pytest.raises(KimodoError):
+        plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
 
 
 # --- arguments, names and paths --------------------------------------------------------------------------

@@ -74,8 +74,9 @@ def test_a_vrm_table_with_two_parts_swapped_is_refused_in_one_line(tmp_path, swa
     refused = run("retarget", CLIPS / SOMA_CLIP, "--target", rig, "-o", output)
     _refused(refused, output, SWAPS[swap])
     checked = run("map", rig)
-    assert checked.returncode == 1 and checked.stdout.splitlines()[-1].startswith("check: ")
-    assert checked.stdout.splitlines()[-1] != "check: ok"
+    assert checked.returncode == 1 and checked.stdout == "" and checked.stderr == refused.stderr
+    printed = run("map", rig, "--json")
+    assert printed.returncode == 1 and json.loads(printed.stdout)["check"] == refused.stderr.strip()
 
 
 def test_a_four_legged_animal_is_refused_in_one_line(tmp_path):

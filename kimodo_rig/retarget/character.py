@@ -277,7 +277,9 @@ def read_gltf_target(path) -> Target:
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
     order, hung, parents = _character_trees(carried, skin, trees, parents, binds, node_parents)
     if len(trees) > 1:
-        _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
+        meeting = {node_parents[joints[tree[0]]] for tree in [order] + hung}
+        if len(meeting) > 1 or -1 in meeting or len(hung) < 2:  # chains at one armature node are one skeleton
+            _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
         order = order + [joint for tree in hung for joint in tree]
     skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     if binds is None:

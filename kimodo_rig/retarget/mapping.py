@@ -621,8 +621,13 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
     except KimodoError as error:
         shape, shape_error = None, error
     named_sound = named is not None and map_problem(named) is None
+    if named_sound and shape is not None:
+        named = _shape_fills_in(named, shape)  # type: ignore[arg-type]
+        named_sound = map_problem(named) is None
     hmap = named
-    if shape is not None and not (named_sound and _limbs_agree(named, shape)):  # type: ignore[arg-type]
+    # Sound names that put a limb part elsewhere than the shape are overruled only where the mesh tells the
+    # extremities from helper bones (without one, an ORG- copy's or a bone axis' tip is a leaf like a toe's).
+    if shape is not None and not (named_sound and (not skinned or _limbs_agree(named, shape))):  # type: ignore[arg-type]
         if named is not None:
             for part, joint in named.bones.items():
                 hand = shape.get("hand_" + part[-1])
@@ -640,6 +645,27 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
     for message in hmap.warnings:
         LOG.warning("%s", message)
     return check_map(hmap, source) if checked else hmap
+
+
+def _shape_fills_in(named: HumanoidMap, shape: Dict[str, int]) -> HumanoidMap:
+    """The names' map with what the shape sees better: a head below the one the names found (a head the
+    names do not know, such as MMD's 頭, below its neck) with the neck up to it, and each hand's fingers
+    where the names found none (VRoid's J_Bip_L_Index1 names no side the tables know)."""
+    skeleton = named.skeleton
+    bones = dict(named.bones)
+    head = shape.get("head")
+    if head is not None and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
+        for part in [p for p in bones if p.startswith("neck_")] + ["head"]:
+            bones.pop(part)
+        bones.update({p: j for p, j in shape.items() if p.startswith("neck_") or p == "head"})
+    for side in SIDES:
+        if not any(p.split("_")[0] in FINGERS and p.endswith("_" + side) for p in bones) and \
+                shape.get("hand_" + side) == bones.get("hand_" + side):
+            bones.update({p: j for p, j in shape.items() if p.split("_")[0] in FINGERS and p.endswith("_" + side)})
+    if bones == named.bones:
+        return named
+    completed = _complete(skeleton, bones, dict(named.anchors), {}, {})
+    return replace(named, bones=completed.bones, ends=completed.ends)
 
 
 # How near (of the character's height) a named limb joint must lie to the shape's for the two to agree:

@@ -22,9 +22,10 @@ from .mapping import SIDES, HumanoidMap, measure_forward
 
 # Tolerances of the check: (value, unit, why).
 CHECK_TOLERANCES = {
-    # Left and right segments of one limb differ by less than this, relative: rigs are built symmetric, and
-    # a chain mapped one bone off (a clavicle taken as the upper arm) is 40 % or more off.
-    "mirror_length": (0.10, "relative", "a limb mapped one bone up or down is far more than 10 % off"),
+    # Left and right segments of one limb differ by less than this, relative: rigs are built nearly
+    # symmetric (Quaternius' robot: upper arms 58 and 66 cm, 12 %), while a chain mapped one bone off (a
+    # clavicle taken as the upper arm) is 40 % or more off.
+    "mirror_length": (0.20, "relative", "a limb mapped one bone up or down is 40 % off or more"),
     # A part's joint and its mirror image on the other side lie closer than this (m per 1.7 m of
     # character): room for rigs whose rest is not quite symmetric, far below a clavicle's length (~15 cm).
     "mirror_position": (0.10, "m per 1.7 m", "asymmetric rests stay within a few cm; a shifted chain is 15 cm+"),
@@ -154,18 +155,11 @@ def _label(forward: Vec3) -> str:
 
 
 def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) -> Optional[Tuple[str, str]]:
-    """Left and right chains of one length and mirrored about the body's midplane (through the hips,
-    across the hip line)."""
-    for part in MIRRORED_LENGTHS:
-        vectors = [hmap.segment(part + "_" + side, positions) for side in SIDES]
-        if None in vectors:
-            continue
-        lengths = [math.sqrt(sum(c * c for c in v)) for v in vectors]  # type: ignore[union-attr]
-        if abs(lengths[0] - lengths[1]) > CHECK_TOLERANCES["mirror_length"][0] * max(lengths):
-            shorter = SIDES[0] if lengths[0] < lengths[1] else SIDES[1]
-            return part + "_" + shorter, "is {:.0f} cm long, its other side {:.0f} cm: left and right must mirror each other".format(
-                100 * min(lengths), 100 * max(lengths))
-    if not all(p + "_" + s in hmap.bones for p in ("thigh",) for s in SIDES):
+    """Left and right chains mapped alike: where the skeleton has a joint at the mirror image (about the
+    body's midplane: through the hips, across the hip line) of each side's part, the other side's part is
+    that joint, and the segments of a part are of one length. A rig that is itself lopsided (an arm that
+    lost a bone) has no mirror twin there, and says nothing against the map."""
+    if not all("thigh_" + s in hmap.bones for s in SIDES):
         return None
     across = subtract(positions[hmap.anchor("thigh_l")], positions[hmap.anchor("thigh_r")])
     size = math.sqrt(sum(c * c for c in across))
@@ -174,16 +168,35 @@ def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) 
     normal = tuple(c / size for c in across)
     middle = sum(positions[hmap.bones["hips"]][i] * normal[i] for i in range(3))
     tolerance = CHECK_TOLERANCES["mirror_position"][0] * scale
+
+    def twin(joint: int) -> Optional[int]:
+        """The joint at `joint`'s mirror image, or None."""
+        at = positions[joint]
+        along = sum(at[i] * normal[i] for i in range(3)) - middle
+        mirrored = tuple(at[i] - 2.0 * along * normal[i] for i in range(3))
+        best = min(range(len(positions)), key=lambda j: _distance(positions[j], mirrored))
+        return best if _distance(positions[best], mirrored) <= tolerance else None
+
+    def mirrored_pair(left: int, right: int) -> bool:
+        """Both joints have mirror twins (the rig is symmetric there)."""
+        return twin(left) is not None and twin(right) is not None
+
     for part in MIRRORED_POSITIONS:
         if not all(part + "_" + s in hmap.bones for s in SIDES):
             continue
-        left, right = positions[hmap.anchor(part + "_l")], positions[hmap.anchor(part + "_r")]
-        along = sum(left[i] * normal[i] for i in range(3)) - middle
-        mirrored = tuple(left[i] - 2.0 * along * normal[i] for i in range(3))
-        gap = _distance(mirrored, right)
-        if gap > tolerance:
-            return part + "_l", "lies {:.0f} cm from the mirror image of {} ({}): left and right must mirror each other".format(
-                100 * gap, part + "_r", hmap.joint_name(part + "_r"))
+        left, right = hmap.anchor(part + "_l"), hmap.anchor(part + "_r")
+        if mirrored_pair(left, right) and _distance(positions[twin(left)], positions[right]) > tolerance:  # type: ignore[index]
+            return part + "_r", "is not the mirror image of {} ({}): left and right must mirror each other".format(
+                part + "_l", hmap.joint_name(part + "_l"))
+    for part in MIRRORED_LENGTHS:
+        vectors = [hmap.segment(part + "_" + side, positions) for side in SIDES]
+        if None in vectors or not mirrored_pair(hmap.anchor(part + "_l"), hmap.anchor(part + "_r")):
+            continue
+        lengths = [math.sqrt(sum(c * c for c in v)) for v in vectors]  # type: ignore[union-attr]
+        if abs(lengths[0] - lengths[1]) > CHECK_TOLERANCES["mirror_length"][0] * max(lengths):
+            shorter = SIDES[0] if lengths[0] < lengths[1] else SIDES[1]
+            return part + "_" + shorter, "is {:.0f} cm long, its other side {:.0f} cm: left and right must mirror each other".format(
+                100 * min(lengths), 100 * max(lengths))
     return None
 
 

@@ -173,9 +173,9 @@ def shape_parts(skeleton: Skeleton, source: str, skinned: Optional[FrozenSet[int
         bones["spine_{}".format(k)] = joint
     # Up from the chest, the neck runs on while one bone follows another; the head is where it ends or
     # fans out (hair, eyes, jaw), never its end marker.
-    carrying = set(leaves)
-    for leaf in leaves:
-        carrying.update(_ancestors(skeleton, leaf))
+    carrying = set(body)
+    for joint in body:
+        carrying.update(_ancestors(skeleton, joint))
     above = trunk[trunk.index(chest) + 1:]
     for k, joint in enumerate(above):
         onward = [c for c in children.get(joint, []) if c in carrying]

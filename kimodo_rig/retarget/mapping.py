@@ -5,9 +5,10 @@ A HumanoidMap gives each canonical part ("hips", "spine_0".., "neck_0".., "head"
 differ on G1, whose hips and shoulders are three one-axis joints a few cm apart: the segment is measured
 joint centre to joint centre, from the roll joint to the knee or elbow) and the joints whose positions end it. Kimodo's own
 skeletons have explicit tables; a table the file states (VRM) or the user gives (--map) is the map
-(`map_from_parts`); every other rig is mapped by names under the common conventions (numbered chains such
-as CesiumMan's ordered by depth, one-bone limbs, IK-style names as a last resort), with the rest geometry
-deciding what names leave open. Facing is measured from the feet (heel to toe), and the character's left
+(`map_from_parts`); every other rig is mapped by its shape (`mapping_shape`) and by names under the common
+conventions (numbered chains such as CesiumMan's ordered by depth, one-bone limbs, IK-style names as a last
+resort), the names' map taken only where the shape agrees with it. Every map is checked against the rest
+geometry before use (`mapping_check`). Facing is measured from the feet (heel to toe), and the character's left
 is up x forward: where the names put left on the other side, geometry wins.
 
 The pure functions here are shared by the offline retarget and the Unreal step: `map_humanoid`,

@@ -18,7 +18,7 @@ from ..errors import KimodoError
 from ..model import Skeleton
 from ..ops.fk import rest_positions
 from ..rotations import Vec3, subtract
-from .mapping import SIDES, HumanoidMap, measure_forward
+from .mapping import SIDES, HumanoidMap, facing_label, measure_forward
 
 # Tolerances of the check: (value, unit, why).
 CHECK_TOLERANCES = {
@@ -146,12 +146,6 @@ def _sides_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tup
                 return name, "is on the character's {} (its feet face {}), not its {}".format(
                     "right" if word == "left" else "left", _label(forward), word)
     return None
-
-
-def _label(forward: Vec3) -> str:
-    from .mapping import facing_label
-
-    return facing_label(forward)
 
 
 def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) -> Optional[Tuple[str, str]]:

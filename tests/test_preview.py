@@ -238,8 +238,9 @@ def test_preview_maps_a_character_as_retarget_does_its_vrm_table_or_the_users_ma
         assert result.returncode == 0, result.stderr
         assert run_cli("retarget", clip, "--target", rig, *extra, "-o", glb).returncode == 0
         assert _character_panels_match(sheet, glb) == 16
-    refused = run_cli("preview", clip, "--target", bare, "-o", tmp_path / "refused.svg")
-    printed = run_cli("retarget", clip, "--target", bare, "-o", tmp_path / "refused.glb")
+    horse = rv.quadruped(tmp_path / "horse.glb")  # names that say nothing map by shape (issue 39); no humanoid does not
+    refused = run_cli("preview", clip, "--target", horse, "-o", tmp_path / "refused.svg")
+    printed = run_cli("retarget", clip, "--target", horse, "-o", tmp_path / "refused.glb")
     assert refused.returncode == printed.returncode == 1, refused.stderr
     assert refused.stderr.strip() == printed.stderr.strip() and len(refused.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "refused.svg").exists() and not (tmp_path / "refused.glb").exists()

@@ -815,7 +815,9 @@ def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
     target = load_target(str(rig))
     offline = map_target(target)
     planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
-    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == shapes.expected_map(kind)
+    expected = dict(shapes.expected_map(kind))
+    expected.pop("check", None)  # `map --json` prints the check's verdict beside the parts
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == expected
     chains, pelvis = retarget_chains(offline)
     assert planned.chains == tuple(chains) and planned.pelvis == pelvis
 

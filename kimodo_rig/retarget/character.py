@@ -278,7 +278,7 @@ def read_gltf_target(path) -> Target:
     order, hung, parents = _character_trees(carried, skin, trees, parents, binds, node_parents)
     if len(trees) > 1:
         meeting = {node_parents[joints[tree[0]]] for tree in [order] + hung}
-        if len(meeting) > 1 or -1 in meeting or len(hung) < 2:  # chains at one armature node are one skeleton
+        if len(meeting) > 1 or -1 in meeting or len(hung) + 1 < LIMB_CHAINS:  # a body of chains is one skeleton
             _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
         order = order + [joint for tree in hung for joint in tree]
     skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
@@ -620,7 +620,9 @@ def _character_trees(carried: Callable[[], Dict[int, Tuple[float, List[float]]]]
     at = {k: (binds[k][12], binds[k][13], binds[k][14]) for tree in trees for k in tree} if binds is not None else None
     skinned_trees = [t for t, tree in enumerate(trees) if any(k in by_slot for k in tree)]
     meeting = {node_parents[joints[trees[t][0]]] for t in skinned_trees} if node_parents else set()
-    if at is not None and len(skinned_trees) > 2 and len(meeting) == 1 and -1 not in meeting:
+    if at is not None and len(skinned_trees) >= LIMB_CHAINS and len(meeting) == 1 and -1 not in meeting:
+        # Every limb a chain of its own at the armature: the chains lost their parents in the export (a few
+        # loose trees beside a body, feet under controls or a helmet, hang by `body_and_hangers`).
         # A leaf bone (a shoulder whose upper arm was cut off it) runs to twice its vertices' centroid.
         ends = {k: tuple(2.0 * by_slot[k][1][i] / by_slot[k][0] - at[k][i] for i in range(3))
                 for t in skinned_trees for k in trees[t] if k in by_slot and by_slot[k][0] > 0.0}
@@ -661,6 +663,7 @@ def body_and_hangers(trees: Sequence[Sequence[int]], carried: Mapping[int, Tuple
     return body, hang
 
 
+LIMB_CHAINS = 5  # skinned chains at one armature node that make a body of chains: a trunk, two arms, two legs
 CONNECTED = 0.01  # of the character's height: a chain starting this near a bone's end was connected to it
 
 

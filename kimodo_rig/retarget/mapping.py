@@ -623,7 +623,7 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
         shape, shape_error = None, error
     named_sound = named is not None and map_problem(named) is None
     if named_sound and shape is not None:
-        named = _shape_fills_in(named, shape)  # type: ignore[arg-type]
+        named = _shape_fills_in(named, shape, bool(skinned))  # type: ignore[arg-type]
         named_sound = map_problem(named) is None
     hmap = named
     # Sound names that put a limb part elsewhere than the shape are overruled only where the mesh tells the
@@ -648,14 +648,15 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
     return check_map(hmap, source) if checked else hmap
 
 
-def _shape_fills_in(named: HumanoidMap, shape: Dict[str, int]) -> HumanoidMap:
-    """The names' map with what the shape sees better: a head below the one the names found (a head the
-    names do not know, such as MMD's 頭, below its neck) with the neck up to it, and each hand's fingers
-    where the names found none (VRoid's J_Bip_L_Index1 names no side the tables know)."""
+def _shape_fills_in(named: HumanoidMap, shape: Dict[str, int], meshed: bool) -> HumanoidMap:
+    """The names' map with what the shape sees better: where a mesh tells the head's end (`meshed`; without
+    one a face rig's bones continue it), a head below the one the names found (a head the names do not
+    know, such as MMD's 頭, below its neck) with the neck up to it; and each hand's fingers where the names
+    found none (VRoid's J_Bip_L_Index1 names no side the tables know)."""
     skeleton = named.skeleton
     bones = dict(named.bones)
     head = shape.get("head")
-    if head is not None and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
+    if meshed and head is not None and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
         for part in [p for p in bones if p.startswith("neck_")] + ["head"]:
             bones.pop(part)
         bones.update({p: j for p, j in shape.items() if p.startswith("neck_") or p == "head"})

@@ -111,7 +111,7 @@ def map_problem(hmap: HumanoidMap) -> Optional[Tuple[str, str]]:
     problem = _mirror_problem(hmap, positions, scale)
     if problem is not None:
         return problem
-    return _extremity_problem(hmap, positions)
+    return _extremity_problem(hmap, positions, scale)
 
 
 def _upright_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tuple[str, str]]:
@@ -150,16 +150,11 @@ def _sides_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tup
 
 def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) -> Optional[Tuple[str, str]]:
     """Left and right chains mapped alike: where the skeleton has a joint at the mirror image (about the
-    body's midplane: through the hips, across the hip line) of each side's part, the other side's part is
+    body's midplane: through the hips, across the facing) of each side's part, the other side's part is
     that joint, and the segments of a part are of one length. A rig that is itself lopsided (an arm that
     lost a bone) has no mirror twin there, and says nothing against the map."""
-    if not all("thigh_" + s in hmap.bones for s in SIDES):
-        return None
-    across = subtract(positions[hmap.anchor("thigh_l")], positions[hmap.anchor("thigh_r")])
-    size = math.sqrt(sum(c * c for c in across))
-    if size < 1e-9:
-        return None
-    normal = tuple(c / size for c in across)
+    # The midplane is the facing's (left = up x forward), not the mapped hip line's, which a shifted leg skews.
+    normal = (hmap.forward[2], 0.0, -hmap.forward[0])
     middle = sum(positions[hmap.bones["hips"]][i] * normal[i] for i in range(3))
     tolerance = CHECK_TOLERANCES["mirror_position"][0] * scale
 
@@ -194,7 +189,7 @@ def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) 
     return None
 
 
-def _extremity_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tuple[str, str]]:
+def _extremity_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) -> Optional[Tuple[str, str]]:
     """Each limb ends at an extremity: below its last part hangs no more than a hand or a foot."""
     skeleton = hmap.skeleton
     for side in SIDES:
@@ -212,7 +207,10 @@ def _extremity_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional
             if limb < 1e-9:
                 return first, "has no length: it starts where {} ({}) is".format(last, hmap.joint_name(last))
             # The extremity's reach, along the limb's own line: a finger or a toe, not a forearm or a shin.
-            beyond = max(_distance(positions[j], end) for j in _subtree(skeleton, hmap.bones[last]))
+            # A bone farther off than the character is tall is none of its body (an exporter's end bone
+            # placed in another space).
+            beyond = max([d for d in (_distance(positions[j], end) for j in _subtree(skeleton, hmap.bones[last]))
+                          if d <= scale * CHECK_TOLERANCES["reference_height"][0]] or [0.0])
             if beyond > CHECK_TOLERANCES["extremity_reach"][0] * limb:
                 return last, "is not at the limb's end: {:.0f} cm of bones hang beyond it, the limb from {} is {:.0f} cm".format(
                     100 * beyond, first, 100 * limb)

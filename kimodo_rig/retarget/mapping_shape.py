@@ -180,7 +180,7 @@ def shape_parts(skeleton: Skeleton, source: str, skinned: Optional[FrozenSet[int
     for k, joint in enumerate(above):
         onward = [c for c in children.get(joint, []) if c in carrying]
         lone_end = len(onward) == 1 and onward[0] not in children and (
-            _is_tip(onward[0], skinned, children) or not skinned)
+            _is_tip(onward[0], skinned, children, skeleton) or not skinned)
         if len(onward) != 1 or lone_end:
             bones["head"] = joint
             for n, neck in enumerate(above[:k]):
@@ -196,10 +196,18 @@ def shape_parts(skeleton: Skeleton, source: str, skinned: Optional[FrozenSet[int
     return bones
 
 
-def _is_tip(joint: int, skinned: Optional[FrozenSet[int]], children: Dict[int, List[int]]) -> bool:
+def _is_tip(joint: int, skinned: Optional[FrozenSet[int]], children: Dict[int, List[int]],
+            skeleton: Optional[Skeleton] = None) -> bool:
     """A leaf that only marks where its bone ends: one the rig reading added from a skinned bone's vertices
-    (it carries none itself). Without a mesh, nothing says so."""
-    return joint not in children and bool(skinned) and joint not in skinned  # type: ignore[operator]
+    (it carries none itself; the reading names it after its bone, `<bone>_tip`, which is how a skeleton
+    handed on without its mesh, to the Unreal step, still tells it)."""
+    if joint in children:
+        return False
+    if skinned:
+        return joint not in skinned
+    if skeleton is None or skeleton.parents[joint] < 0:
+        return False
+    return skeleton.joint_names[joint].rstrip("_") == skeleton.joint_names[skeleton.parents[joint]] + "_tip"
 
 
 def _place_leg(skeleton: Skeleton, positions: Sequence[Vec3], hips: int, leaf: int, floor: float,
@@ -222,7 +230,7 @@ def _place_leg(skeleton: Skeleton, positions: Sequence[Vec3], hips: int, leaf: i
         parts["calf"] = min(between, key=lambda j: abs(positions[j][1] - middle))
     if foot_at + 1 < len(chain):
         toe = chain[foot_at + 1]
-        leaf_tip = toe == leaf and skinned and toe not in skinned
+        leaf_tip = toe == leaf and _is_tip(toe, skinned, {}, skeleton)
         if not leaf_tip:
             parts["toe"] = toe
     return parts
@@ -250,7 +258,7 @@ def _place_arm(skeleton: Skeleton, positions: Sequence[Vec3], branch: int, leaf:
     fans = [k for k, j in enumerate(chain) if leaves_below[j] >= 3 and _distance(start, positions[j]) >= 0.5 * span]
     if fans:
         wrist_at = max(fans)
-    elif _is_tip(leaf, skinned, children) and len(chain) > 1:
+    elif _is_tip(leaf, skinned, children, skeleton) and len(chain) > 1:
         wrist_at = len(chain) - 2
     else:
         wrist_at = len(chain) - 1
@@ -292,7 +300,7 @@ def _fingers(skeleton: Skeleton, positions: Sequence[Vec3], hand: int, side: str
         while children.get(chain[-1]):
             kids = children[chain[-1]]
             chain.append(max(kids, key=lambda c: _distance(positions[c], positions[hand])))
-        if _is_tip(chain[-1], skinned, children):
+        if _is_tip(chain[-1], skinned, children, skeleton):
             chain.pop()
         if chain:
             chains.append(chain)

@@ -656,7 +656,8 @@ def _shape_fills_in(named: HumanoidMap, shape: Dict[str, int], meshed: bool) -> 
     skeleton = named.skeleton
     bones = dict(named.bones)
     head = shape.get("head")
-    if meshed and head is not None and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
+    named_head = "head" in bones and _CENTRE_WORDS.get(split_side(skeleton.joint_names[bones["head"]])[1]) == "head"
+    if meshed and head is not None and not named_head and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
         for part in [p for p in bones if p.startswith("neck_")] + ["head"]:
             bones.pop(part)
         bones.update({p: j for p, j in shape.items() if p.startswith("neck_") or p == "head"})

@@ -76,7 +76,7 @@ def map_problem(hmap: HumanoidMap) -> Optional[Tuple[str, str]]:
     skeleton = hmap.skeleton
     bones = hmap.bones
     positions = rest_positions(skeleton)
-    heights = [p[1] for p in positions]
+    heights = [positions[j][1] for j in bones.values()]  # the mapped body's (an end bone may stand far off)
     scale = max(max(heights) - min(heights), 1e-6) / CHECK_TOLERANCES["reference_height"][0]
 
     roots = {_ancestors(skeleton, j)[-1] for j in bones.values()}

@@ -213,7 +213,9 @@ def _is_tip(joint: int, skinned: Optional[FrozenSet[int]], children: Dict[int, L
 def _place_leg(skeleton: Skeleton, positions: Sequence[Vec3], hips: int, leaf: int, floor: float,
                skinned: Optional[FrozenSet[int]], constant) -> Dict[str, int]:
     """thigh, calf, foot, toe on the chain from the hips to a foot's extremity, by height."""
-    chain = _path(skeleton, hips, leaf)
+    # Where the mesh says which bones deform, a joint on the way that carries none (a foot control at the
+    # floor the foot hangs from) plays no part.
+    chain = [j for j in _path(skeleton, hips, leaf) if not skinned or j in skinned or j == leaf]
     top = positions[hips][1] - floor
     foot_at = next((k for k, j in enumerate(chain) if k > 0 and positions[j][1] - floor <= constant("ankle") * top), len(chain) - 1)
     foot = chain[foot_at]

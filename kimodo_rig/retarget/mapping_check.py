@@ -136,7 +136,7 @@ def _sides_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tup
         return None
     left = (forward[2], 0.0, -forward[0])
     hips = positions[hmap.bones["hips"]]
-    for part in ("thigh", "upperarm", "clavicle"):
+    for part in ("thigh", "upperarm"):  # a clavicle starts at the midline, on either side of it
         for side, sign, word in (("l", 1.0, "left"), ("r", -1.0, "right")):
             name = part + "_" + side
             if name not in hmap.bones:
@@ -144,7 +144,7 @@ def _sides_problem(hmap: HumanoidMap, positions: Sequence[Vec3]) -> Optional[Tup
             offset = subtract(positions[hmap.anchor(name)], hips)
             if sign * (offset[0] * left[0] + offset[2] * left[2]) < 0.0:
                 return name, "is on the character's {} (its feet face {}), not its {}".format(
-                    "right" if word == "left" else "left", _label(forward), word)
+                    "right" if word == "left" else "left", facing_label(forward), word)
     return None
 
 

@@ -21,6 +21,7 @@ import pygltflib
 import pytest
 
 import rig_variants as rv
+import test_retarget_shapes as shapes
 from conftest import CLIP_NAMES, CLIPS, ROOT, node_modules
 
 from kimodo_rig import cli, skeletons, unreal_plan as plan
@@ -775,13 +776,15 @@ def _anonymous_rig(folder: Path):
 
 
 def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_maps_it(tmp_path):
-    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Refused without the
-    map; with it, the plan's map is the one offline `map_target` makes from the same map for the same rig."""
+    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Issue 39: names
+    that say nothing (b0, b1, ...) map by the rig's shape, the same in the plan as offline; with the map,
+    the plan's map is the one offline `map_target` makes from the same map for the same rig."""
     rig, anonymous, user_map = _anonymous_rig(tmp_path)
     target = plan.skeleton_from_engine(*_engine_rig(str(rig))[1])
-    with pytest.raises(KimodoError) as error:
-        plan.plan_target(target)
-    assert "missing thigh_l" in str(error.value)
+    by_shape = parts_by_name(plan.plan_target(target).humanoid)
+    limbs = [p + "_" + s for s in "lr" for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe")]
+    assert {p: by_shape.get(p) for p in limbs} == {p: user_map.get(p) for p in limbs}
+    assert {p: by_shape.get(p) for p in limbs} == {p: parts_by_name(map_target(load_target(str(rig)))).get(p) for p in limbs}
     bones = str(tmp_path / "bones.json")
     planned = plan.plan_target(target, user_map=user_map, map_source=bones)
     offline = map_target(load_target(str(rig)), user_map, bones)
@@ -799,6 +802,34 @@ def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_ma
         with pytest.raises(KimodoError) as error:
             plan.plan_target(target, user_map=bad, map_source=bones)
         assert str(error.value) == str(offline_error.value) and str(error.value).startswith(bones + ": ")
+
+
+@pytest.mark.parametrize("kind", list(shapes.KINDS))
+def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
+    """Issue 39: the Unreal step reads a character as the offline retarget does. For every kind of
+    tests/test_retarget_shapes.py (Sketchfab re-exports, Rigify deform-only and all-bones exports, MMD,
+    VRoid names, Blender's default names, no names, numbered chains; no --map), the plan made from the
+    skeleton as the engine hands it over (Unreal's frame and centimetres, by numpy) maps every part to the
+    bone offline `map_target` maps it to (the bone the rig it was made from is known by), with the same
+    chain table and pelvis."""
+    rig = shapes.build(kind, tmp_path)
+    target = load_target(str(rig))
+    offline = map_target(target)
+    planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
+    expected = dict(shapes.expected_map(kind))
+    expected.pop("check", None)  # `map --json` prints the check's verdict beside the parts
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == expected
+    chains, pelvis = retarget_chains(offline)
+    assert planned.chains == tuple(chains) and planned.pelvis == pelvis
+
+
+def test_the_plan_refuses_a_quadruped_as_the_offline_map_does(tmp_path):
+    """A four-legged animal with Biped bone names (rig_variants.quadruped) is no humanoid in Unreal either."""
+    target = load_target(str(rv.quadruped(tmp_path / "horse.glb")))
+    with pytest.raises(KimodoError):
+        map_target(target)
+    with pytest.raises(KimodoError):
+        plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
 
 
 # --- arguments, names and paths --------------------------------------------------------------------------

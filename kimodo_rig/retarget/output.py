@@ -20,8 +20,8 @@ from ..rotations import Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
 from .character import Target
 from .mapping import SIDES
-from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
-                     skate_steps)
+from .report import (REFERENCE_HEIGHT_CM, FeetFigures, KimodoFeet, Report, facing_rotation, foot_skate, kimodo_feet,
+                     measure_facing, measure_report, skate_steps, with_kimodo_feet)
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
@@ -278,7 +278,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         measured_at="skinned mesh" if geometry.from_mesh else "joints",
         notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map, info.foot_locked)),
     )
-    return measure_report(
+    report = measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
@@ -296,6 +296,25 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         facing_warning=facing_warning,
         feet=figures,
     )
+    return with_kimodo_feet(report, _kimodo_feet_of_character(geometry, treadmill, contacts, source.fps),
+                            _kimodo_feet_of_clip(source, info, source_positions, contacts))
+
+
+def _kimodo_feet_of_character(geometry: "_Feet", treadmill, contacts, fps: float) -> KimodoFeet:
+    """Kimodo's figures of the written file's feet: the foot joint as the ankle, the toe point (the toe
+    joint, else the foot's front) as the toe, over the rest floor, thresholds scaled with the character."""
+    return kimodo_feet({side: _on_treadmill(geometry.heel[side], treadmill) for side in SIDES},
+                       {side: _on_treadmill(geometry.toe[side], treadmill) for side in SIDES},
+                       contacts, fps, geometry.rest_floor, geometry.height)
+
+
+def _kimodo_feet_of_clip(source: Motion, info: RetargetInfo, positions, contacts) -> KimodoFeet:
+    """Kimodo's figures of the clip itself, as its benchmark takes them: its ankle and toe joints over y = 0."""
+    tmap = info.source_map
+    ankles = {side: feet.standing_joint(tmap, side) for side in SIDES}
+    toes = {side: tmap.bones.get("toe_" + side, ankles[side]) for side in SIDES}
+    return kimodo_feet({side: [frame[ankles[side]] for frame in positions] for side in SIDES},
+                       {side: [frame[toes[side]] for frame in positions] for side in SIDES}, contacts, source.fps)
 
 
 SOLE_TOUCH_CM = 1.0  # per 1.7 m: a sole vertex this close to the rest floor is on it

@@ -587,8 +587,17 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
     one_bone = _one_bone_legs(tmap) | rigid
+    # Only the nodes the feet are measured on (and, inside world_matrices, their ancestors) are evaluated
+    # each frame: every node of a 700-bone rig, per frame, was most of its retarget's time.
+    measured = {n for side in SIDES for n in foot_nodes[side]} | {n for n in toe_nodes.values() if n is not None}
+    if with_mesh:
+        measured |= {node for side in SIDES for _, _, terms in list(points[side]) + [front[side]] for node, _, _ in terms}  # type: ignore[operator]
+    measured_nodes = sorted(measured)
     for frame in range(frames):
-        world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        world: List[Optional[Sequence[float]]] = [None] * len(nodes)
+        for node, matrix in zip(measured_nodes, gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame),
+                                                                   measured_nodes, parents)):
+            world[node] = matrix
         joint_matrices: Dict = {}
         for side in SIDES:
             foot_node = foot_nodes[side][0]

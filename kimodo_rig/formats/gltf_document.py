@@ -527,6 +527,14 @@ def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: S
 def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
     """a @ b for column-major 4x4 matrices, unrolled (it runs per node per keyframe)."""
     a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    if a3 == a7 == a11 == 0.0 and a15 == 1.0 and b[3] == b[7] == b[11] == 0.0 and b[15] == 1.0:
+        # Both affine (every TRS node is): the bottom row's and the zero terms' products left out.
+        b0, b1, b2, b4, b5, b6, b8, b9, b10, b12, b13, b14 = b[0], b[1], b[2], b[4], b[5], b[6], b[8], b[9], b[10], b[12], b[13], b[14]
+        return [a0 * b0 + a4 * b1 + a8 * b2, a1 * b0 + a5 * b1 + a9 * b2, a2 * b0 + a6 * b1 + a10 * b2, 0.0,
+                a0 * b4 + a4 * b5 + a8 * b6, a1 * b4 + a5 * b5 + a9 * b6, a2 * b4 + a6 * b5 + a10 * b6, 0.0,
+                a0 * b8 + a4 * b9 + a8 * b10, a1 * b8 + a5 * b9 + a9 * b10, a2 * b8 + a6 * b9 + a10 * b10, 0.0,
+                a0 * b12 + a4 * b13 + a8 * b14 + a12, a1 * b12 + a5 * b13 + a9 * b14 + a13,
+                a2 * b12 + a6 * b13 + a10 * b14 + a14, 1.0]
     out = []
     for c in (0, 4, 8, 12):
         b0, b1, b2, b3 = b[c], b[c + 1], b[c + 2], b[c + 3]

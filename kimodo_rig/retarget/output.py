@@ -20,8 +20,8 @@ from ..rotations import Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
 from .character import Target, skinned_joints
 from .mapping import SIDES
-from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
-                     skate_steps)
+from .report import (REFERENCE_HEIGHT_CM, FeetFigures, KimodoFeet, Report, facing_rotation, foot_skate, kimodo_feet,
+                     measure_facing, measure_report, skate_steps, with_kimodo_feet)
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
@@ -301,7 +301,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
         measured_at="skinned mesh" if geometry.from_mesh else "joints",
         notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map, info.foot_locked)),
     )
-    return measure_report(
+    report = measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
@@ -321,6 +321,25 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
         character=info.target,
         carriers=carriers,
     )
+    return with_kimodo_feet(report, _kimodo_feet_of_character(geometry, treadmill, contacts, source.fps),
+                            _kimodo_feet_of_clip(source, info, source_positions, contacts))
+
+
+def _kimodo_feet_of_character(geometry: "_Feet", treadmill, contacts, fps: float) -> KimodoFeet:
+    """Kimodo's figures of the written file's feet: the foot joint as the ankle, the toe point (the toe
+    joint, else the foot's front) as the toe, over the rest floor, thresholds scaled with the character."""
+    return kimodo_feet({side: _on_treadmill(geometry.heel[side], treadmill) for side in SIDES},
+                       {side: _on_treadmill(geometry.toe[side], treadmill) for side in SIDES},
+                       contacts, fps, geometry.rest_floor, geometry.height)
+
+
+def _kimodo_feet_of_clip(source: Motion, info: RetargetInfo, positions, contacts) -> KimodoFeet:
+    """Kimodo's figures of the clip itself, as its benchmark takes them: its ankle and toe joints over y = 0."""
+    tmap = info.source_map
+    ankles = {side: feet.standing_joint(tmap, side) for side in SIDES}
+    toes = {side: tmap.bones.get("toe_" + side, ankles[side]) for side in SIDES}
+    return kimodo_feet({side: [frame[ankles[side]] for frame in positions] for side in SIDES},
+                       {side: [frame[toes[side]] for frame in positions] for side in SIDES}, contacts, source.fps)
 
 
 SOLE_TOUCH_CM = 1.0  # per 1.7 m: a sole vertex this close to the rest floor is on it
@@ -601,8 +620,17 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
     one_bone = _one_bone_legs(tmap) | rigid
+    # Only the nodes the feet are measured on (and, inside world_matrices, their ancestors) are evaluated
+    # each frame: every node of a 700-bone rig, per frame, was most of its retarget's time.
+    measured = {n for side in SIDES for n in foot_nodes[side]} | {n for n in toe_nodes.values() if n is not None}
+    if with_mesh:
+        measured |= {node for side in SIDES for _, _, terms in list(points[side]) + [front[side]] for node, _, _ in terms}  # type: ignore[operator]
+    measured_nodes = sorted(measured)
     for frame in range(frames):
-        world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        world: List[Optional[Sequence[float]]] = [None] * len(nodes)
+        for node, matrix in zip(measured_nodes, gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame),
+                                                                   measured_nodes, parents)):
+            world[node] = matrix
         joint_matrices: Dict = {}
         for side in SIDES:
             foot_node = foot_nodes[side][0]

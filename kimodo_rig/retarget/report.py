@@ -14,7 +14,7 @@ the hip line), never taken from the retarget; `report_warnings` names what is ou
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
@@ -36,6 +36,8 @@ AXIS_SNAP_DEG = 10.0
 
 COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine", "arms_match_by_map",
                "legs_match_by_map")
+SKATE_KEYS = ("foot_skate_cm_per_frame", "kimodo_skate_cm_per_frame", "source_kimodo_skate_cm_per_frame")
+KIMODO_FINE_KEYS = ("kimodo_skate_m_s", "kimodo_skate_ratio", "source_kimodo_skate_m_s", "source_kimodo_skate_ratio")
 
 
 @dataclass(frozen=True)
@@ -69,12 +71,20 @@ class Report:
     # the limbs the skeleton's shape shows: report_limbs): apart, the map is suspect
     arms_match_by_map: Optional[float] = None
     legs_match_by_map: Optional[float] = None
+    # Kimodo's benchmark figures of the feet (`kimodo_feet`), the character's from the written file, the
+    # clip's from its own joints: foot_skate_from_pred_contacts (m/s, and cm a frame) and foot_skate_ratio.
+    kimodo_skate_m_s: Optional[float] = None
+    kimodo_skate_cm_per_frame: Optional[float] = None
+    kimodo_skate_ratio: Optional[float] = None
+    source_kimodo_skate_m_s: Optional[float] = None
+    source_kimodo_skate_cm_per_frame: Optional[float] = None
+    source_kimodo_skate_ratio: Optional[float] = None
 
     def to_json(self) -> Dict:
         record = asdict(self)
         for key, value in record.items():
             if isinstance(value, float):
-                digits = 4 if key in COSINE_KEYS else 3 if key == "foot_skate_cm_per_frame" else 2
+                digits = 4 if key in COSINE_KEYS or key in KIMODO_FINE_KEYS else 3 if key in SKATE_KEYS else 2
                 record[key] = round(value, digits) + 0.0  # never -0.0
         return record
 
@@ -426,7 +436,8 @@ def format_report(name: str, report: Report) -> str:
             report.arms_match, report.arms_match_worst_bone, report.legs_match, report.legs_match_worst_bone,
             _shown(report.pelvis_cm), _shown(report.lowest_toe_cm), _shown(report.travelled_cm), report.duration_s),
     ) + ((_feet_line(report),) if report.foot_skate_cm_per_frame is not None or report.planted_sole_cm is not None
-         else ()))
+         else ()) + ((_kimodo_feet_line(report),) if report.kimodo_skate_m_s is not None or report.kimodo_skate_ratio is not None
+                  else ()))
 
 
 def _feet_line(report: Report) -> str:
@@ -436,3 +447,75 @@ def _feet_line(report: Report) -> str:
     if report.planted_sole_cm is not None:
         parts.append("planted soles {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
     return "  " + ", ".join(parts)
+
+
+# --- Kimodo's benchmark figures of the feet ----------------------------------------------------------------
+# As Kimodo's benchmark defines them (kimodo/metrics/foot_skate.py: FootSkateFromContacts, FootSkateRatio):
+# speeds are each joint's whole (3D) step from a frame to the next times the frame rate; its thresholds are
+# for Kimodo's own skeleton and are scaled here with the character's height per 1.7 m.
+KIMODO_TOE_ON_FLOOR_M = 0.05  # per 1.7 m: a toe joint lower than this over the floor is on it (height_thresh)
+KIMODO_SKATING_M_S = 0.2  # per 1.7 m: a toe on the floor faster than this skates (vel_thresh)
+
+
+@dataclass(frozen=True)
+class KimodoFeet:
+    """foot_skate_from_pred_contacts (m/s; None without a contact), its largest speed, foot_skate_ratio
+    (None without a toe on the floor) and the frame rate they were measured at."""
+
+    skate_m_s: Optional[float]
+    skate_max_m_s: Optional[float]
+    skate_ratio: Optional[float]
+    fps: float
+
+    @property
+    def skate_cm_per_frame(self) -> Optional[float]:
+        return None if self.skate_m_s is None else 100.0 * self.skate_m_s / self.fps
+
+
+def kimodo_feet(ankles: Dict[str, Sequence[Vec3]], toes: Dict[str, Sequence[Vec3]],
+                contacts: Dict[str, Sequence[Tuple[bool, bool]]], fps: float, floor: float = 0.0,
+                height_m: float = REFERENCE_HEIGHT_CM / 100.0) -> KimodoFeet:
+    """Kimodo's figures from per-side tracks of the ankle and toe joints (metres, per frame) and the
+    clip's (heel, toe) contacts: foot_skate_from_pred_contacts is the mean speed of the ankle over the
+    frames its heel is in contact and of the toe over the frames its toe is, each from that frame to the
+    next (the last frame has none); foot_skate_ratio is the share of the steps a toe is on the floor at
+    both ends (lower than KIMODO_TOE_ON_FLOOR_M over `floor`) in which it moves faster than
+    KIMODO_SKATING_M_S, contacts aside. `height_m`: the character's, which the thresholds scale with."""
+    size = height_m / (REFERENCE_HEIGHT_CM / 100.0)
+    speeds = []
+    for side in ankles:
+        flags = contacts[side]
+        for channel, track in ((0, ankles[side]), (1, toes[side])):
+            speeds += [_speed(track, t, fps) for t in range(min(len(track), len(flags)) - 1) if flags[t][channel]]
+    on_floor = skating = 0
+    for track in toes.values():
+        low = [p[1] - floor < KIMODO_TOE_ON_FLOOR_M * size for p in track]
+        for t in range(len(track) - 1):
+            if low[t] and low[t + 1]:
+                on_floor += 1
+                skating += _speed(track, t, fps) > KIMODO_SKATING_M_S * size
+    return KimodoFeet(sum(speeds) / len(speeds) if speeds else None, max(speeds) if speeds else None,
+                      skating / on_floor if on_floor else None, fps)
+
+
+def _speed(track: Sequence[Vec3], t: int, fps: float) -> float:
+    a, b = track[t], track[t + 1]
+    return math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2) * fps
+
+
+def with_kimodo_feet(report: Report, character: KimodoFeet, source: KimodoFeet) -> Report:
+    """The report with Kimodo's figures of the character's feet and, beside them, the clip's own."""
+    return replace(report, kimodo_skate_m_s=character.skate_m_s, kimodo_skate_cm_per_frame=character.skate_cm_per_frame,
+                   kimodo_skate_ratio=character.skate_ratio, source_kimodo_skate_m_s=source.skate_m_s,
+                   source_kimodo_skate_cm_per_frame=source.skate_cm_per_frame,
+                   source_kimodo_skate_ratio=source.skate_ratio)
+
+
+def _kimodo_feet_line(report: Report) -> str:
+    def figures(cm, m_s, ratio) -> str:
+        text = "{} cm a frame ({} m/s)".format(_shown(cm, 2), _shown(m_s, 3)) if cm is not None else "no contact"
+        return text + (", skate ratio {}".format(_shown(ratio, 3)) if ratio is not None else "")
+
+    return "  Kimodo's foot skate {}; the clip's own {}".format(
+        figures(report.kimodo_skate_cm_per_frame, report.kimodo_skate_m_s, report.kimodo_skate_ratio),
+        figures(report.source_kimodo_skate_cm_per_frame, report.source_kimodo_skate_m_s, report.source_kimodo_skate_ratio))

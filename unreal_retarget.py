@@ -31,7 +31,11 @@ HERE = Path(os.path.abspath(globals().get("__file__") or sys.argv[0])).parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # Unreal's Python has no packages: kimodo_rig sits beside this file
 
-import unreal  # noqa: E402
+try:
+    import unreal  # noqa: E402
+except (ImportError, SyntaxError):  # no editor here (or a type stub for editing that does not even import)
+    sys.exit('unreal_retarget.py runs inside the Unreal Editor, not from a shell: in the editor\'s Output Log, '
+             'Cmd box, type  py "{}" CLIP.glb'.format(Path(os.path.abspath(globals().get("__file__") or sys.argv[0])).as_posix()))
 
 from kimodo_rig import unreal_plan as plan  # noqa: E402
 from kimodo_rig.errors import KimodoError  # noqa: E402

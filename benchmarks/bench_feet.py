@@ -11,7 +11,10 @@ figures are the report's, measured from the written file:
   while the toe is, steps in contact at both ends), cm a frame, and the same scaled to a 1.7 m character;
 - planted: mean height of the planted feet's lowest point above the character's rest floor, cm;
 - lowest: the lowest foot point over the clip, from the rest floor, cm;
-- limbs: mean cosine of limb directions, source vs character, in the character's facing.
+- limbs: mean cosine of limb directions, source vs character, in the character's facing;
+- K-def: the report's Kimodo-definition skate of the locked output (`kimodo_skate_cm_per_frame`: every
+  contact frame's step of the ankle or toe, Kimodo's foot_skate_from_pred_contacts), per 1.7 m; K-def own:
+  the clip's own (`source_kimodo_skate_cm_per_frame`); ratio: the two (issue 40's bar: at most 1).
 Kimodo's own figures come from its NPZ: the same skate of its posed_joints during its own contacts, and
 the height of its toe joints while planted (its toe joint stands that far above its sole). Outputs go to
 benchmarks/out/ (ignored by git). Not part of the test run.
@@ -90,9 +93,9 @@ def main() -> int:
     if args.clips:
         clips = [c for c in clips if any(c.startswith(prefix) for prefix in args.clips.split(","))]
     rigs = [r for r in args.rigs.split(",") if r]
-    header = "{:<31} {:<9} {:>13} {:>13} {:>14} {:>8} {:>8} {:>7} | {:>13} {:>9}".format(
+    header = "{:<31} {:<9} {:>13} {:>13} {:>14} {:>8} {:>8} {:>7} | {:>13} {:>9} | {:>9} {:>9} {:>9}".format(
         "clip", "rig", "skate locked", "(per 1.7 m)", "skate unlocked", "planted", "lowest", "limbs",
-        "Kimodo skate", "Kimodo toe")
+        "Kimodo skate", "Kimodo toe", "K-def", "K-def own", "ratio")
     print(header)
     print("-" * len(header))
     locked_scaled, free_scaled, kimodo_skates = [], [], []
@@ -107,9 +110,12 @@ def main() -> int:
             scale = 170.0 / (locked["height_cm"] or 170.0)
             locked_scaled.append(locked["foot_skate_cm_per_frame"] * scale)
             free_scaled.append(free["foot_skate_cm_per_frame"] * scale)
-            print("{:<31} {:<9} {:>13.3f} {:>13.3f} {:>14.3f} {:>8.2f} {:>8.2f} {:>7.4f} | {:>13.3f} {:>9.2f}".format(
+            kimodo_definition = (locked.get("kimodo_skate_cm_per_frame") or 0.0) * scale
+            own = locked.get("source_kimodo_skate_cm_per_frame") or 0.0
+            print("{:<31} {:<9} {:>13.3f} {:>13.3f} {:>14.3f} {:>8.2f} {:>8.2f} {:>7.4f} | {:>13.3f} {:>9.2f} | {:>9.3f} {:>9.3f} {:>9.2f}".format(
                 clip, rig, locked["foot_skate_cm_per_frame"], locked_scaled[-1], free["foot_skate_cm_per_frame"],
-                locked["planted_sole_cm"], locked["lowest_toe_cm"], locked["limb_cosine_mean"], kimodo_skate, kimodo_toe))
+                locked["planted_sole_cm"], locked["lowest_toe_cm"], locked["limb_cosine_mean"], kimodo_skate, kimodo_toe,
+                kimodo_definition, own, kimodo_definition / own if own else float("nan")))
     if locked_scaled:
         print("median skate per 1.7 m: locked {:.3f}, unlocked {:.3f}, Kimodo's own {:.3f} cm a frame".format(
             statistics.median(locked_scaled), statistics.median(free_scaled), statistics.median(kimodo_skates)))

@@ -765,6 +765,7 @@ def baked_report(name: str, source: SourcePlan, pose: RetargetPose, mapping: Dic
         reach_target=rest_leg_reach(pose.target_map),
         arm_correction_max_deg=pose.corrections.arm_max_deg,
         facing=pose.corrections.facing,
+        character=target,
     )
     root_line = root_motion_line(name, root_motion, measure_root_track(pose.target, frames))
     return format_report(name, report) + "\n" + root_line

@@ -10,7 +10,10 @@ Kinds (../shared/rigs/README.md): saved in another pose than the bind pose (`pos
 it for a judge), facing -Z or +X (`turn_scene`), viewer-side names (`swap_side_names`), an armature scaled
 or rotated from Z-up (`wrap_armature`), a character of another size (`scale_scene`), leaf limb bones and
 one-bone limbs (`drop_joints`, `kenney_like`), unknown naming (`rename`, `cesium_like`), IK helpers off a
-root bone (`add_helper_joint`, `add_unreal_ik_bones`), .vrm humanoid tables (`add_vrm_table`).
+root bone (`add_helper_joint`, `add_unreal_ik_bones`), .vrm humanoid tables (`add_vrm_table`), rig families as
+their exporters write them (`rigify_like` ... `auto_rig_pro_like`), and issue 39's kinds: Sketchfab re-exports
+(`sketchfab_like`), Rigify deform-only and all-bones exports, MMD, VRoid names without a table, Blender's
+default names, no names, numbered chains, and a quadruped (`quadruped`).
 """
 from __future__ import annotations
 
@@ -925,11 +928,7 @@ def rigify_like(gltf: pygltflib.GLTF2) -> None:
     mechanism bones no vertex follows (root, torso, hips, chest, neck, head, shoulder.L,
     thigh_fk.L .. toe.L, foot_ik.L, MCH-thigh_ik.L, thigh_parent.L, hand_ik.L, tweaks)."""
     copy_tree(gltf, "pelvis", "Root", lambda n: "ORG-" + RIGIFY_NAMES.get(n, n)[4:] if n in RIGIFY_NAMES else "ORG-" + n)
-    rename(gltf, RIGIFY_NAMES)
-    insert_joint(gltf, "DEF-spine.005", "DEF-spine.004", "DEF-spine.006", 0.5)
-    for s in "LR":
-        for bone, toward in (("thigh", "shin"), ("shin", "foot"), ("upper_arm", "forearm"), ("forearm", "hand")):
-            insert_joint(gltf, "DEF-{}.{}.001".format(bone, s), "DEF-{}.{}".format(bone, s), "DEF-{}.{}".format(toward, s), 0.5)
+    _rigify_deform_chain(gltf)
     controls = [("torso", "root", "DEF-spine"), ("hips", "torso", "DEF-spine"), ("chest", "torso", "DEF-spine.003"),
                 ("neck", "chest", "DEF-spine.004"), ("head", "neck", "DEF-spine.006"), ("MCH-torso.parent", "root", "DEF-spine")]
     for s in "LR":
@@ -1147,3 +1146,430 @@ def _beyond(gltf: pygltflib.GLTF2, bone: str, toward: str, fraction: float) -> C
     tail = np.linalg.inv(ibm[list(skin.joints).index(node_index(gltf, toward))])[:3, 3]
     axis = tail - head
     return lambda p: (p - head) @ axis / (axis @ axis) > fraction
+
+
+# --- issue 39: exporters' decorations, joint trees split at the armature, names that say nothing, a quadruped --
+
+def add_joints(gltf: pygltflib.GLTF2, joints: Sequence[tuple]) -> None:
+    """Many joints no vertex follows, added in one pass (Rigify's hundreds of controls): (name, parent name,
+    a world point (the joint turned as its parent) or a 4x4 world matrix), in order; a parent may be one
+    added before. Each joins every skin that holds its parent, its bind the parent's bind times its local."""
+    world = dict(enumerate(world_matrices(gltf)))
+    index: Dict[str, int] = {}
+    for k, node in enumerate(gltf.nodes):
+        index.setdefault(node.name, k)
+    binds = [{j: np.linalg.inv(m) for j, m in zip(skin.joints, read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64))}
+             for skin in gltf.skins]
+    added: List[List[int]] = [[] for _ in gltf.skins]
+    for name, parent_name, at in joints:
+        parent = index[parent_name]
+        at = np.asarray(at, dtype=np.float64)
+        if at.shape == (4, 4):
+            local = np.linalg.inv(world[parent]) @ at
+        else:
+            local = np.eye(4)
+            local[:3, 3] = (np.linalg.inv(world[parent]) @ np.append(at, 1.0))[:3]
+        node = pygltflib.Node(name=name)
+        set_local_matrix(node, local)
+        gltf.nodes.append(node)
+        new = len(gltf.nodes) - 1
+        index.setdefault(name, new)
+        gltf.nodes[parent].children = list(gltf.nodes[parent].children or []) + [new]
+        world[new] = world[parent] @ local_matrix(node)
+        for k, bind in enumerate(binds):
+            if parent in bind:
+                bind[new] = bind[parent] @ local_matrix(node)
+                added[k].append(new)
+    for skin, bind, new in zip(gltf.skins, binds, added):
+        if new:
+            ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+            skin.joints = list(skin.joints) + new
+            skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv([bind[j] for j in new])]), "MAT4")
+
+
+_BOX_FACES = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1),
+              (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3)]
+
+
+def add_skinned_box(gltf: pygltflib.GLTF2, joint: str, low: Sequence[float], high: Sequence[float]) -> None:
+    """An axis-aligned box (bind-space corners) in the first skinned mesh, weighted wholly to `joint`
+    (hair, a skirt's panel: mesh that secondary bones carry)."""
+    node = next(n for n in gltf.nodes if n.mesh is not None and n.skin is not None)
+    slot = list(gltf.skins[node.skin].joints).index(node_index(gltf, joint))
+    corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
+    attributes = {"POSITION": add_accessor(gltf, corners, "VEC3", bounds=True),
+                  "JOINTS_0": add_accessor(gltf, np.tile([slot, 0, 0, 0], (8, 1)), "VEC4", component=5123),
+                  "WEIGHTS_0": add_accessor(gltf, np.tile([1.0, 0.0, 0.0, 0.0], (8, 1)), "VEC4")}
+    indices = add_accessor(gltf, np.array(_BOX_FACES).reshape(-1, 1), "SCALAR", component=5123)
+    gltf.meshes[node.mesh].primitives.append(pygltflib.Primitive(attributes=pygltflib.Attributes(**attributes),
+                                                                  indices=indices))
+
+
+def _everything(_points: np.ndarray) -> np.ndarray:
+    return np.ones(len(_points), dtype=bool)
+
+
+def _place(gltf: pygltflib.GLTF2, name: str) -> np.ndarray:
+    return world_matrices(gltf)[node_index(gltf, name)][:3, 3].copy()
+
+
+def suffix_node_indices(gltf: pygltflib.GLTF2, pad: int = 2) -> None:
+    """Every named node gets `_<its node index>` (zero-padded to `pad` digits), as Sketchfab's re-export
+    names them (`mixamorig:LeftLeg_02`, `Bip01 L Thigh_46`)."""
+    for k, node in enumerate(gltf.nodes):
+        if node.name is not None:
+            node.name = "{}_{}".format(node.name, str(k).zfill(pad))
+
+
+def sketchfab_like(gltf: pygltflib.GLTF2, *, centimetres: bool = False, pad: int = 2) -> None:
+    """The character as Sketchfab re-exports it: every node name suffixed with its index
+    (`suffix_node_indices`), the skeleton under `Sketchfab_model` > `RootNode` > the armature >
+    `GLTF_created_0` > `GLTF_created_0_rootJoint` (a joint of the skin, at the armature's origin, above the
+    rig's top joint; the skinned mesh beside it under GLTF_created_0). Scales: `Sketchfab_model` turns Z-up
+    to Y-up and `RootNode` scales by 0.01 while the armature inside scales by 100 (the pair cancels, the bone
+    translations stay in metres); with `centimetres`, the rig itself is in centimetres and Z-up under a 0.01
+    `Sketchfab_model` (its inverse bind matrices re-expressed, `wrap_armature`). The bind shape is the
+    original's either way."""
+    suffix_node_indices(gltf, pad)
+    armature = gltf.scenes[gltf.scene or 0].nodes[0]
+    created = pygltflib.Node(name="GLTF_created_0", children=list(gltf.nodes[armature].children or []))
+    gltf.nodes.append(created)
+    gltf.nodes[armature].children = [len(gltf.nodes) - 1]
+    skin = gltf.skins[0]
+    parent = parents(gltf)
+    tops = [j for j in skin.joints if parent[j] not in skin.joints]
+    add_joints(gltf, [("GLTF_created_0_rootJoint", "GLTF_created_0", world_matrices(gltf)[len(gltf.nodes) - 1])])
+    root_joint = len(gltf.nodes) - 1
+    if root_joint not in skin.joints:  # GLTF_created_0 holds no joint: add it to the skin by hand
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        skin.joints = list(skin.joints) + [root_joint]
+        bind = world_matrices(gltf)[root_joint]
+        skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(bind)[None]]), "MAT4")
+    created.children = [c for c in created.children if c not in tops]
+    gltf.nodes[root_joint].children = list(tops)  # the root joint is at the armature's origin: locals keep
+    if centimetres:
+        wrap_armature(gltf, scale=0.01, z_up=True)
+        top = gltf.scenes[gltf.scene or 0].nodes[0]
+        gltf.nodes[top].name = "Sketchfab_model"
+        root = pygltflib.Node(name="RootNode", children=list(gltf.nodes[top].children))
+        gltf.nodes.append(root)
+        gltf.nodes[top].children = [len(gltf.nodes) - 1]
+        return
+    z_up, back = np.eye(4), np.eye(4)
+    z_up[:3, :3] = quat_matrix(axis_angle_quat((1, 0, 0), -90.0))
+    back[:3, :3] = quat_matrix(axis_angle_quat((1, 0, 0), 90.0)) * 0.01
+    model = pygltflib.Node(name="Sketchfab_model")
+    set_local_matrix(model, z_up)
+    root = pygltflib.Node(name="RootNode", children=[armature])
+    set_local_matrix(root, back)
+    gltf.nodes += [model, root]
+    model.children = [len(gltf.nodes) - 1]
+    gltf.scenes[gltf.scene or 0].nodes = [len(gltf.nodes) - 2]
+    set_local_matrix(gltf.nodes[armature], np.linalg.inv(z_up @ back) @ local_matrix(gltf.nodes[armature]))
+
+
+def sketchfab_mixamo(gltf: pygltflib.GLTF2) -> None:
+    """A Mixamo character re-exported by Sketchfab from an FBX whose namespace was dropped: `LeftLeg_02` is
+    the shin, `LeftUpLeg_03` the thigh; the 0.01 / 100 scale pair."""
+    mixamo_prefix("")(gltf)
+    sketchfab_like(gltf)
+
+
+def sketchfab_biped(gltf: pygltflib.GLTF2) -> None:
+    """A 3ds Max Biped character re-exported by Sketchfab: `Bip01 L Thigh_46`, the rig in centimetres, Z-up,
+    under a 0.01 `Sketchfab_model`."""
+    biped_like(gltf)
+    sketchfab_like(gltf, centimetres=True, pad=0)
+
+
+def sketchfab_biped_underscores(gltf: pygltflib.GLTF2) -> None:
+    """The same with the spaces written as underscores (`Bip01_L_Thigh_46`), the 0.01 / 100 scale pair."""
+    biped_like(gltf)
+    rename(gltf, lambda n: n.replace(" ", "_"))
+    sketchfab_like(gltf, pad=0)
+
+
+def _rigify_deform_chain(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin's bones under Rigify's DEF- names with its bendy segments (DEF-thigh.L.001, ...,
+    DEF-spine.005 in the neck)."""
+    rename(gltf, RIGIFY_NAMES)
+    insert_joint(gltf, "DEF-spine.005", "DEF-spine.004", "DEF-spine.006", 0.5)
+    for s in "LR":
+        for bone, toward in (("thigh", "shin"), ("shin", "foot"), ("upper_arm", "forearm"), ("forearm", "hand")):
+            insert_joint(gltf, "DEF-{}.{}.001".format(bone, s), "DEF-{}.{}".format(bone, s), "DEF-{}.{}".format(toward, s), 0.5)
+
+
+RIGIFY_CHAIN_TOPS = ["DEF-spine", "DEF-spine.004"] + ["DEF-{}.{}".format(bone, s) for s in "LR" for bone in (
+    "shoulder", "upper_arm", "thigh", "thumb.01", "f_index.01", "f_middle.01", "f_ring.01", "f_pinky.01")]
+
+
+def rigify_deform_only(gltf: pygltflib.GLTF2) -> None:
+    """A Rigify rig exported with "deform bones only" (the usual game export): only DEF- bones, with their
+    `.001` bendy segments; each DEF- chain whose parent was an ORG- or MCH- bone (the torso DEF-spine ..
+    .003, the neck and head DEF-spine.004 .. .006 of Rigify's head rig, each shoulder, upper arm, thigh and
+    finger) hangs off the armature node `rig`, which is no joint: 18 joint trees, the largest a leg."""
+    _rigify_deform_chain(gltf)
+    for top in RIGIFY_CHAIN_TOPS:
+        reparent(gltf, top, "rig")
+    move_weights(gltf, "root", "DEF-spine", _everything)
+    drop_joints(gltf, ["root"])
+
+
+# Rigify's face and finger and limb mechanism, as the generated rig of its human metarig carries them (names
+# in its style, places of our own): with rigify_like's bones, about 700.
+_RIGIFY_FACE = ("lip.T", "lip.B", "lid.T", "lid.B", "brow.T", "brow.B", "cheek.T", "cheek.B", "nose", "ear", "jaw",
+                "chin", "temple", "forehead")
+_RIGIFY_FINGER_EXTRAS = ("{f}.01_master.{s}", "MCH-{f}.01.drv.{s}", "{f}.01.{s}", "{f}.02.{s}", "{f}.03.{s}",
+                         "{f}.01.{s}.001", "{f}.03.{s}.001", "MCH-{f}.02.{s}")
+_RIGIFY_LIMB_EXTRAS = ("VIS_{b}_ik_pole.{s}", "{b}_ik_target.{s}", "MCH-{b}_parent_socket.{s}", "MCH-{b}_tweak.{s}",
+                       "MCH-{b}_ik_swing.{s}", "MCH-{b}_ik_stretch.{s}", "{b}_ik.{s}.001", "MCH-{b}_parent_widget.{s}",
+                       "{b}_tweak.{s}.001", "MCH-{b}_tweak.{s}.001", "MCH-{b}_fk.{s}", "MCH-{b}_ik_end.{s}")
+
+
+def rigify_all_bones(gltf: pygltflib.GLTF2) -> None:
+    """A Rigify generated rig exported with all its bones (about 700): rigify_like's DEF- chain, ORG- copy,
+    controls and mechanism, plus the face (ORG-, DEF-, MCH- and control bones around the head), the fingers'
+    controls and drivers, the limbs' IK and tweak mechanism and the spine's tweaks. Only the DEF- body
+    chain carries vertices."""
+    rigify_like(gltf)
+    head, neck = _place(gltf, "DEF-spine.006"), _place(gltf, "DEF-spine.004")
+    centre = head + np.array([0.0, 0.09, 0.02])
+    extra = [("ORG-face", "ORG-spine.006", centre)]
+    k = 0
+    for word in _RIGIFY_FACE:
+        for s in ("L", "R"):
+            for n in range(3):
+                angle = np.radians(10 + 24 * n) * (1 if s == "L" else -1)
+                height = 0.06 * np.sin(k * 0.7)
+                at = centre + [0.08 * np.sin(angle), height, 0.08 * np.cos(angle)]
+                name = "{}.{}{}".format(word, s, "" if n == 0 else ".{:03d}".format(n))
+                extra += [("ORG-" + name, "ORG-face", at), ("DEF-" + name, "ORG-" + name, at),
+                          ("MCH-" + name, "ORG-face", at), (name, "MCH-" + name, at)]
+                k += 1
+    for s in "LR":
+        for finger in ("thumb", "f_index", "f_middle", "f_ring", "f_pinky"):
+            at = _place(gltf, "DEF-{}.01.{}".format(finger, s))
+            extra.append(("ORG-palm.{}.{}".format(finger, s), "ORG-hand." + s, at))
+            extra += [(pattern.format(f=finger, s=s), "ORG-hand." + s, at) for pattern in _RIGIFY_FINGER_EXTRAS]
+        for bone, parent in (("upper_arm", "upper_arm_parent."), ("forearm", "forearm_fk."), ("thigh", "thigh_parent."),
+                             ("shin", "shin_fk.")):
+            at = _place(gltf, "DEF-{}.{}".format(bone, s))
+            extra += [(pattern.format(b=bone, s=s), parent + s, at) for pattern in _RIGIFY_LIMB_EXTRAS]
+    for k, bone in enumerate(("DEF-spine", "DEF-spine.001", "DEF-spine.002", "DEF-spine.003", "DEF-spine.004",
+                              "DEF-spine.005", "DEF-spine.006")):
+        at = _place(gltf, bone)
+        suffix = "" if k == 0 else ".{:03d}".format(k)
+        extra += [("tweak_spine" + suffix, "torso", at), ("MCH-spine" + suffix, "torso", at),
+                  ("MCH-WGT-spine" + suffix, "root", at)]
+    extra.append(("MCH-neck_bend", "neck", (head + neck) / 2))
+    add_joints(gltf, extra)
+
+
+_FULL_WIDTH = "０１２３"
+MMD_PARTS = {"clavicle": "肩", "upperarm": "腕", "lowerarm": "ひじ", "hand": "手首", "thigh": "足", "calf": "ひざ",
+             "foot": "足首", "ball": "つま先"}
+MMD_FINGERS = {"thumb": "親指", "index": "人指", "middle": "中指", "ring": "薬指", "pinky": "小指"}
+MMD_NAMES = {"Root": "全ての親", "mpfb_rig": "ミク_arm", "pelvis": "腰", "spine_01": "上半身", "spine_02": "上半身2",
+             "spine_03": "上半身3", "neck_01": "首", "head": "頭"}
+MMD_NAMES.update(_mannequin_names(lambda part, s, finger, k: ("左" if s == "l" else "右") + (
+    MMD_PARTS[part] if part != "finger" else MMD_FINGERS[finger] + _FULL_WIDTH[k - 1 if finger == "thumb" else k])))
+
+
+def mmd_like(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as an MMD / PMX model imports (Japanese names): 全ての親 > センター > グルーブ (below
+    the hips) > 腰 (the hips) > 上半身 > 上半身2 > 上半身3 > 首 > 頭, and 腰 > 下半身 holding the legs
+    (左足 > 左ひざ > 左足首 > 左つま先, 左肩 > 左腕 > 左ひじ > 左手首, fingers 左親指０ ...). The legs' mesh is
+    on the deform chains beside them (下半身 > 左足D > 左ひざD > 左足首D > 左足先EX), which the FK chain
+    drove through MMD's append-rotation (lost in glTF): the FK legs carry no vertex. IK bones under the
+    root (左足ＩＫ at the ankle > 左つま先ＩＫ at the toe's floor) and eyes (両目, 左目, 右目) carry none."""
+    rename(gltf, MMD_NAMES)
+    add_joint_above(gltf, "下半身", "腰", ["左足", "右足"])
+    hips = _place(gltf, "腰")
+    centre = hips * [1.0, 0.7, 1.0]
+    add_joints(gltf, [("センター", "全ての親", centre), ("グルーブ", "センター", centre)])
+    reparent(gltf, "腰", "グルーブ")
+    world = world_matrices(gltf)
+    extra = []
+    for side in "左右":
+        at = {part: world[node_index(gltf, side + part)] for part in ("足", "ひざ", "足首", "つま先")}
+        extra += [(side + "足D", "下半身", at["足"]), (side + "ひざD", side + "足D", at["ひざ"]),
+                  (side + "足首D", side + "ひざD", at["足首"]), (side + "足先EX", side + "足首D", at["つま先"]),
+                  (side + "足ＩＫ", "全ての親", at["足首"][:3, 3]),
+                  (side + "つま先ＩＫ", side + "足ＩＫ", at["つま先"][:3, 3] * [1.0, 0.0, 1.0])]
+    head = _place(gltf, "頭")
+    extra += [("両目", "頭", head + [0.0, 0.1, 0.08]), ("左目", "頭", head + [0.03, 0.08, 0.08]),
+              ("右目", "頭", head + [-0.03, 0.08, 0.08])]
+    add_joints(gltf, extra)
+    for side in "左右":
+        for fk, deform in (("足", "足D"), ("ひざ", "ひざD"), ("足首", "足首D"), ("つま先", "足先EX")):
+            move_weights(gltf, side + fk, side + deform, _everything)
+
+
+VROID_PARTS = {"clavicle": "Shoulder", "upperarm": "UpperArm", "lowerarm": "LowerArm", "hand": "Hand",
+               "thigh": "UpperLeg", "calf": "LowerLeg", "foot": "Foot", "ball": "ToeBase"}
+VROID_FINGERS = {"thumb": "Thumb", "index": "Index", "middle": "Middle", "ring": "Ring", "pinky": "Little"}
+VROID_NAMES = {"Root": "Root", "mpfb_rig": "Armature", "pelvis": "J_Bip_C_Hips", "spine_01": "J_Bip_C_Spine",
+               "spine_02": "J_Bip_C_Chest", "spine_03": "J_Bip_C_UpperChest", "neck_01": "J_Bip_C_Neck",
+               "head": "J_Bip_C_Head"}
+VROID_NAMES.update(_mannequin_names(lambda part, s, finger, k: "J_Bip_{}_{}".format(
+    s.upper(), VROID_PARTS[part] if part != "finger" else VROID_FINGERS[finger] + str(k))))
+
+
+def vroid_names(gltf: pygltflib.GLTF2) -> None:
+    """The mannequin as a VRoid avatar names its bones, saved as a plain .glb (no VRM table): J_Bip_C_Hips,
+    J_Bip_L_UpperLeg, J_Bip_L_UpperArm ..., with J_Sec_ secondary bones that carry mesh: six hair strands
+    from the head down the back to the shoulders (J_Sec_Hair1_01 > J_Sec_Hair2_01 > J_Sec_Hair3_01), a skirt
+    of eight two-bone chains from the hips to above the knees (J_Sec_L_SkirtBack0_01 > ..1_01), the bust
+    (J_Sec_L_Bust1 > J_Sec_L_Bust2); and J_Adj_ eye bones carrying nothing."""
+    rename(gltf, VROID_NAMES)
+    head, hips = _place(gltf, "J_Bip_C_Head"), _place(gltf, "J_Bip_C_Hips")
+    knee = _place(gltf, "J_Bip_L_LowerLeg")
+    chest = _place(gltf, "J_Bip_C_UpperChest")
+    chains = []  # (names, parent, points: one more than names)
+    for k in range(6):
+        x = -0.075 + 0.03 * k
+        top = head + [x, 0.1, -0.06]
+        chains.append((["J_Sec_Hair{}_{:02d}".format(n, k + 1) for n in (1, 2, 3)], "J_Bip_C_Head",
+                       [top + [0.0, -0.1 * n, -0.03 * n] for n in range(4)]))
+    for side, sx in (("L", 1.0), ("R", -1.0)):
+        for place, (dx, dz) in (("Front", (0.07, 0.11)), ("Side", (0.15, 0.0)), ("Back", (0.07, -0.11)),
+                                ("SideBack", (0.12, -0.07))):
+            top = hips + [sx * dx, 0.02, dz]
+            bottom_y = knee[1] + 0.1
+            chains.append((["J_Sec_{}_Skirt{}{}_01".format(side, place, n) for n in (0, 1)], "J_Bip_C_Hips",
+                           [top + [sx * 0.02 * n, (bottom_y - top[1]) * n / 2, 0.02 * n * np.sign(dz)] for n in range(3)]))
+        front = chest + [sx * 0.09, -0.05, 0.08]
+        chains.append((["J_Sec_{}_Bust{}".format(side, n) for n in (1, 2)], "J_Bip_C_UpperChest",
+                       [front, front + [0.0, 0.0, 0.06], front + [0.0, 0.0, 0.1]]))
+    extra = []
+    for names, parent, points in chains:
+        extra += [(name, above, point) for name, above, point in zip(names, [parent] + names[:-1], points)]
+    extra += [("J_Adj_L_FaceEye", "J_Bip_C_Head", head + [0.03, 0.08, 0.08]),
+              ("J_Adj_R_FaceEye", "J_Bip_C_Head", head + [-0.03, 0.08, 0.08])]
+    add_joints(gltf, extra)
+    for names, _, points in chains:
+        for name, start, end in zip(names, points[:-1], points[1:]):
+            low, high = np.minimum(start, end) - 0.02, np.maximum(start, end) + 0.02
+            add_skinned_box(gltf, name, low, high)
+
+
+def blender_default_names(gltf: pygltflib.GLTF2) -> None:
+    """Bones as Blender names them when nobody renames them: `Bone`, `Bone.001`, ... in node order; the
+    armature `Armature`, the mesh `Cube`."""
+    joints = sorted({j for skin in gltf.skins for j in skin.joints})
+    for k, j in enumerate(joints):
+        gltf.nodes[j].name = "Bone" if k == 0 else "Bone.{:03d}".format(k)
+    for node in gltf.nodes:
+        if node.mesh is not None:
+            node.name = "Cube"
+        elif node.name == "mpfb_rig":
+            node.name = "Armature"
+
+
+def empty_names(gltf: pygltflib.GLTF2) -> None:
+    """No node has a name: every other one "" and the rest without the field."""
+    for k, node in enumerate(gltf.nodes):
+        node.name = "" if k % 2 else None
+
+
+def numbered_names(gltf: pygltflib.GLTF2) -> None:
+    """The Mixamo rig named as exporters that number each chain's joints name them (CesiumMan's kind, here
+    with fingers and legs): `Skeleton_arm_joint_L__5_` (the clavicle) down to `_L__2_` (the hand) on the left
+    while the right counts up (`Skeleton_arm_joint_R`, `_R__2_` the upper arm .. `_R__4_` the hand); the legs
+    alike (`leg_joint_L__4_` the thigh .. `leg_joint_L` the toe; `leg_joint_R` the thigh .. `_R__4_`); the
+    fingers one chain per hand counting down on the left (`finger_joint_L__15_` ..) and up on the right."""
+    rename(gltf, lambda n: NUMBERED_NAMES.get(n[len("mixamorig:"):], n) if n.startswith("mixamorig:") else n)
+
+
+def _numbered(stem: str, k: int) -> str:
+    return stem if k == 1 else "{}__{}_".format(stem, k)
+
+
+NUMBERED_NAMES = {"Hips": "Skeleton_torso_joint_1", "Spine": "Skeleton_torso_joint_2", "Spine1": "torso_joint_3",
+                  "Spine2": "torso_joint_4", "Neck": "Skeleton_neck_joint_1", "Head": "Skeleton_neck_joint_2"}
+for _side, _s in (("Left", "L"), ("Right", "R")):
+    _down = _side == "Left"
+    for _k, _bone in enumerate(("Shoulder", "Arm", "ForeArm", "Hand")):
+        NUMBERED_NAMES[_side + _bone] = _numbered("Skeleton_arm_joint_" + _s, 5 - _k if _down else _k + 1)
+    for _k, _bone in enumerate(("UpLeg", "Leg", "Foot", "ToeBase")):
+        NUMBERED_NAMES[_side + _bone] = _numbered("leg_joint_" + _s, 4 - _k if _down else _k + 1)
+    for _f, _finger in enumerate(("Thumb", "Index", "Middle", "Ring", "Pinky")):
+        for _j in (1, 2, 3):
+            _n = 3 * _f + _j
+            NUMBERED_NAMES["{}Hand{}{}".format(_side, _finger, _j)] = _numbered("finger_joint_" + _s, 16 - _n if _down else _n)
+
+
+# A four-legged animal rigged with 3ds Max Biped names (as horses and dogs often are), standing on all fours
+# facing +Z: (name, parent, joint place in metres). Its limbs' names are a humanoid's; its shape is not.
+QUADRUPED = (
+    ("Bip01", None, (0.0, 0.0, 0.0)),
+    ("Bip01 Pelvis", "Bip01", (0.0, 0.62, -0.35)),
+    ("Bip01 Spine", "Bip01 Pelvis", (0.0, 0.63, -0.12)),
+    ("Bip01 Spine1", "Bip01 Spine", (0.0, 0.64, 0.1)),
+    ("Bip01 Spine2", "Bip01 Spine1", (0.0, 0.64, 0.3)),
+    ("Bip01 Neck", "Bip01 Spine2", (0.0, 0.72, 0.42)),
+    ("Bip01 Head", "Bip01 Neck", (0.0, 0.85, 0.55)),
+    ("Bip01 Tail", "Bip01 Pelvis", (0.0, 0.63, -0.45)),
+    ("Bip01 Tail1", "Bip01 Tail", (0.0, 0.58, -0.65)),
+    ("Bip01 Tail2", "Bip01 Tail1", (0.0, 0.5, -0.82)),
+) + tuple(row for side, x in (("L", 0.12), ("R", -0.12)) for row in (
+    ("Bip01 {} Thigh".format(side), "Bip01 Pelvis", (x, 0.55, -0.35)),
+    ("Bip01 {} Calf".format(side), "Bip01 {} Thigh".format(side), (x, 0.33, -0.28)),
+    ("Bip01 {} HorseLink".format(side), "Bip01 {} Calf".format(side), (x, 0.16, -0.4)),
+    ("Bip01 {} Foot".format(side), "Bip01 {} HorseLink".format(side), (x, 0.05, -0.38)),
+    ("Bip01 {} Toe0".format(side), "Bip01 {} Foot".format(side), (x, 0.02, -0.32)),
+    ("Bip01 {} Clavicle".format(side), "Bip01 Spine2", (x * 0.6, 0.6, 0.3)),
+    ("Bip01 {} UpperArm".format(side), "Bip01 {} Clavicle".format(side), (x, 0.5, 0.32)),
+    ("Bip01 {} Forearm".format(side), "Bip01 {} UpperArm".format(side), (x, 0.3, 0.3)),
+    ("Bip01 {} Hand".format(side), "Bip01 {} Forearm".format(side), (x, 0.08, 0.3)),
+    ("Bip01 {} Finger0".format(side), "Bip01 {} Hand".format(side), (x, 0.02, 0.35))))
+
+
+def quadruped_instead(gltf: pygltflib.GLTF2) -> None:
+    """Replaces everything in `gltf` with a four-legged animal (`QUADRUPED`): a horizontal spine, four legs
+    down to the floor, a neck and head ahead, a tail behind, one box per bone (from its joint to its child's,
+    or a short end) skinned to it, under an armature node `Biped`."""
+    gltf.__init__(scene=0, scenes=[pygltflib.Scene(nodes=[0])], nodes=[pygltflib.Node(name="Biped")],
+                  buffers=[pygltflib.Buffer(byteLength=0)])
+    gltf.set_binary_blob(b"")
+    index = {}
+    places = {name: np.array(at, dtype=np.float64) for name, _, at in QUADRUPED}
+    for name, parent, at in QUADRUPED:
+        above = places[parent] if parent else np.zeros(3)
+        gltf.nodes.append(pygltflib.Node(name=name, translation=(places[name] - above).tolist()))
+        index[name] = len(gltf.nodes) - 1
+        holder = gltf.nodes[index[parent]] if parent else gltf.nodes[0]
+        holder.children = list(holder.children or []) + [index[name]]
+    names = [name for name, _, _ in QUADRUPED]
+    ibm = np.array([np.linalg.inv(_at(np.eye(4), places[name])) for name in names])
+    points, joints, triangles = [], [], []
+    corners = np.array([[(i >> 2) & 1, (i >> 1) & 1, i & 1] for i in range(8)], dtype=np.float64)
+    for slot, (name, _, _) in enumerate(QUADRUPED):
+        children = [child for child, parent, _ in QUADRUPED if parent == name]
+        if name == "Bip01":
+            continue
+        end = places[children[0]] if children else places[name] + [0.0, -0.02, 0.06]
+        low, high = np.minimum(places[name], end) - 0.04, np.maximum(places[name], end) + 0.04
+        low[1] = max(low[1], 0.0)
+        triangles.append(np.array(_BOX_FACES) + len(points) * 8)
+        points.append(low + corners * (high - low))
+        joints.append(slot)
+    positions = np.concatenate(points)
+    influence = np.repeat(np.array(joints), 8)
+    primitive = pygltflib.Primitive(attributes=pygltflib.Attributes(
+        POSITION=add_accessor(gltf, positions, "VEC3", bounds=True),
+        JOINTS_0=add_accessor(gltf, np.c_[influence, np.zeros((len(influence), 3), int)], "VEC4", component=5123),
+        WEIGHTS_0=add_accessor(gltf, np.tile([1.0, 0.0, 0.0, 0.0], (len(influence), 1)), "VEC4")),
+        indices=add_accessor(gltf, np.concatenate(triangles).reshape(-1, 1), "SCALAR", component=5125))
+    gltf.meshes.append(pygltflib.Mesh(name="Horse", primitives=[primitive]))
+    gltf.skins.append(pygltflib.Skin(joints=[index[name] for name in names],
+                                     inverseBindMatrices=add_accessor(gltf, ibm, "MAT4")))
+    gltf.nodes.append(pygltflib.Node(name="Horse", mesh=0, skin=0))
+    gltf.nodes[0].children = list(gltf.nodes[0].children) + [len(gltf.nodes) - 1]
+
+
+def quadruped(path) -> Path:
+    """The four-legged animal of `quadruped_instead`, saved at `path`."""
+    gltf = pygltflib.GLTF2()
+    quadruped_instead(gltf)
+    return save(gltf, path)

@@ -8,7 +8,7 @@ from conftest import ROOT
 
 FORBIDDEN_ALWAYS = {"numpy", "bpy", "mathutils", "unreal", "torch", "scipy"}
 # The optional cluster path (`pip install kimodo-rig[dask]`) is the one module that may import Dask.
-OPTIONAL_EXTRAS = {"kimodo_rig/distributed.py": {"dask"}}
+OPTIONAL_EXTRAS = {"kimodo_rig/distributed.py": {"dask"}, "kimodo_rig/formats/draco.py": {"DracoPy"}}
 
 
 def _imports(path):
@@ -64,3 +64,12 @@ def test_dask_is_imported_only_inside_the_cluster_path_functions():
     assert "dask" not in top_level and "distributed" not in top_level
     found = {module for _, module, _ in _imports(ROOT / "kimodo_rig" / "distributed.py")}
     assert "dask" in found  # the test above would pass on a module that lost its Dask path
+
+
+def test_dracopy_is_imported_only_inside_the_draco_functions():
+    """Importing the runtime needs no DracoPy (`pip install ".[draco]"` is optional): it is imported where
+    a Draco stream is decoded."""
+    tree = ast.parse((ROOT / "kimodo_rig" / "formats" / "draco.py").read_text(encoding="utf-8"))
+    top_level = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    assert "DracoPy" not in top_level
+    assert "DracoPy" in {module for _, module, _ in _imports(ROOT / "kimodo_rig" / "formats" / "draco.py")}

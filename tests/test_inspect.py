@@ -110,3 +110,58 @@ def test_inspect_bad_file_is_one_line(tmp_path):
     result = run_cli("inspect", path, "--json")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == "{}: line 4: file ends inside the HIERARCHY, expected '}}' (truncated?)\n".format(path)
+
+
+@pytest.mark.parametrize("target", ["mannequin", "RobotExpressive.glb", "quaternius_female_dress.glb"])
+def test_inspect_reads_a_retarget_output_as_a_rig_with_its_bones(target, tmp_path):
+    """`inspect` refused the .glb `retarget` had just written ("joints match no Kimodo skeleton"). It now
+    reads any rigged glTF: its skin's bones, frames, fps and the health figures, each recomputed here by
+    pygltflib and numpy FK of the file (the travel: the root's, or down the trunk, the first joint that moves)."""
+    from gltf_judge import Glb
+
+    rig = target if target == "mannequin" else str(RIGS / "quaternius" / target)
+    output = tmp_path / "walk.glb"
+    made = run_cli("retarget", CLIPS / "soma_02_multi_text_prompt", "--target", rig, "-o", output)
+    assert made.returncode == 0, made.stderr
+    shown = run_cli("inspect", output)
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    report = inspect_json(output)
+    judge = Glb(output)
+    names = judge.joint_names
+    times = judge.key_times()
+    positions = judge.animated_world_matrices()[:, :, :3, 3]
+    parents = judge.parents()
+    joints = judge.joint_nodes
+    below = {n: [c for c in joints if parents[c] == n] for n in joints}
+    size = lambda n: 1 + sum(size(c) for c in below[n])  # noqa: E731
+    trunk = [next(n for n in joints if parents[n] not in joints)]
+    while below[trunk[-1]]:
+        trunk.append(max(below[trunk[-1]], key=size))
+    paths = [horizontal_path(positions[:, n]) for n in trunk]
+    travelled = next(p for p in paths if p > 0.001)  # the root's, else the first trunk joint's that moves
+    feet = [n for n, name in zip(joints, names) if any(w in name.lower() for w in ("foot", "toe", "ankle", "heel", "ball"))]
+    assert report["skeleton"] == "walk" and report["bones"] == names and report["joints"] == len(names)
+    assert report["frames"] == len(times) == 227 and report["fps"] == 30.0
+    assert abs(report["duration_s"] - (times[-1] - times[0])) < 1e-6
+    assert abs(report["travelled_m"] - travelled) < 1e-4
+    assert report["travelled_m"] > 8  # the clip walks 9 m (more for a bigger character)
+    assert abs(report["lowest_foot_m"] - positions[:, feet, 1].min()) < 1e-5
+    text = shown.stdout.splitlines()
+    assert text[0] == str(output) and text[-1] == "  bones        " + ", ".join(names)
+    assert "227 at 30 fps, 7.53 s" in shown.stdout
+
+
+def test_inspect_reads_a_characters_own_clip():
+    """RobotExpressive carries 14 clips of its own: the first is read at its key rate."""
+    from gltf_judge import Glb
+
+    path = RIGS / "quaternius" / "RobotExpressive.glb"
+    report = inspect_json(path)
+    judge = Glb(path)
+    animation = judge.gltf.animations[0]
+    grids = [judge.accessor(s.input)[:, 0] for s in animation.samplers]
+    longest = max(grids, key=len)
+    rate = round((len(longest) - 1) / (longest[-1] - longest[0]), 3)
+    span = max(g[-1] for g in grids) - min(g[0] for g in grids)
+    assert report["fps"] == rate and report["frames"] == round(span * rate) + 1
+    assert report["bones"] == judge.joint_names and report["joints"] == 43

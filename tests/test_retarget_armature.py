@@ -119,16 +119,22 @@ def test_the_bone_map_is_the_table_map_prints_and_retarget_map_reads():
     skeleton = character.load_target("mannequin").skeleton
     detected = api.detect_bone_map(skeleton, "mannequin")
     printed = run_cli("map", "mannequin", "--json")
-    assert printed.returncode == 0 and api.bone_map_json(detected) == printed.stdout.strip()
+    printed_parts = json.loads(printed.stdout)
+    assert printed.returncode == 0 and printed_parts.pop("check") == "ok"  # the check's verdict beside the parts
+    assert api.bone_map_json(detected) == json.dumps(printed_parts, indent=2)
     assert api.bone_map_from_json(printed.stdout, "mannequin: bone map") == detected
     assert detected["head"] == "head" and detected["toe_l"] == "ball_l"
     same = api.humanoid_map(skeleton, detected, "mannequin")
     assert {p: skeleton.joint_names[j] for p, j in same.bones.items()} == detected
-    # The whole map, as --map reads it: a part left out is unmapped, a part given a bone plays it.
-    edited = dict(detected, hand_l="lowerarm_l")
+    # The whole map, as --map reads it: a part left out is unmapped; a part given a bone plays it, once the
+    # check agrees (issue 39: a hand at the forearm's joint is refused in one line).
+    edited = dict(detected)
     del edited["head"]
     hmap = api.humanoid_map(skeleton, edited, "mannequin")
-    assert "head" not in hmap.bones and skeleton.joint_names[hmap.bones["hand_l"]] == "lowerarm_l"
+    assert "head" not in hmap.bones and skeleton.joint_names[hmap.bones["hand_l"]] == "hand_l"
+    with pytest.raises(KimodoError) as refused:
+        api.humanoid_map(skeleton, dict(edited, hand_l="lowerarm_l"), "mannequin")
+    assert str(refused.value).startswith("mannequin: map: hand_l (lowerarm_l) does not hang below lowerarm_l")
     # Printed in the map's order whatever order it was edited in.
     assert list(json.loads(api.bone_map_json(dict(reversed(list(detected.items())))))) == list(detected)
     for bone_map, message in (({"head": "noggin"}, "Hero: bone map: head: no bone named 'noggin' in mpfb2_game_engine"),

@@ -23,7 +23,10 @@ from kimodo_rig.retarget.character import load_target
 ISSUE_KEYS = ["skeleton", "joints", "chains_mapped", "left_at_rest", "reach_source_cm", "reach_target_cm",
               "arm_correction_max_deg", "arms_match", "arms_match_worst_bone", "legs_match", "legs_match_worst_bone",
               "limb_cosine_mean", "limb_cosine_min", "pelvis_cm", "lowest_toe_cm", "travelled_cm", "duration_s", "facing", "foot_skate_cm_per_frame",
-              "planted_sole_cm", "travel_cosine", "height_cm", "feet_measured_at", "notes", "facing_warning"]
+              "planted_sole_cm", "travel_cosine", "height_cm", "feet_measured_at", "notes", "facing_warning",
+              "arms_match_by_map", "legs_match_by_map",
+              "kimodo_skate_m_s", "kimodo_skate_cm_per_frame", "kimodo_skate_ratio", "source_kimodo_skate_m_s",
+              "source_kimodo_skate_cm_per_frame", "source_kimodo_skate_ratio"]
 
 
 def _humanoid(names):

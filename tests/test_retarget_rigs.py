@@ -318,16 +318,20 @@ def test_map_prints_the_automatic_map_and_an_edited_map_fixes_a_rig(tmp_path):
     result = run_cli("map", "mannequin", "--json")
     assert result.returncode == 0, result.stderr
     parts = json.loads(result.stdout)
+    assert parts.pop("check") == "ok"
     assert parts["hips"] == "pelvis" and parts["upperarm_l"] == "upperarm_l" and parts["toe_r"] == "ball_r"
     text = run_cli("map", "mannequin").stdout.splitlines()
     assert text[0] == "mannequin: {} parts from bone names, facing +Z".format(len(parts))
     assert text[1].split() == ["hips", "pelvis"]
-    # A rig the names cannot map (b0, b1, ...) is refused in one line; the edited map makes it work.
+    # A rig whose names say nothing (b0, b1, ...) maps by its shape (issue 39), limb for limb as the
+    # mannequin's names map it; the edited map works as well.
     originals = [n.name for n in rv.load(rv.MANNEQUIN).nodes]
     anonymous = {name: "b{}".format(k) for k, name in enumerate(originals)}
     rig = rv.variant(rv.MANNEQUIN, tmp_path, "anonymous.glb", lambda g: rv.rename(g, anonymous))
-    refused = run_cli("map", rig)
-    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1 and "missing thigh_l" in refused.stderr
+    by_shape = run_cli("map", rig, "--json")
+    assert by_shape.returncode == 0 and json.loads(by_shape.stdout)["check"] == "ok", by_shape.stderr
+    limbs = [p + "_" + s for s in "lr" for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe")]
+    assert {p: json.loads(by_shape.stdout).get(p) for p in limbs} == {p: anonymous[parts[p]] for p in limbs}
     bones = tmp_path / "bones.json"
     bones.write_text(json.dumps({part: anonymous[name] for part, name in parts.items()}))
     output = tmp_path / "anonymous_out.glb"

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pygltflib
 import pytest
 
 import rig_variants as rv
+import test_retarget_shapes as shapes
 from conftest import CLIP_NAMES, CLIPS, ROOT, node_modules
 
 from kimodo_rig import cli, skeletons, unreal_plan as plan
@@ -774,13 +776,15 @@ def _anonymous_rig(folder: Path):
 
 
 def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_maps_it(tmp_path):
-    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Refused without the
-    map; with it, the plan's map is the one offline `map_target` makes from the same map for the same rig."""
+    """Issue 8: the fix for an odd rig is an edit (--map), in the Unreal step as offline. Issue 39: names
+    that say nothing (b0, b1, ...) map by the rig's shape, the same in the plan as offline; with the map,
+    the plan's map is the one offline `map_target` makes from the same map for the same rig."""
     rig, anonymous, user_map = _anonymous_rig(tmp_path)
     target = plan.skeleton_from_engine(*_engine_rig(str(rig))[1])
-    with pytest.raises(KimodoError) as error:
-        plan.plan_target(target)
-    assert "missing thigh_l" in str(error.value)
+    by_shape = parts_by_name(plan.plan_target(target).humanoid)
+    limbs = [p + "_" + s for s in "lr" for p in ("clavicle", "upperarm", "lowerarm", "hand", "thigh", "calf", "foot", "toe")]
+    assert {p: by_shape.get(p) for p in limbs} == {p: user_map.get(p) for p in limbs}
+    assert {p: by_shape.get(p) for p in limbs} == {p: parts_by_name(map_target(load_target(str(rig)))).get(p) for p in limbs}
     bones = str(tmp_path / "bones.json")
     planned = plan.plan_target(target, user_map=user_map, map_source=bones)
     offline = map_target(load_target(str(rig)), user_map, bones)
@@ -798,6 +802,34 @@ def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_ma
         with pytest.raises(KimodoError) as error:
             plan.plan_target(target, user_map=bad, map_source=bones)
         assert str(error.value) == str(offline_error.value) and str(error.value).startswith(bones + ": ")
+
+
+@pytest.mark.parametrize("kind", list(shapes.KINDS))
+def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
+    """Issue 39: the Unreal step reads a character as the offline retarget does. For every kind of
+    tests/test_retarget_shapes.py (Sketchfab re-exports, Rigify deform-only and all-bones exports, MMD,
+    VRoid names, Blender's default names, no names, numbered chains; no --map), the plan made from the
+    skeleton as the engine hands it over (Unreal's frame and centimetres, by numpy) maps every part to the
+    bone offline `map_target` maps it to (the bone the rig it was made from is known by), with the same
+    chain table and pelvis."""
+    rig = shapes.build(kind, tmp_path)
+    target = load_target(str(rig))
+    offline = map_target(target)
+    planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
+    expected = dict(shapes.expected_map(kind))
+    expected.pop("check", None)  # `map --json` prints the check's verdict beside the parts
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline) == expected
+    chains, pelvis = retarget_chains(offline)
+    assert planned.chains == tuple(chains) and planned.pelvis == pelvis
+
+
+def test_the_plan_refuses_a_quadruped_as_the_offline_map_does(tmp_path):
+    """A four-legged animal with Biped bone names (rig_variants.quadruped) is no humanoid in Unreal either."""
+    target = load_target(str(rv.quadruped(tmp_path / "horse.glb")))
+    with pytest.raises(KimodoError):
+        map_target(target)
+    with pytest.raises(KimodoError):
+        plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
 
 
 # --- arguments, names and paths --------------------------------------------------------------------------
@@ -955,7 +987,7 @@ def _offline_report_lines(source, info, result, motion=None):
         source_positions=world_positions(motion), target_positions=world_positions(result),
         duration_s=motion.duration, chains_mapped=info.chains_mapped, left_at_rest=info.left_at_rest,
         reach_source=info.reach_source, reach_target=info.reach_target,
-        arm_correction_max_deg=info.corrections.arm_max_deg, facing=info.corrections.facing,
+        arm_correction_max_deg=info.corrections.arm_max_deg, facing=info.corrections.facing, character=info.target,
     )).split("\n")
 
 
@@ -1511,3 +1543,19 @@ def test_root_mode_baked_root_carries_the_heading_and_root_times_pelvis_is_the_h
     assert re.fullmatch(r"  root motion on Root: travelled \d+ cm on the ground, upright, heading turned up to "
                         r"(\d+) deg", lines[4]), lines[4]
     assert int(lines[4].rsplit(" ", 2)[1]) == round(np.degrees(np.abs(heading[keys])).max())
+
+
+def test_run_outside_the_editor_it_says_in_one_line_how_to_run_it_there(tmp_path):
+    """`python unreal_retarget.py walk.glb` from a shell gave a raw ModuleNotFoundError traceback. Without
+    any `unreal` module (-S: no site-packages) and with a type stub that does not import, it now prints one
+    line saying where to run it, and exits 1."""
+    broken_stub = tmp_path / "stub"
+    broken_stub.mkdir()
+    (broken_stub / "unreal.py").write_text("def spawn(size: float = [0.0) -> None: ...\n")
+    script = ROOT / "unreal_retarget.py"
+    for extra, env in ((["-S"], {}), ([], {"PYTHONPATH": str(broken_stub)})):
+        result = subprocess.run([sys.executable] + extra + [str(script), str(CLIPS / "x.glb")], capture_output=True,
+                                text=True, cwd=str(tmp_path), env=dict(os.environ, **env), timeout=60)
+        assert (result.returncode, result.stdout) == (1, ""), result.stderr
+        assert result.stderr == 'unreal_retarget.py runs inside the Unreal Editor, not from a shell: in the editor\'s ' \
+            'Output Log, Cmd box, type  py "{}" CLIP.glb\n'.format(script.as_posix()), result.stderr

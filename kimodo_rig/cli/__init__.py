@@ -26,7 +26,7 @@ VERBS = {  # module name (= the verb) -> its help line
     "trim": "a range of frames, end exclusive",
     "loop": "a seamless loop cut where two poses match",
     "preview": "an SVG contact sheet or a one-file HTML player of a motion",
-    "constraints": "check, measure, extract and convert Kimodo constraints",
+    "constraints": "check (and measure a motion against), extract and convert Kimodo constraints",
 }
 
 

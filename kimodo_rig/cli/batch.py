@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from ..errors import KimodoError
 from .arguments import parsed_number, refused
+from .progress import Progress
 
 LOGGER = "kimodo_rig"
 
@@ -93,6 +94,7 @@ def run_batch(items: Sequence[Any], work: Callable[..., Any], finish: Callable[[
     jobs = min(jobs or default_jobs(), len(items))
     converted = failed = 0
     pool = None
+    progress = Progress("batch").__enter__()
     try:
         if jobs > 1:
             import multiprocessing  # only a batch pays for multiprocessing
@@ -106,7 +108,9 @@ def run_batch(items: Sequence[Any], work: Callable[..., Any], finish: Callable[[
         else:
             _share(shared)
             outcomes = (attempt(work, item) for item in items)
+        progress.step("0 of {} done".format(len(items)))
         for item, (result, error, warnings) in zip(items, outcomes):
+            progress.clear()
             if warnings:
                 import logging
 
@@ -123,7 +127,9 @@ def run_batch(items: Sequence[Any], work: Callable[..., Any], finish: Callable[[
             else:
                 print(error, file=sys.stderr, flush=True)
                 failed += 1
+            progress.step("{} of {} done".format(converted + failed, len(items)))
     finally:
+        progress.__exit__(None, None, None)
         if pool is not None:
             pool.shutdown()
         _share(_NOTHING)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import constraints as constraints_io, formats
 from ..constraints import animotive
-from ..constraints.adherence import measure
+from ..constraints.adherence import measure, other_motion_warning
 from ..constraints.check import check
 from ..constraints.convert import to_animotive, to_kimodo
 from ..constraints.extract import KINDS, Selection, extract, parse_frames, tail
@@ -22,6 +23,7 @@ from ..files import write_bytes_atomic
 from .arguments import frames_per_second, positive_float
 from . import VERBS
 
+LOG = logging.getLogger("kimodo_rig")
 DEFAULT_MODEL = "kimodo-soma-rp"
 
 
@@ -31,28 +33,31 @@ def add_parser(commands) -> None:
     verbs.required = True
 
     checking = verbs.add_parser("check", help="what a constraints file holds, its problems and (--motion) adherence")
-    checking.add_argument("file")
+    checking.add_argument("file", help="a Kimodo constraints.json or an Animotive request")
     checking.add_argument("--motion", help="a motion to measure against (anything convert reads)")
     checking.add_argument("--json", action="store_true", help="print JSON")
-    checking.add_argument("--fps", type=frames_per_second)
+    checking.add_argument("--fps", type=frames_per_second, help="frame rate where the --motion does not carry one")
     checking.set_defaults(run=run_check)
 
     extracting = verbs.add_parser("extract", help="the constraints that would ask Kimodo for a motion")
-    extracting.add_argument("motion")
-    extracting.add_argument("-o", "--output", required=True)
+    extracting.add_argument("motion", help="the motion to take the constraints from (anything convert reads)")
+    extracting.add_argument("-o", "--output", required=True, help="the constraints file to write (.json)")
     for kind in KINDS:
-        extracting.add_argument("--" + kind, metavar="F,F,..." if kind != "root2d" else "F,...|all|every:N")
+        extracting.add_argument("--" + kind, metavar="F,F,..." if kind != "root2d" else "F,...|all|every:N",
+                                help="frames to pin the {} at".format("whole pose" if kind == "fullbody" else
+                                                                      "root on the floor" if kind == "root2d" else kind.replace("-", " ")))
     extracting.add_argument("--start", type=int, default=0, help="the motion frame a generation starts at (default 0)")
     extracting.add_argument("--tail", metavar="N", help="the last N frames as fullbody at frames 0..N-1")
-    extracting.add_argument("--format", choices=("kimodo", "animotive"), default="kimodo")
-    extracting.add_argument("--fps", type=frames_per_second)
+    extracting.add_argument("--format", choices=("kimodo", "animotive"), default="kimodo",
+                            help="Kimodo's constraints.json (default) or an Animotive request")
+    extracting.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     _request_arguments(extracting)
     extracting.set_defaults(run=run_extract)
 
     converting = verbs.add_parser("convert", help="Kimodo constraints.json <-> Animotive request")
-    converting.add_argument("input")
-    converting.add_argument("output")
-    converting.add_argument("--to", required=True, choices=("kimodo", "animotive"))
+    converting.add_argument("input", help="a Kimodo constraints.json or an Animotive request")
+    converting.add_argument("output", help="the file to write (.json)")
+    converting.add_argument("--to", required=True, choices=("kimodo", "animotive"), help="the format to write")
     _request_arguments(converting)
     converting.set_defaults(run=run_convert)
 
@@ -61,7 +66,7 @@ def _request_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", action="append", help="Animotive: a text, once per prompt")
     parser.add_argument("--duration", action="append", type=positive_float, help="Animotive: seconds, once per prompt")
     parser.add_argument("--model", help="Animotive: the model (default {})".format(DEFAULT_MODEL))
-    parser.add_argument("--seed", type=int)
+    parser.add_argument("--seed", type=int, help="Animotive: the random seed")
     parser.add_argument("--steps", type=int, help="Animotive: diffusion steps (default 100)")
     parser.add_argument("--samples", type=int, help="Animotive: number of samples (default 1)")
 
@@ -94,6 +99,9 @@ def run_check(args: argparse.Namespace) -> int:
     adherence = []
     if motion is not None and not failed:
         adherence = measure(found, motion)
+        warning = other_motion_warning(adherence, motion, args.motion)  # type: ignore[arg-type]
+        if warning:
+            LOG.warning(warning)
     if args.json:
         names = [SKELETON_OF_JOINT_COUNT[c] for c in found.joint_counts()]
         print(json.dumps({"format": found.format, "skeleton": "+".join(names) or None,

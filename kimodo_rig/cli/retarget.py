@@ -7,6 +7,7 @@ import logging
 import re
 import sys
 from pathlib import Path
+from typing import Optional
 
 from .. import formats, naming
 from ..files import write_bytes_atomic
@@ -16,6 +17,7 @@ from ..retarget.report import format_report, report_warnings
 from .arguments import frames_per_second
 from .batch import add_jobs_argument, run_batch
 from .glb import output_folder_problem
+from .progress import Progress
 
 LOG = logging.getLogger("kimodo_rig")
 
@@ -29,8 +31,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--map", metavar="BONES.json", help="which bone plays which part (as `kimodo-rig map RIG --json` prints)")
     parser.add_argument("--report", help="also write the report as JSON here (one input only)")
     parser.add_argument("--in-place", action="store_true", help="remove horizontal travel")
-    parser.add_argument("--root-motion", choices=("hips", "root"), default="hips")
-    parser.add_argument("--fps", type=frames_per_second)
+    parser.add_argument("--root-motion", choices=("hips", "root"), default="hips",
+                        help="where the travel goes: on the hips (default) or on the rig's root bone (one is added if it has none)")
+    parser.add_argument("--fps", type=frames_per_second, help="frame rate where the input does not carry one")
     parser.add_argument("--no-foot-lock", dest="foot_lock", action="store_false",
                         help="keep the feet as the solve leaves them (they still stand on the floor)")
     add_jobs_argument(parser)
@@ -56,7 +59,9 @@ def run_retarget(args: argparse.Namespace) -> int:
     target_map = targets.map_target(target, user_map, args.map or "")  # once: its warnings print once
     mesh = targets.bind_mesh(target)  # once: where the character's soles are
     if args.output:
-        print(retarget_one(args.inputs[0], Path(args.output), target, target_map, mesh, args))
+        with Progress(Path(args.inputs[0]).name) as progress:
+            report = retarget_one(args.inputs[0], Path(args.output), target, target_map, mesh, args, progress)
+        print(report)
         return 0
     taken = set()  # type: set
     tasks = [(source, Path(args.outdir) / (naming.unique(_clean(name), taken) + ".glb"))
@@ -83,14 +88,19 @@ def _clean(name: str) -> str:
 
 
 def retarget_one(source: str, output: Path, target: targets.Target, target_map: HumanoidMap,
-                 mesh: feet.BindMesh, args: argparse.Namespace) -> str:
+                 mesh: feet.BindMesh, args: argparse.Namespace, progress: Optional[Progress] = None) -> str:
     """One input onto the target (`mesh`: its vertices at bind), written to `output`; returns the
-    printed report."""
+    printed report. `progress`, when given, is told each stage."""
+    step = progress.step if progress is not None else (lambda stage: None)
+    step("reading")
     motion = formats.read_file(source, fps=args.fps)
+    step("retargeting {} frames".format(motion.frame_count))
     retargeted, info = feet.retarget_onto(
         motion, target.skeleton, bind_mesh=mesh, in_place=args.in_place, root_motion=args.root_motion,
         foot_lock=args.foot_lock, target_map=target_map, target_name=args.target, source_name=source)
+    step("writing")
     retarget_output.write(retargeted, info, target, output)
+    step("measuring the written file")
     report = retarget_output.report_from_output(output, motion, retargeted, info, target)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"

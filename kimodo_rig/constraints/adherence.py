@@ -15,11 +15,19 @@ from ..errors import KimodoError
 from ..model import Motion
 from ..ops.derived_channels import root_headings, smooth_root_path
 from ..ops.expand import soma30_to_soma77
-from ..ops.fk import pose_globals
+from ..ops.fk import pose_globals, rest_positions
 from ..rotations import Vec3
 from .check import family
 from .convert import soma30_pose_to_77
 from .model import ConstraintSet, Entry, entry_poses, pinned_joints
+
+# Tuning constants.
+# The mean miss (m per 1.7 m of character) above which the motion is taken for another than the one the
+# constraints were made for. Kimodo meets its own constraints within a few cm (0-4 cm on the shipped
+# clips); a motion measured against another clip's constraints misses by 2.5-9 m. A third of a body sits
+# far from both: no motion made for these constraints misses them by that much on average.
+OTHER_MOTION_MISS_M = 0.5
+REFERENCE_HEIGHT_M = 1.7
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,24 @@ def measure(constraints: ConstraintSet, motion: Motion) -> List[Adherence]:
                 constraints.path, entry.index, entry.name, entry.joint_count, skeleton.joint_count))
         results.append(_entry(entry, skeleton, smooth, positions, roots_at))
     return results
+
+
+def other_motion_warning(adherence: Sequence[Adherence], motion: Motion, source: str) -> Optional[str]:
+    """One line when the constraints are missed by more than OTHER_MOTION_MISS_M (scaled to the motion's
+    skeleton) on average over the entries (each by its pinned joints' mean, else its root's), else None."""
+    misses = [a.position_error_cm_mean if a.position_error_cm_mean is not None else a.root_error_cm_mean
+              for a in adherence]
+    metres = [m / 100.0 for m in misses if m is not None]
+    if not metres:
+        return None
+    heights = [p[1] for p in rest_positions(motion.skeleton)]
+    height = max(heights) - min(heights)
+    bar = OTHER_MOTION_MISS_M * height / REFERENCE_HEIGHT_M
+    mean = sum(metres) / len(metres)
+    if mean <= bar:
+        return None
+    return ("{}: the constraints are missed by {:.2f} m on average (over {:.2f} m for its {:.2f} m skeleton): the "
+            "motion does not look like the one the constraints were made for").format(source, mean, bar, height)
 
 
 def _entry(entry: Entry, skeleton, smooth, positions, roots_at: Optional[Dict[int, Tuple[float, float]]]) -> Adherence:

@@ -364,6 +364,11 @@ def stored_joint_names(skeleton: Skeleton, node_names: Sequence[str]) -> Tuple[s
     return mannequin if set(mannequin) == set(node_names) else skeleton.joint_names
 
 
+def is_kimodo_skeleton(names: Sequence[str]) -> bool:
+    """Whether joints of these names are one of Kimodo's skeletons (by its names or the mannequin's)."""
+    return _builtin_for_names(names) is not None
+
+
 def _builtin_for_names(names: Sequence[str]) -> Optional[Skeleton]:
     for name in skeletons.BUILTIN:
         skeleton = skeletons.load(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import sys
 from array import array
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 from ..errors import KimodoError
 from ..files import read_input
 from ..rotations import Quat, Vec3, matrix_to_quat
-from . import meshopt
+from . import draco, meshopt
 from .limits import parse_json
 
 GLB_MAGIC = 0x46546C67  # "glTF"
@@ -149,6 +150,46 @@ class Document:
         self._budget = DECODE_BUDGET_ITEMS + len(binary)
         self._unpacked: Dict[int, bytes] = {}  # meshopt-compressed buffer views, decoded
         self._meshopt_budget = MESHOPT_EXPANSION * len(binary) + MESHOPT_BUDGET_BYTES
+        self._draco_meshes: Dict[int, Any] = {}  # Draco streams (by buffer view), decoded
+        self._compressed: Optional[Dict[int, Tuple[int, Optional[int]]]] = None
+
+    def draco_source(self, index: int) -> Optional[Tuple[int, Optional[int]]]:
+        """(buffer view of the Draco stream, attribute id; None for the indices) that accessor `index`
+        stands for in a KHR_draco_mesh_compression primitive, else None."""
+        if self._compressed is None:
+            self._compressed = {}
+            for mesh in self.gltf.get("meshes", []):
+                for primitive in mesh.get("primitives", []) if isinstance(mesh, dict) else []:
+                    stream = (primitive.get("extensions") or {}).get(draco.EXTENSION) if isinstance(primitive, dict) else None
+                    if not isinstance(stream, dict) or not _is_int(stream.get("bufferView")):
+                        continue
+                    ids = stream.get("attributes") if isinstance(stream.get("attributes"), dict) else {}
+                    for name, accessor in (primitive.get("attributes") or {}).items():
+                        if _is_int(ids.get(name)):
+                            self._compressed[accessor] = (stream["bufferView"], ids[name])
+                    if "indices" in primitive:
+                        self._compressed[primitive["indices"]] = (stream["bufferView"], None)
+        return self._compressed.get(index)
+
+    def _decode_draco(self, index: int, view: int, unique_id: Optional[int]) -> List[Tuple[float, ...]]:
+        accessor = self.gltf["accessors"][index]
+        where = "{}: accessor {}'s Draco stream (buffer view {})".format(self.source, index, view)
+        if not 0 <= view < len(self.gltf.get("bufferViews", [])):
+            raise KimodoError("{} is not a buffer view".format(where))
+        try:
+            if view not in self._draco_meshes:
+                data, start = self._view_bytes(view)
+                length = self.gltf["bufferViews"][view]["byteLength"]
+                self._draco_meshes[view] = draco.decode(data[start:start + length])
+            self._spend(index, accessor["count"])
+            items = draco.attribute(self._draco_meshes[view], unique_id, accessor["count"])
+        except draco.DracoError as error:
+            raise KimodoError("{}: {}".format(where, error)) from error
+        if accessor.get("normalized"):
+            size = struct.calcsize("<" + _COMPONENT_FORMATS[accessor["componentType"]])
+            scale = float((1 << (8 * size - (1 if _COMPONENT_FORMATS[accessor["componentType"]].islower() else 0))) - 1)
+            items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
+        return items
 
     def accessor(self, index: int) -> List[Tuple[float, ...]]:
         """The items of accessor `index` (indices and types already checked by check_structure); the bytes
@@ -170,6 +211,8 @@ class Document:
         fmt = _COMPONENT_FORMATS[accessor["componentType"]]
         count = accessor["count"]
         size = struct.calcsize("<" + fmt)
+        if "bufferView" not in accessor and self.draco_source(index) is not None and draco.available():
+            return self._decode_draco(index, *self.draco_source(index))  # type: ignore[misc]
         if "bufferView" not in accessor:
             if count > MAX_ZERO_ITEMS:
                 raise KimodoError("{}: accessor {} declares {} items without data".format(self.source, index, count))
@@ -259,8 +302,9 @@ class Document:
                 return values
         return array("d", [c for item in self.accessor(index) for c in item])
 
-def parse_glb(data: bytes, source: str) -> Document:
-    """Split a .glb into its JSON and BIN chunks; a .gltf with an embedded data: URI buffer is accepted too."""
+def parse_glb(data: bytes, source: str, folder: Optional[str] = None) -> Document:
+    """Split a .glb into its JSON and BIN chunks; a .gltf is accepted too, its buffers and images read
+    from data: URIs or, given the `folder` it lies in, from the files beside it (gltf_files)."""
     if data[:4] != b"glTF":
         try:
             gltf = parse_json(data, source, "the glTF JSON")
@@ -269,7 +313,9 @@ def parse_glb(data: bytes, source: str) -> Document:
         if not isinstance(gltf, dict):
             raise KimodoError("{}: not a glTF file".format(source))
         check_structure(gltf, source)
-        return Document(gltf, _embedded_buffer(gltf, source), source)
+        from .gltf_files import embed_resources  # a .glb job does not load it
+
+        return Document(gltf, embed_resources(gltf, folder, source), source)
     try:
         magic, version, total = struct.unpack_from("<III", data, 0)
         if version != 2:
@@ -457,26 +503,9 @@ def _is_number(value: Any) -> bool:
 
 
 def read_file(path) -> Document:
-    """Read and parse a .glb (or a .gltf with an embedded buffer) from disk."""
+    """Read and parse a .glb, or a .gltf with the buffers and images beside it, from disk."""
     source = str(path)
-    return parse_glb(read_input(path, source), source)
-
-
-def _embedded_buffer(gltf: Dict[str, Any], source: str) -> bytes:
-    import base64
-
-    buffers = gltf.get("buffers") or []
-    if not buffers:
-        return b""
-    uri = buffers[0].get("uri", "") if isinstance(buffers, list) and isinstance(buffers[0], dict) else None
-    if not isinstance(uri, str):
-        raise KimodoError("{}: buffers[0] has no uri text".format(source))
-    if not uri.startswith("data:") or "," not in uri:
-        raise KimodoError("{}: .gltf with an external buffer file is not supported; use .glb".format(source))
-    try:
-        return base64.b64decode(uri.split(",", 1)[1])
-    except ValueError as error:  # binascii.Error
-        raise KimodoError("{}: the embedded buffer is not valid base64 ({})".format(source, error)) from error
+    return parse_glb(read_input(path, source), source, os.path.dirname(os.path.abspath(source)))
 
 
 # --- scene evaluation with 4x4 matrices, independent of the model's quaternion FK --------------------
@@ -498,6 +527,14 @@ def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: S
 def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
     """a @ b for column-major 4x4 matrices, unrolled (it runs per node per keyframe)."""
     a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    if a3 == a7 == a11 == 0.0 and a15 == 1.0 and b[3] == b[7] == b[11] == 0.0 and b[15] == 1.0:
+        # Both affine (every TRS node is): the bottom row's and the zero terms' products left out.
+        b0, b1, b2, b4, b5, b6, b8, b9, b10, b12, b13, b14 = b[0], b[1], b[2], b[4], b[5], b[6], b[8], b[9], b[10], b[12], b[13], b[14]
+        return [a0 * b0 + a4 * b1 + a8 * b2, a1 * b0 + a5 * b1 + a9 * b2, a2 * b0 + a6 * b1 + a10 * b2, 0.0,
+                a0 * b4 + a4 * b5 + a8 * b6, a1 * b4 + a5 * b5 + a9 * b6, a2 * b4 + a6 * b5 + a10 * b6, 0.0,
+                a0 * b8 + a4 * b9 + a8 * b10, a1 * b8 + a5 * b9 + a9 * b10, a2 * b8 + a6 * b9 + a10 * b10, 0.0,
+                a0 * b12 + a4 * b13 + a8 * b14 + a12, a1 * b12 + a5 * b13 + a9 * b14 + a13,
+                a2 * b12 + a6 * b13 + a10 * b14 + a14, 1.0]
     out = []
     for c in (0, 4, 8, 12):
         b0, b1, b2, b3 = b[c], b[c + 1], b[c + 2], b[c + 3]

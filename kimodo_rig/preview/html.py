@@ -2,8 +2,12 @@
 box rig) played by three.js, both embedded in the page, so it works offline from a double-click.
 
 The page (player.html) exposes `window.kimodoPreview` (ready, frameCount, fps, setFrame(n), frame(),
-bonePositions(), lastFrameReached) so a browser test can drive it; `#frame=N` in the address opens it
-paused at frame N.
+bonePositions(), lastFrameReached, view() -> {camera, character}) so a browser test can drive it and
+measure what it shows; `#frame=N` in the address opens it paused at frame N.
+
+The camera frames the drawn character (the retargeted one when there is one) and follows its hips, whose
+floor position per frame the page carries as `follow`; Kimodo's skeleton is an overlay the viewer can
+switch on and off (on by default only when it is all there is to see).
 """
 from __future__ import annotations
 
@@ -41,6 +45,10 @@ def render(scene: PreviewScene) -> bytes:
     motion = scene.motion
     data = scene.character_glb or glb.encode(motion)
     shown = scene.character.skeleton if scene.character is not None else motion.skeleton
+    if scene.character is not None:
+        hips = [frame[scene.character_hips] for frame in scene.character_positions]
+    else:
+        hips = [frame[0] for frame in scene.positions]
     payload = {
         "title": scene.title,
         "facts": "{}, {} joints, {} frames at {:g} fps ({:.2f} s){}".format(
@@ -51,6 +59,10 @@ def render(scene: PreviewScene) -> bytes:
         "report": scene.report_lines,
         "height": max(p[1] for p in rest_positions(shown)) - min(p[1] for p in rest_positions(shown)),
         "contacts": [round(c) for c in scene.contacts] if scene.contacts is not None else None,
+        "follow": [round(c, 4) for p in hips for c in (p[0], p[2])],
+        "overlay": scene.character is None,
+        "opaque_materials": scene.invisible_materials,
+        "hidden_root_nodes": scene.hidden_root_nodes,
         "kimodo": {
             "parents": list(motion.skeleton.parents),
             "positions": [round(c, 5) for frame in scene.positions for p in frame for c in p],

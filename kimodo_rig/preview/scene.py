@@ -3,11 +3,13 @@ retargeted character's (when a target is given), headings, foot contacts, constr
 health lines `inspect` or `retarget` print."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import naming, skeletons
+from ..formats import gltf_document as gd
 from ..model import Motion
 from ..ops.derived_channels import detect_foot_contacts, root_headings
 from ..ops.fk import world_positions
@@ -16,6 +18,14 @@ from ..rotations import Vec3
 
 # A constraint marker on the floor plan: x, y, z, kind, frame.
 Marker = Tuple[float, float, float, str, int]
+
+LOG = logging.getLogger("kimodo_rig")
+
+# Tuning constants.
+# Opacity (0-1) at or below which a BLEND material counts as unseen: 2% of the colour over the floor is
+# nothing a viewer picks out, and a file that sets its alpha this low means the body to be hidden.
+UNSEEN_BLEND_ALPHA = 0.02
+GLTF_ALPHA_CUTOFF = 0.5  # glTF's default alphaCutoff for MASK (the specification's value)
 
 
 @dataclass
@@ -31,6 +41,9 @@ class PreviewScene:
     character_label: str = ""
     character_positions: List[List[Vec3]] = field(default_factory=list)
     character_glb: bytes = b""
+    character_hips: int = 0  # the character's hips joint (on character.skeleton), which the player follows
+    invisible_materials: List[int] = field(default_factory=list)  # glTF indices the player draws opaque
+    hidden_root_nodes: List[int] = field(default_factory=list)  # glTF nodes above the hips: no body drawn on them
     markers: List[Marker] = field(default_factory=list)
     constrained_frame_kinds: Set[Tuple[int, str]] = field(default_factory=set)
 
@@ -78,6 +91,50 @@ def _constraint_markers(path: str, motion: Motion) -> Tuple[List[Marker], Set[Tu
     return markers, frames
 
 
+def invisible_materials(gltf: Dict[str, Any]) -> List[int]:
+    """The materials a mesh primitive uses whose base colour alpha hides it wholly: MASK below its cutoff,
+    BLEND at or below UNSEEN_BLEND_ALPHA (a base colour texture's alpha is not read)."""
+    used = {primitive["material"] for mesh in gltf.get("meshes", []) for primitive in mesh.get("primitives", [])
+            if isinstance(primitive.get("material"), int)}
+    found = []
+    for index, material in enumerate(gltf.get("materials", [])):
+        if index not in used:
+            continue
+        alpha = material.get("pbrMetallicRoughness", {}).get("baseColorFactor", [1.0] * 4)[3]
+        mode = material.get("alphaMode", "OPAQUE")
+        if (mode == "MASK" and alpha < material.get("alphaCutoff", GLTF_ALPHA_CUTOFF)) or (
+                mode == "BLEND" and alpha <= UNSEEN_BLEND_ALPHA):
+            found.append(index)
+    return found
+
+
+def nodes_above(gltf: Dict[str, Any], name: str) -> List[int]:
+    """The nodes of the skin's joints above the node called `name` (a rig's root bone above its hips):
+    they carry no part of the body, so a mesh drawn on them alone (a box rig's root box) is a stray."""
+    joints = {j for skin in gltf.get("skins", []) for j in skin.get("joints", [])}
+    nodes = gltf.get("nodes", [])
+    start = next((i for i, node in enumerate(nodes) if node.get("name") == name), -1)
+    parents = gd.node_parents(gltf)
+    above = []
+    node = parents[start] if start >= 0 else -1
+    while node >= 0:
+        if node in joints:
+            above.append(node)
+        node = parents[node]
+    return above
+
+
+def _invisible_warning(target_spec: str, gltf: Dict[str, Any], materials: Sequence[int]) -> str:
+    if not materials:
+        return ""
+    names = ", ".join(gltf["materials"][i].get("name") or "#{}".format(i) for i in materials)
+    if len(materials) == 1:
+        return "{}: material {} has alpha 0 with MASK or BLEND (nothing of it is drawn); the preview draws it opaque".format(
+            target_spec, names)
+    return "{}: materials {} have alpha 0 with MASK or BLEND (nothing of them is drawn); the preview draws them opaque".format(
+        target_spec, names)
+
+
 def _retarget(scene: PreviewScene, source: str, target_spec: str, in_place: bool, map_file: Optional[str],
               output: str) -> None:
     from ..retarget import character, feet
@@ -97,9 +154,18 @@ def _retarget(scene: PreviewScene, source: str, target_spec: str, in_place: bool
     scene.character_glb = retarget_output.checked_glb(retargeted, info, target, output)
     report = retarget_output.report_from_glb(scene.character_glb, output, motion, retargeted, info, target)
     scene.character = retargeted
+    scene.character_hips = info.target_map.bones["hips"]
+    drawn = gd.parse_glb(scene.character_glb, output).gltf
+    scene.hidden_root_nodes = nodes_above(drawn, retargeted.skeleton.joint_names[scene.character_hips])
+    scene.invisible_materials = invisible_materials(drawn)
+    warning = _invisible_warning(target_spec, drawn, scene.invisible_materials)
+    if warning:
+        LOG.warning(warning)
     scene.character_label = Path(target_spec).stem or target_spec
     scene.character_positions = world_positions(retargeted)
     scene.report_lines = format_report(scene.title, report).splitlines()
+    if warning:
+        scene.report_lines.append("warning: " + warning)
 
 
 def build_scene(motion: Motion, source: str, *, target: Optional[str] = None, constraints: Optional[str] = None,

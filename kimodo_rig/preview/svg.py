@@ -14,6 +14,7 @@ root X/Z it is centred on (data-root-x, data-root-z); each joint is a `<circle d
 """
 from __future__ import annotations
 
+import textwrap
 from typing import List, Sequence, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
@@ -30,6 +31,11 @@ TIMELINE_HEIGHT = 110.0
 CONTACT_LABELS = ("left heel", "left toe", "right heel", "right toe")
 KIMODO_COLOUR = "#1f77b4"
 CHARACTER_COLOUR = "#d62728"
+REPORT_FONT_SIZE = 11.0  # px
+REPORT_LINE_HEIGHT = 14.0  # px
+# The advance of one character of a monospace font, in em: 0.6 for DejaVu Sans Mono, Liberation Mono and
+# Courier; a little more so a line wrapped by count still ends inside the sheet in any of them.
+MONOSPACE_ADVANCE_EM = 0.62
 
 
 def _number(value: float) -> str:
@@ -179,6 +185,17 @@ def _timeline(scene: PreviewScene, left: float, top: float, width: float) -> Lis
     return out
 
 
+def report_rows(lines: Sequence[str], width: float) -> List[str]:
+    """The report's lines wrapped at word breaks to fit `width` px of monospace text; a continued line is
+    indented two spaces past where its line starts."""
+    columns = max(20, int(width / (REPORT_FONT_SIZE * MONOSPACE_ADVANCE_EM)))
+    rows: List[str] = []
+    for line in lines:
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        rows.extend(textwrap.wrap(line, columns, subsequent_indent=indent + "  ") or [""])
+    return rows
+
+
 def render(scene: PreviewScene) -> bytes:
     """The contact sheet as UTF-8 SVG bytes."""
     motion = scene.motion
@@ -196,10 +213,14 @@ def render(scene: PreviewScene) -> bytes:
     body.extend(_top_view(scene, MARGIN, y + 10))
     timeline_left = MARGIN * 2 + TOP_VIEW_SIZE
     body.extend(_timeline(scene, timeline_left, y + 10, width - timeline_left - MARGIN - 70))
-    for index, line in enumerate(scene.report_lines):
-        body.append('<text class="report" x="{}" y="{}" font-size="11" font-family="monospace">{}</text>'.format(
-            _number(timeline_left), _number(y + 10 + TIMELINE_HEIGHT + 14 * index), escape(line)))
-    height = y + 10 + TOP_VIEW_SIZE + 30
+    report_top = y + 10 + TIMELINE_HEIGHT
+    lines = report_rows(scene.report_lines, width - timeline_left - MARGIN)
+    for index, line in enumerate(lines):
+        body.append('<text class="report" x="{}" y="{}" font-size="{:g}" font-family="monospace" '
+                    'xml:space="preserve">{}</text>'.format(
+                        _number(timeline_left), _number(report_top + REPORT_LINE_HEIGHT * index), REPORT_FONT_SIZE,
+                        escape(line)))
+    height = max(y + 10 + TOP_VIEW_SIZE + 30, report_top + REPORT_LINE_HEIGHT * len(lines) + MARGIN)
     head = ('<?xml version="1.0" encoding="UTF-8"?>\n'
             '<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
             'font-family="sans-serif">\n<rect width="100%" height="100%" fill="white"/>\n').format(

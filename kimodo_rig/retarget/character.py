@@ -18,12 +18,13 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 
 from ..errors import KimodoError
 from ..files import read_input
+from ..formats import draco
 from ..formats import gltf_document as gd
 from ..formats.limits import parse_json
 from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
-from .mapping import HumanoidMap, finger_part, map_from_parts, map_humanoid
+from .mapping import CHECK_FIELD, HumanoidMap, finger_part, map_from_parts, map_humanoid
 from .soles import foot_carriers
 from .solve import working_skeleton
 
@@ -86,18 +87,20 @@ def load_target(spec: str) -> Target:
     raise KimodoError("{}: a target must be a .glb/.gltf/.vrm with a skin, a .bvh, or mannequin/mixamo".format(spec))
 
 
-def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "") -> HumanoidMap:
+def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "",
+               checked: bool = True) -> HumanoidMap:
     """Which bone plays which part: the user's map when given, else the table the file states (VRM),
-    else the bone names and the rest geometry."""
+    else the rig's shape and names. Every one is checked (`mapping_check.check_map`) unless `checked` is
+    False."""
     if user_map is not None:
         source = map_source or "--map"
-        hmap = map_from_parts(target.skeleton, user_map, source)
+        hmap = map_from_parts(target.skeleton, user_map, source, checked)
     elif target.humanoid_table:
         source = "{}: {}".format(target.source, target.table_label)
-        hmap = map_from_parts(target.skeleton, dict(target.humanoid_table), source)
+        hmap = map_from_parts(target.skeleton, dict(target.humanoid_table), source, checked)
     else:
         return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
-                        skinned=skinned_joints(target))
+                            skinned=skinned_joints(target), checked=checked)
     working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
     return hmap
 
@@ -179,6 +182,7 @@ def user_map_from_json(text: str, source: str) -> Dict[str, str]:
         raise KimodoError("{}: not JSON ({})".format(source, error)) from None
     if not isinstance(record, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in record.items()):
         raise KimodoError("{}: a map is a JSON object of part -> bone name, e.g. {{\"hips\": \"Hips\"}}".format(source))
+    record.pop(CHECK_FIELD, None)  # the verdict `kimodo-rig map --json` prints beside the parts
     return record
 
 
@@ -300,9 +304,11 @@ def read_gltf_target(path) -> Target:
         mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
                        for k in _mend_stray_binds(gltf, carried, skin, parents, children, binds, source))
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
-    order, hung, parents = _character_trees(carried, skin, trees, parents, binds)
+    order, hung, parents = _character_trees(carried, skin, trees, parents, binds, node_parents)
     if len(trees) > 1:
-        _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
+        meeting = {node_parents[joints[tree[0]]] for tree in [order] + hung}
+        if len(meeting) > 1 or -1 in meeting or len(hung) + 1 < LIMB_CHAINS:  # a body of chains is one skeleton
+            _warn_of_trees(source, gltf, joints, trees, order, hung, parents)
         order = order + [joint for tree in hung for joint in tree]
     skin_to_world = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     if binds is None:
@@ -632,16 +638,33 @@ def vertex_weight_by_node(gltf: Dict, document: gd.Document, skin: Optional[Dict
 
 
 def _character_trees(carried: Callable[[], Dict[int, Tuple[float, List[float]]]], skin: Dict, trees: List[List[int]],
-                     parents: List[int], binds: Optional[List[gd.Matrix4]]) -> Tuple[List[int], List[List[int]], List[int]]:
+                     parents: List[int], binds: Optional[List[gd.Matrix4]],
+                     node_parents: Sequence[int] = ()) -> Tuple[List[int], List[List[int]], List[int]]:
     """(the body, the other skinned trees, skin parents with those hung from the body) of a skin whose
     joints form several trees (largest first), by `body_and_hangers`: trees that carry no vertex (poles,
-    targets) are helpers left alone. Without a skinned mesh: the largest tree alone."""
+    targets) are helpers left alone. Without a skinned mesh: the largest tree alone. Skinned trees that all
+    meet at one node that is no joint (an armature node: Rigify's DEF- chains exported "deform bones
+    only" lose their ORG-/MCH- parents) are one skeleton: `chains_at_an_armature` hangs each where the
+    parent the export dropped was."""
     if len(trees) < 2:
         return trees[0], [], parents
     joints = skin.get("joints", [])
     by_node = carried()
     by_slot = {k: by_node[joints[k]] for tree in trees for k in tree if joints[k] in by_node}
     at = {k: (binds[k][12], binds[k][13], binds[k][14]) for tree in trees for k in tree} if binds is not None else None
+    skinned_trees = [t for t, tree in enumerate(trees) if any(k in by_slot for k in tree)]
+    meeting = {node_parents[joints[trees[t][0]]] for t in skinned_trees} if node_parents else set()
+    if at is not None and len(skinned_trees) >= LIMB_CHAINS and len(meeting) == 1 and -1 not in meeting:
+        # Every limb a chain of its own at the armature: the chains lost their parents in the export (a few
+        # loose trees beside a body, feet under controls or a helmet, hang by `body_and_hangers`).
+        # A leaf bone (a shoulder whose upper arm was cut off it) runs to twice its vertices' centroid.
+        ends = {k: tuple(2.0 * by_slot[k][1][i] / by_slot[k][0] - at[k][i] for i in range(3))
+                for t in skinned_trees for k in trees[t] if k in by_slot and by_slot[k][0] > 0.0}
+        body, hang = chains_at_an_armature([trees[t] for t in skinned_trees], parents, at, ends)
+        parents = list(parents)
+        for t, parent in hang.items():
+            parents[trees[skinned_trees[t]][0]] = parent
+        return trees[skinned_trees[body]], [trees[skinned_trees[t]] for t in hang], parents  # in joining order
     body, hang = body_and_hangers(trees, by_slot, parents, at)
     parents = list(parents)
     for t, parent in hang.items():
@@ -674,6 +697,73 @@ def body_and_hangers(trees: Sequence[Sequence[int]], carried: Mapping[int, Tuple
     return body, hang
 
 
+LIMB_CHAINS = 5  # skinned chains at one armature node that make a body of chains: a trunk, two arms, two legs
+CONNECTED = 0.01  # of the character's height: a chain starting this near a bone's end was connected to it
+
+
+def chains_at_an_armature(trees: Sequence[Sequence[int]], parents: Sequence[int], at: Mapping[int, Vec3],
+                          leaf_ends: Optional[Mapping[int, Vec3]] = None) -> Tuple[int, Dict[int, int]]:
+    """Joint chains that all hang off one armature node (each depth first, root first): (the trunk's
+    index, {tree index: the joint it hangs from}, in joining order). The trunk is the chain that rises
+    most above its own root (the spine: legs run down from theirs, arms sideways); the others join nearest
+    first, each from the bone whose end its root joint starts at (Rigify's chains are connected: an upper
+    arm starts at its shoulder bone's end), else from the bone of a larger chain passing nearest it (a
+    finger from the hand, never from another finger), as the dropped parents held them. `leaf_ends`: where
+    a childless bone ends (its joint where not given)."""
+    heights = [at[k][1] for tree in trees for k in tree]
+    connected = CONNECTED * (max(heights) - min(heights))
+    rise = [max(at[k][1] for k in tree) - at[tree[0]][1] for tree in trees]
+    body = max(range(len(trees)), key=lambda t: (rise[t], len(trees[t]), -t))
+    joined = {body}
+    hang: Dict[int, int] = {}
+    while len(joined) < len(trees):
+        best = None
+        for t in range(len(trees)):
+            if t in joined:
+                continue
+            members = [k for j in joined for k in trees[j]]
+            end_gap, end_bone = _bone_gap(at[trees[t][0]], members, parents, at, leaf_ends, ends_only=True)
+            if end_gap <= connected ** 2:
+                candidate = (0, end_gap, t, end_bone)
+            else:
+                larger = [k for j in joined if len(trees[j]) > len(trees[t]) for k in trees[j]]
+                if not larger:
+                    continue
+                gap, bone = _bone_gap(at[trees[t][0]], larger, parents, at, leaf_ends)
+                candidate = (1, gap, t, bone)
+            if best is None or candidate < best:
+                best = candidate
+        if best is None:  # nothing larger joined yet: the nearest bone of any joined chain
+            t = min(t for t in range(len(trees)) if t not in joined)
+            best = (1, 0.0, t, _bone_gap(at[trees[t][0]], [k for j in joined for k in trees[j]], parents, at, leaf_ends)[1])
+        _, _, t, bone = best
+        hang[t] = bone
+        joined.add(t)
+    return body, hang
+
+
+def _bone_gap(point: Vec3, body: Sequence[int], parents: Sequence[int], at: Mapping[int, Vec3],
+              leaf_ends: Optional[Mapping[int, Vec3]] = None, ends_only: bool = False) -> Tuple[float, int]:
+    """(squared distance, joint) of the bone of `body` passing nearest `point` (a leaf: its joint alone);
+    with `ends_only`, of the bone whose end (a child's joint, a leaf's own place) is nearest."""
+    members = set(body)
+    below: Dict[int, List[int]] = {}
+    for k in body:
+        if parents[k] in members:
+            below.setdefault(parents[k], []).append(k)
+    best = (math.inf, body[0])
+    for k in body:
+        for end in [at[c] for c in below.get(k, [])] or [(leaf_ends or {}).get(k, at[k])]:
+            run = subtract(end, at[k])
+            length = sum(c * c for c in run)
+            along = 1.0 if ends_only else 0.0 if length < 1e-18 else max(
+                0.0, min(1.0, sum((point[i] - at[k][i]) * run[i] for i in range(3)) / length))
+            gap = sum((point[i] - at[k][i] - along * run[i]) ** 2 for i in range(3))
+            if gap < best[0] - 1e-12:
+                best = (gap, k)
+    return best
+
+
 def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at: Dict[int, Vec3]) -> int:
     """The joint of `body` (depth first, root first) whose bone, from the joint `at` its place to each of
     its children (a leaf: the joint alone), passes nearest `centre`: where a tree of skinned bones off the
@@ -696,26 +786,20 @@ def _nearest_bone(centre: Vec3, body: Sequence[int], parents: Sequence[int], at:
     return best[2]
 
 
-DRACO = "KHR_draco_mesh_compression"
-
-
-def _draco(primitive: Dict) -> bool:
-    """The primitive's vertices are in a Draco stream (its accessors hold no data of their own)."""
-    extensions = primitive.get("extensions")
-    return isinstance(extensions, dict) and DRACO in extensions
+_draco = draco.undecodable
 
 
 def _warn_of_draco(source: str, gltf: Dict) -> None:
-    """One line when meshes are Draco-compressed: kimodo-rig (the standard library only) does not decode
-    Draco, so those vertices carry no sole and the feet stand on what else there is (their joints)."""
+    """One line when meshes are Draco-compressed and the optional decoder (DracoPy) is not installed: those
+    vertices carry no sole and the feet stand on what else there is (their joints)."""
     meshes = [mesh.get("name") or "mesh{}".format(k) for k, mesh in enumerate(gltf.get("meshes", []))
               if any(_draco(p) for p in mesh.get("primitives", []))]
     if meshes:
-        LOG.warning("%s: mesh %s %s Draco-compressed (%s), which kimodo-rig does not decode: feet no other mesh "
-                    "carries stand on their joints, not their soles, and may float or sink by the sole's depth; "
-                    "export the character without Draco compression to stand it on its soles",
+        LOG.warning("%s: mesh %s %s Draco-compressed (%s) and the Draco decoder is not installed: feet no other "
+                    "mesh carries stand on their joints, not their soles, and may float or sink by the sole's depth; "
+                    "install it (%s) or export the character without Draco compression to stand it on its soles",
                     source, ", ".join(meshes[:3]) + (", ..." if len(meshes) > 3 else ""),
-                    "is" if len(meshes) == 1 else "are", DRACO)
+                    "is" if len(meshes) == 1 else "are", draco.EXTENSION, draco.INSTALL_HINT)
 
 
 def _warn_of_trees(source: str, gltf: Dict, joints: List[int], trees: List[List[int]], body: List[int],

@@ -672,6 +672,16 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
     def segments(positions: Sequence[Vec3]) -> List[Vec3]:
         return [normalize(segment) for side in sides for segment in _leg_segments(tmap, side, positions)]
 
+    sole_below: Dict[Tuple[int, str], float] = {}
+
+    def lowest_at(frame: int, side: str, rotations, positions, foot: int, goal: Vec3) -> float:
+        """`_lowest` of the sole brought to `goal`: the sole's depth under the ankle is the same whatever
+        the hips' offset (they move the foot and its sole alike), so it is found once per frame and side."""
+        key = (frame, side)
+        if key not in sole_below:
+            sole_below[key] = _lowest(soles.feet[side], rotations, positions) - positions[foot][1]
+        return goal[1] + sole_below[key]
+
     def solved(frame: int, offset: float) -> List[Vec3]:
         rotations, positions = poses[frame]
         rise = lifts[frame] + offset
@@ -681,7 +691,7 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
             foot = tmap.bones["foot_" + side]
             goal = goals[side][frame]
             goal = moved[foot] if goal is None else (goal[0], goal[1] + rise * (1.0 - pinned[side][frame]), goal[2])
-            low = _lowest(soles.feet[side], rotations, moved, subtract(goal, moved[foot]))
+            low = lowest_at(frame, side, rotations, positions, foot, goal)
             if low < floor and side in feet_carrying and not (contacts is not None and any(contacts[side][frame])):
                 turned, placed = list(rotations), list(moved)
                 _pitch_foot(feet_carrying[side], soles.feet[side], turned, placed, floor, goal[1] - placed[foot][1])

@@ -5,9 +5,10 @@ A HumanoidMap gives each canonical part ("hips", "spine_0".., "neck_0".., "head"
 differ on G1, whose hips and shoulders are three one-axis joints a few cm apart: the segment is measured
 joint centre to joint centre, from the roll joint to the knee or elbow) and the joints whose positions end it. Kimodo's own
 skeletons have explicit tables; a table the file states (VRM) or the user gives (--map) is the map
-(`map_from_parts`); every other rig is mapped by names under the common conventions (numbered chains such
-as CesiumMan's ordered by depth, one-bone limbs, IK-style names as a last resort), with the rest geometry
-deciding what names leave open. Facing is measured from the feet (heel to toe), and the character's left
+(`map_from_parts`); every other rig is mapped by its shape (`mapping_shape`) and by names under the common
+conventions (numbered chains such as CesiumMan's ordered by depth, one-bone limbs, IK-style names as a last
+resort), the names' map taken only where the shape agrees with it. Every map is checked against the rest
+geometry before use (`mapping_check`). Facing is measured from the feet (heel to toe), and the character's left
 is up x forward: where the names put left on the other side, geometry wins.
 
 The pure functions here are shared by the offline retarget and the Unreal step: `map_humanoid`,
@@ -53,6 +54,7 @@ DELTA_ONLY_PARTS = ("hips", "head", "foot_l", "foot_r", "toe_l", "toe_r")
 ARM_REPORT_PARTS = ("upperarm_l", "lowerarm_l", "upperarm_r", "lowerarm_r")
 LEG_REPORT_PARTS = ("thigh_l", "calf_l", "thigh_r", "calf_r")
 LIMB_REPORT_PARTS = ARM_REPORT_PARTS + LEG_REPORT_PARTS
+CHECK_FIELD = "check"  # `kimodo-rig map --json` prints the check's verdict under this key; --map skips it
 
 
 @dataclass(frozen=True)
@@ -210,8 +212,21 @@ _CENTRE_WORDS = {
 }
 
 
+_INDEX_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])[_ ]\d+$")  # Sketchfab's re-export: `LeftUpLeg_03`, `Bip01 L Thigh_46`
+
+
 def split_side(name: str) -> Tuple[Optional[str], str]:
-    """(side "l"/"r"/None, base word lower-case without separators) of a bone name."""
+    """(side "l"/"r"/None, base word lower-case without separators) of a bone name. An exporter's node
+    index after the name (Sketchfab: `LeftLeg_02`) is dropped where the name without it is a known word."""
+    side, base = _split_side(name)
+    if base not in _WORDS and base not in _CENTRE_WORDS and _INDEX_SUFFIX.search(name.strip()):
+        plain = _split_side(_INDEX_SUFFIX.sub("", name.strip()))
+        if plain[1] in _WORDS or plain[1] in _CENTRE_WORDS or _FINGER_WORD.match(plain[1]) or _BIPED_FINGER.match(plain[1]):
+            return plain
+    return side, base
+
+
+def _split_side(name: str) -> Tuple[Optional[str], str]:
     text = _PREFIX.sub("", name.strip())
     text = re.sub(r"\.x$", "", text)  # Auto-Rig Pro's centre bones: root.x, spine_01.x, head.x
     text = re.sub(r"\.\d{3}$", "", text) if not re.search(r"\.\d{3}\.", text) else text
@@ -569,31 +584,143 @@ def _complete(skeleton: Skeleton, bones: Dict[str, int], anchors: Dict[str, int]
 
 def map_humanoid(skeleton: Skeleton, source: str = "",
                  feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]] = None,
-                 skinned: Optional[FrozenSet[int]] = None) -> HumanoidMap:
-    """The humanoid parts of `skeleton`. Raises KimodoError (naming `source`) when no two arms and two
-    legs can be found. Names label the parts; the rest geometry decides which way the rig faces and, where
-    the names say otherwise, which side is its left (names that are the viewer's sides). `feet_from_mesh`
+                 skinned: Optional[FrozenSet[int]] = None, checked: bool = True) -> HumanoidMap:
+    """The humanoid parts of `skeleton`, checked by `mapping_check.check_map` unless `checked` is False
+    (`kimodo-rig map` prints a failing map with the check's verdict, for the user to edit). Raises
+    KimodoError (naming `source`) when no two arms and two legs can be found.
+
+    Two readings: the rig's shape (`mapping_shape.shape_parts`: chains from the hips to the extremities,
+    parts placed along them) and its bone names. The names' map is taken where it passes the check and
+    puts each limb part where the shape does (names then tell twins apart: a DEF- bone from its ORG- copy,
+    a toe from a metatarsal); otherwise the shape's, with the names' fingers where they hang below its
+    hands. The rest geometry decides which way the rig faces and which side is its left. `feet_from_mesh`
     (map -> heel-to-toe direction of the feet's mesh, or None) speaks for feet whose joints say nothing;
     `skinned` (the joints that carry vertices, None where not known) picks the deform bone among bones
-    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls)."""
+    of the same name (a Rigify rig's DEF- bones beside its ORG- copies and controls) and tells the
+    extremities that carry the mesh from IK and helper bones."""
+    from .mapping_check import check_map, map_problem
+    from .mapping_shape import shape_parts
+
     kimodo = _kimodo_skeleton_name(skeleton)
     if kimodo is not None:
         # Kimodo's skeletons face +Z by definition (model.py); their feet need not say it exactly (SMPL-X's
         # rest feet average 2 degrees off).
         return _map_from_table(skeleton, _kimodo_tables()[kimodo])
-    bones, finger_ends = _map_by_names(skeleton, skinned)
+    source = source or skeleton.name
+    named: Optional[HumanoidMap] = None
+    named_error: Optional[KimodoError] = None
+    try:
+        bones, finger_ends = _map_by_names(skeleton, skinned)
+        named = _finish_map(skeleton, bones, finger_ends, source, skinned, feet_from_mesh,
+                            "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, Quaternius, CesiumMan, Kenney, "
+                            "VRM, Left/Right words")
+    except KimodoError as error:
+        named_error = error
+    try:
+        shape: Optional[Dict[str, int]] = shape_parts(skeleton, source, skinned, _named_left(named) if named else None)
+        shape_error: Optional[KimodoError] = None
+    except KimodoError as error:
+        shape, shape_error = None, error
+    named_sound = named is not None and map_problem(named) is None
+    if named_sound and shape is not None:
+        named = _shape_fills_in(named, shape, bool(skinned))  # type: ignore[arg-type]
+        named_sound = map_problem(named) is None
+    hmap = named
+    # Sound names that put a limb part elsewhere than the shape are overruled only where the mesh tells the
+    # extremities from helper bones (without one, an ORG- copy's or a bone axis' tip is a leaf like a toe's).
+    if shape is not None and not (named_sound and (not skinned or _limbs_agree(named, shape))):  # type: ignore[arg-type]
+        if named is not None:
+            for part, joint in named.bones.items():
+                hand = shape.get("hand_" + part[-1])
+                if part.split("_")[0] in FINGERS and hand is not None and hand in _ancestors(skeleton, joint)[1:]:
+                    shape[part] = joint
+            shape = _consistent_fingers(shape)
+        try:
+            by_shape = _finish_map(skeleton, shape, {}, source, skinned, feet_from_mesh, "the rig's shape")
+        except KimodoError:
+            by_shape = None
+        if by_shape is not None and (not named_sound or map_problem(by_shape) is None):
+            hmap = by_shape
+    if hmap is None:
+        raise named_error or shape_error  # type: ignore[misc]
+    for message in hmap.warnings:
+        LOG.warning("%s", message)
+    return check_map(hmap, source) if checked else hmap
+
+
+def _shape_fills_in(named: HumanoidMap, shape: Dict[str, int], meshed: bool) -> HumanoidMap:
+    """The names' map with what the shape sees better: where a mesh tells the head's end (`meshed`; without
+    one a face rig's bones continue it), a head below the one the names found (a head the names do not
+    know, such as MMD's 頭, below its neck) with the neck up to it; and each hand's fingers where the names
+    found none (VRoid's J_Bip_L_Index1 names no side the tables know)."""
+    skeleton = named.skeleton
+    bones = dict(named.bones)
+    head = shape.get("head")
+    named_head = "head" in bones and _CENTRE_WORDS.get(split_side(skeleton.joint_names[bones["head"]])[1]) == "head"
+    if meshed and head is not None and not named_head and "head" in bones and bones["head"] in _ancestors(skeleton, head)[1:]:
+        for part in [p for p in bones if p.startswith("neck_")] + ["head"]:
+            bones.pop(part)
+        bones.update({p: j for p, j in shape.items() if p.startswith("neck_") or p == "head"})
+    for side in SIDES:
+        if not any(p.split("_")[0] in FINGERS and p.endswith("_" + side) for p in bones) and \
+                shape.get("hand_" + side) == bones.get("hand_" + side):
+            bones.update({p: j for p, j in shape.items() if p.split("_")[0] in FINGERS and p.endswith("_" + side)})
+    if bones == named.bones:
+        return named
+    completed = _complete(skeleton, bones, dict(named.anchors), {}, {})
+    return replace(named, bones=completed.bones, ends=completed.ends)
+
+
+# How near (of the character's height) a named limb joint must lie to the shape's for the two to agree:
+# a twin at the same place (DEF- beside ORG-) agrees, the next joint of the chain (>= 5 %) does not.
+AGREE = 0.02
+
+
+def _limbs_agree(named: HumanoidMap, shape: Dict[str, int]) -> bool:
+    """Each limb part the shape places is one the names put at the same place."""
+    positions = rest_positions(named.skeleton)
+    heights = [p[1] for p in positions]
+    tolerance = AGREE * (max(heights) - min(heights))
+    for side in SIDES:
+        for part in ("thigh", "calf", "foot", "upperarm", "lowerarm", "hand"):
+            key = part + "_" + side
+            if key not in shape:
+                continue
+            if key not in named.bones:
+                return False
+            a, b = positions[shape[key]], positions[named.bones[key]]
+            if sum((a[i] - b[i]) ** 2 for i in range(3)) > tolerance ** 2:
+                return False
+    return True
+
+
+def _consistent_fingers(bones: Dict[str, int]) -> Dict[str, int]:
+    """Each finger's joints numbered from _01 without gaps (names may have given a finger in part)."""
+    for side in SIDES:
+        for finger in FINGERS:
+            present = [k for k in range(FINGER_JOINTS) if finger_part(finger, k, side) in bones]
+            if present and present != list(range(len(present))):
+                for k in present:
+                    bones.pop(finger_part(finger, k, side))
+    return bones
+
+
+def _finish_map(skeleton: Skeleton, bones: Dict[str, int], finger_ends: Dict[str, int], source: str,
+                skinned: Optional[FrozenSet[int]], feet_from_mesh: Optional[Callable[["HumanoidMap"], Optional[Vec3]]],
+                tried: str) -> HumanoidMap:
+    """A map from part -> joint: one-bone limbs, segment ends, facing and sides from the geometry, and the
+    warnings it gives (in `warnings`, logged by the caller for the map it takes)."""
+    bones = dict(bones)
     whole = _one_bone_limbs(skeleton, bones)
-    _check_complete(bones, source or skeleton.name, "bone names tried: Unreal, Mixamo, Blender/Rigify, CMU, "
-                    "Quaternius, CesiumMan, Kenney, VRM, Left/Right words", whole)
+    _check_complete(bones, source, tried, whole)
     hmap = replace(_complete(skeleton, bones, {}, {}, finger_ends), whole_limbs=whole)
     unaimed = [p + "_" + s for s in SIDES for p in ("upperarm", "lowerarm", "thigh", "calf") if p + "_" + s in hmap.bones
                and p + "_" + s not in hmap.ends]
     if unaimed:
         # Never a direction from nothing: such a bone keeps its rest direction and says so.
         message = ("{}: {} {} no child joint, no skinned vertices and no stated bone axis: kept at {} rest "
-                   "direction".format(source or skeleton.name, ", ".join(hmap.joint_name(p) for p in unaimed),
+                   "direction".format(source, ", ".join(hmap.joint_name(p) for p in unaimed),
                                       "has" if len(unaimed) == 1 else "have", "its" if len(unaimed) == 1 else "their"))
-        LOG.warning("%s", message)
         hmap = replace(hmap, warnings=hmap.warnings + (message,))
     if skinned:
         stranded = _stranded_skinned(hmap, skinned)
@@ -602,11 +729,10 @@ def map_humanoid(skeleton: Skeleton, source: str = "",
             message = ("{}: {} skinned bone{} outside the bones the map drives (the hips {} and the mapped parts, "
                        "with all below them) will not move: {}{} (deform bones that hang off control bones: parent "
                        "each to the deform bone above it before exporting)".format(
-                           source or skeleton.name, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
+                           source, len(names), "" if len(names) == 1 else "s", hmap.joint_name("hips"),
                            ", ".join(names[:6]), ", ..." if len(names) > 6 else ""))
-            LOG.warning("%s", message)
             hmap = replace(hmap, warnings=hmap.warnings + (message,))
-    return _with_geometry(hmap, source or skeleton.name, check_sides=True, feet_from_mesh=feet_from_mesh)
+    return _with_geometry(hmap, source, check_sides=True, feet_from_mesh=feet_from_mesh)
 
 
 _TWIN = re.compile(r"^(def|org)([-_.].+)$", re.I)
@@ -702,13 +828,17 @@ def known_parts() -> Tuple[str, ...]:
     return tuple(parts)
 
 
-def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> HumanoidMap:
+def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str, checked: bool = True) -> HumanoidMap:
     """The map a table states (canonical part -> bone name: a user's --map file, a VRM humanoid table).
-    Unknown parts or bones, and a table without two arms and two legs, are one KimodoError naming `source`."""
+    Unknown parts or bones, a table without two arms and two legs, and (unless `checked` is False) a map
+    the geometry refutes (`mapping_check.check_map`) are one KimodoError naming `source`. The "check" entry
+    `kimodo-rig map --json` adds is not a part."""
     known = set(known_parts())
     index = {name: j for j, name in enumerate(skeleton.joint_names)}
     bones: Dict[str, int] = {}
     for part, name in parts.items():
+        if part == CHECK_FIELD:
+            continue
         if part not in known:
             raise KimodoError("{}: unknown part {!r} (parts are hips, spine_0.., neck_0.., head, clavicle_l, upperarm_l, "
                               "lowerarm_l, hand_l, thigh_l, calf_l, foot_l, toe_l, index_01_l.. and the _r side)".format(source, part))
@@ -721,7 +851,10 @@ def map_from_parts(skeleton: Skeleton, parts: Dict[str, str], source: str) -> Hu
             raise KimodoError("{}: {} parts must run {}_0, {}_1, ... without gaps".format(source, prefix, prefix, prefix))
     whole = _one_bone_limbs(skeleton, bones)
     _check_complete(bones, source, "the table names them", whole)
-    return _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
+    hmap = _with_geometry(replace(_complete(skeleton, bones, {}, {}, {}), whole_limbs=whole), source, check_sides=False)
+    from .mapping_check import check_map
+
+    return check_map(hmap, source) if checked else hmap
 
 
 def parts_by_name(hmap: HumanoidMap) -> Dict[str, str]:
@@ -812,8 +945,7 @@ def _with_geometry(hmap: HumanoidMap, source: str, *, check_sides: bool,
 
 def _sides_from_geometry(hmap: HumanoidMap, source: str) -> HumanoidMap:
     message = ("{}: the bones named left are on the character's right (viewer-side names?); "
-               "sides are taken from the rig's geometry".format(source))
-    LOG.warning("%s", message)
+               "sides are taken from the rig's geometry".format(source))  # logged by map_humanoid
     return replace(_swap_sides(hmap), warnings=hmap.warnings + (message,))
 
 

@@ -7,21 +7,21 @@ import logging
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .. import formats
 from ..errors import KimodoError
 from ..files import file_name, write_bytes_atomic
-from ..formats import glb
+from ..formats import draco, glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
 from ..rotations import Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
-from .character import Target
+from .character import Target, skinned_joints
 from .mapping import SIDES
-from .report import (REFERENCE_HEIGHT_CM, FeetFigures, Report, facing_rotation, foot_skate, measure_facing, measure_report,
-                     skate_steps)
+from .report import (REFERENCE_HEIGHT_CM, FeetFigures, KimodoFeet, Report, facing_rotation, foot_skate, kimodo_feet,
+                     measure_facing, measure_report, skate_steps, with_kimodo_feet)
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
@@ -156,7 +156,7 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     if Path(str(path)).suffix.lower() == ".glb":
         return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
     written = output_positions(path, retargeted)
-    return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info))
+    return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info), _carriers(target))
 
 
 def report_from_glb(data: bytes, shown: str, source: Motion, retargeted: Motion, info: RetargetInfo,
@@ -165,7 +165,16 @@ def report_from_glb(data: bytes, shown: str, source: Motion, retargeted: Motion,
     the bytes it embeds, with no file written for it."""
     written = character_glb.joint_world_positions(data, retargeted.skeleton.joint_names, shown)
     with_mesh = target is not None and target.has_mesh
-    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown))  # type: ignore[arg-type]
+    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown), _carriers(target))  # type: ignore[arg-type]
+
+
+def _carriers(target: Optional[Target]) -> Optional[FrozenSet[str]]:
+    """The names of the joints the character's mesh is skinned to; None without weights to go by (a Draco
+    mesh with no decoder reads as no vertices at all)."""
+    if target is None or not target.has_mesh:
+        return None
+    carried = skinned_joints(target)
+    return frozenset(target.skeleton.joint_names[j] for j in carried) if carried else None
 
 
 def report_from_positions(source: Motion, info: RetargetInfo, target_positions, bind_mesh: feet.BindMesh = (),
@@ -177,7 +186,8 @@ def report_from_positions(source: Motion, info: RetargetInfo, target_positions, 
     geometry = _joint_feet(target_positions, info.target_map.skeleton, info)
     if bind_mesh and foot_vertices is not None:
         geometry = _sampled_feet(geometry, info, bind_mesh, foot_vertices)
-    return _measured(source, info, target_positions, geometry)
+    carriers = frozenset(name for _, weights in bind_mesh for name, w in weights.items() if w > 0.0) if bind_mesh else None
+    return _measured(source, info, target_positions, geometry, carriers)
 
 
 def _foot_vertices(info: RetargetInfo, bind_mesh: feet.BindMesh) -> Dict[str, List[int]]:
@@ -275,7 +285,8 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
                    bind_toe=bind_toe, from_mesh=True)  # type: ignore[arg-type]
 
 
-def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") -> Report:
+def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
+              carriers: Optional[FrozenSet[str]] = None) -> Report:
     treadmill = info.removed_travel
     source_positions = world_positions(source)
     yaw, label, facing_warning = _facing(geometry)
@@ -290,7 +301,7 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         measured_at="skinned mesh" if geometry.from_mesh else "joints",
         notes=tuple(geometry.notes) + tuple(feet.unlocked_legs(info.target_map, info.foot_locked)),
     )
-    return measure_report(
+    report = measure_report(
         skeleton_label=source.skeleton.label,
         joint_count=source.joint_count,
         source_map=info.source_map,
@@ -307,7 +318,28 @@ def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet") ->
         facing_label=label,
         facing_warning=facing_warning,
         feet=figures,
+        character=info.target,
+        carriers=carriers,
     )
+    return with_kimodo_feet(report, _kimodo_feet_of_character(geometry, treadmill, contacts, source.fps),
+                            _kimodo_feet_of_clip(source, info, source_positions, contacts))
+
+
+def _kimodo_feet_of_character(geometry: "_Feet", treadmill, contacts, fps: float) -> KimodoFeet:
+    """Kimodo's figures of the written file's feet: the foot joint as the ankle, the toe point (the toe
+    joint, else the foot's front) as the toe, over the rest floor, thresholds scaled with the character."""
+    return kimodo_feet({side: _on_treadmill(geometry.heel[side], treadmill) for side in SIDES},
+                       {side: _on_treadmill(geometry.toe[side], treadmill) for side in SIDES},
+                       contacts, fps, geometry.rest_floor, geometry.height)
+
+
+def _kimodo_feet_of_clip(source: Motion, info: RetargetInfo, positions, contacts) -> KimodoFeet:
+    """Kimodo's figures of the clip itself, as its benchmark takes them: its ankle and toe joints over y = 0."""
+    tmap = info.source_map
+    ankles = {side: feet.standing_joint(tmap, side) for side in SIDES}
+    toes = {side: tmap.bones.get("toe_" + side, ankles[side]) for side in SIDES}
+    return kimodo_feet({side: [frame[ankles[side]] for frame in positions] for side in SIDES},
+                       {side: [frame[toes[side]] for frame in positions] for side in SIDES}, contacts, source.fps)
 
 
 SOLE_TOUCH_CM = 1.0  # per 1.7 m: a sole vertex this close to the rest floor is on it
@@ -499,12 +531,16 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     all_bind: List[Vec3] = []
     every: List[Tuple[Vec3, Sequence[float], List[Tuple[int, Optional[Sequence[float]], float]]]] = []
     rigid: Set[str] = set()  # sides whose sole the bone above a foot tip carries
+    undecoded = False  # a Draco mesh was left out: no decoder
     if with_mesh:
         for index, node in enumerate(nodes):
             if "mesh" not in node:
                 continue
             for primitive in gltf["meshes"][node["mesh"]].get("primitives", []):
                 attributes = primitive.get("attributes", {})
+                if draco.undecodable(primitive):
+                    undecoded = True
+                    continue
                 if "POSITION" not in attributes:
                     continue
                 vertices = document.accessor(attributes["POSITION"])
@@ -546,8 +582,12 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
     notes = _footless(tmap)
     if with_mesh and not all(points[side] for side in SIDES):
         with_mesh = False
-        notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
-            " and ".join(foot_names[side] for side in SIDES if not points[side])))
+        if undecoded:
+            notes.append("the mesh is Draco-compressed and the Draco decoder is not installed ({}): the floor measured at "
+                         "the foot joints, not the soles".format(draco.INSTALL_HINT))
+        else:
+            notes.append("no skinned vertices on {}: the floor measured at the foot joints".format(
+                " and ".join(foot_names[side] for side in SIDES if not points[side])))
     times, channels = gd.animation_keyframes(document)
     frames = len(times)
     heel: Dict[str, List[Vec3]] = {side: [] for side in SIDES}
@@ -580,8 +620,17 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             tip_node = toe_nodes[side] if toe_nodes[side] is not None else foot_nodes[side][-1]
             bind_toe[side] = bind_of(tip_node)
     one_bone = _one_bone_legs(tmap) | rigid
+    # Only the nodes the feet are measured on (and, inside world_matrices, their ancestors) are evaluated
+    # each frame: every node of a 700-bone rig, per frame, was most of its retarget's time.
+    measured = {n for side in SIDES for n in foot_nodes[side]} | {n for n in toe_nodes.values() if n is not None}
+    if with_mesh:
+        measured |= {node for side in SIDES for _, _, terms in list(points[side]) + [front[side]] for node, _, _ in terms}  # type: ignore[operator]
+    measured_nodes = sorted(measured)
     for frame in range(frames):
-        world = gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame), None, parents)
+        world: List[Optional[Sequence[float]]] = [None] * len(nodes)
+        for node, matrix in zip(measured_nodes, gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame),
+                                                                   measured_nodes, parents)):
+            world[node] = matrix
         joint_matrices: Dict = {}
         for side in SIDES:
             foot_node = foot_nodes[side][0]

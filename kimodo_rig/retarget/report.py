@@ -14,12 +14,14 @@ the hip line), never taken from the retarget; `report_warnings` names what is ou
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import asdict, dataclass, replace
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from ..model import Skeleton
 from ..ops.fk import rest_positions
 from ..rotations import IDENTITY, Quat, Vec3, cross, dot, length, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
 from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
+from .report_limbs import find_limbs
 
 LEFT_AT_REST_SHOWN = 2
 REFERENCE_HEIGHT_CM = 170.0  # the limits below are for a character this tall, scaled with its height
@@ -28,10 +30,14 @@ SINK_LIMIT_CM = 2.0  # any foot point deeper than this under it sinks
 SKATE_LIMIT_CM = 0.15  # planted feet faster than this (cm a frame) slide
 ARMS_LIMIT = 0.95  # arms (legs) whose mean cosine with the source's falls below this depart from it
 LEGS_LIMIT = 0.95
+MAP_AGREEMENT = 0.02  # the limbs' figures on the map's bones and on the shape's limbs further apart: a suspect map
 AXIS_SNAP_DEG = 10.0
 
 
-COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine")
+COSINE_KEYS = ("arms_match", "legs_match", "limb_cosine_mean", "limb_cosine_min", "travel_cosine", "arms_match_by_map",
+               "legs_match_by_map")
+SKATE_KEYS = ("foot_skate_cm_per_frame", "kimodo_skate_cm_per_frame", "source_kimodo_skate_cm_per_frame")
+KIMODO_FINE_KEYS = ("kimodo_skate_m_s", "kimodo_skate_ratio", "source_kimodo_skate_m_s", "source_kimodo_skate_ratio")
 
 
 @dataclass(frozen=True)
@@ -61,12 +67,24 @@ class Report:
     feet_measured_at: str = ""  # "skinned mesh" or "joints": what the floor figures were measured on
     notes: Tuple[str, ...] = ()  # what could not be measured (or done) as asked, and what stood in for it
     facing_warning: str = ""  # the feet's mesh and the foot bones point opposite ways: which one was taken
+    # arms_match and legs_match as measured on the bones the map names (the figures above are measured on
+    # the limbs the skeleton's shape shows: report_limbs): apart, the map is suspect
+    arms_match_by_map: Optional[float] = None
+    legs_match_by_map: Optional[float] = None
+    # Kimodo's benchmark figures of the feet (`kimodo_feet`), the character's from the written file, the
+    # clip's from its own joints: foot_skate_from_pred_contacts (m/s, and cm a frame) and foot_skate_ratio.
+    kimodo_skate_m_s: Optional[float] = None
+    kimodo_skate_cm_per_frame: Optional[float] = None
+    kimodo_skate_ratio: Optional[float] = None
+    source_kimodo_skate_m_s: Optional[float] = None
+    source_kimodo_skate_cm_per_frame: Optional[float] = None
+    source_kimodo_skate_ratio: Optional[float] = None
 
     def to_json(self) -> Dict:
         record = asdict(self)
         for key, value in record.items():
             if isinstance(value, float):
-                digits = 4 if key in COSINE_KEYS else 3 if key == "foot_skate_cm_per_frame" else 2
+                digits = 4 if key in COSINE_KEYS or key in KIMODO_FINE_KEYS else 3 if key in SKATE_KEYS else 2
                 record[key] = round(value, digits) + 0.0  # never -0.0
         return record
 
@@ -89,36 +107,42 @@ def measure_report(
     facing_label: str = "+Z",
     facing_warning: str = "",
     feet: Optional["FeetFigures"] = None,
+    character: Optional[Skeleton] = None,
+    carriers: Optional[FrozenSet[str]] = None,
 ) -> Report:
     """The report from per-frame world positions: source_positions[frame][joint of source_map.skeleton],
     target_positions[frame][joint of target_map.skeleton] (metres; None where a joint was not sampled).
     `facing` turns source directions into the target's frame (identity when both face +Z); `feet`, when
-    given, carries the floor and foot figures measured from the written file."""
+    given, carries the floor and foot figures measured from the written file. The limb figures are measured
+    on the limbs `character`'s shape shows (the rig as read from its file, before the retarget reshaped
+    it; by default target_map.skeleton), found by joint name in target_map.skeleton; `carriers`, the names
+    of its joints that carry the mesh (None: no mesh), say which chains are the ones a user sees."""
     frames = min(len(source_positions), len(target_positions))
-    ends = {part: _segment_end(target_map, part) for part in LIMB_REPORT_PARTS}
+    by_map = _map_cosines(source_map, target_map, source_positions, target_positions, frames, facing)
+    found = _limbs_by_shape(character or target_map.skeleton, target_map.skeleton, facing, carriers)
     per_part: Dict[str, List[float]] = {}
     for part in LIMB_REPORT_PARTS:
-        if not (source_map.has(part) and target_map.has(part)):
-            continue
-        values = []
-        for frame in range(frames):
-            try:
-                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
-                    wanted = _span(source_map, part, source_positions[frame])
-                else:
-                    wanted = source_map.segment(part, source_positions[frame])
-                have = _segment(target_map, part, ends[part], target_positions[frame])  # type: ignore[arg-type]
-            except TypeError:  # a joint not sampled
-                continue
-            if wanted is None or have is None:
-                continue
-            values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
-        if values:
-            per_part[part] = values
+        if part in found:
+            values = _shape_cosines(source_map, part, found[part], source_positions, target_positions, frames, facing)
+            if values:
+                per_part[part] = values
+        elif part in by_map:  # a limb whose chain the shape does not show (a one-bone limb): the map's bones
+            per_part[part] = by_map[part]
     means = {p: sum(v) / len(v) for p, v in per_part.items()}
+    map_means = {p: sum(v) / len(v) for p, v in by_map.items()}
     arms, worst_arm = _match(means, ARM_REPORT_PARTS)
     legs, worst_leg = _match(means, LEG_REPORT_PARTS)
     limbs = _match(means, LIMB_REPORT_PARTS)[0]
+    names = target_map.skeleton.joint_names
+
+    def bone(part: str) -> str:
+        if not part:
+            return ""
+        return names[found[part][0]] if part in found else target_map.joint_name(part)
+
+    on_map = [p for p in LIMB_REPORT_PARTS if p not in found and p in by_map]
+    shape_notes = ("limbs measured on the map's bones where the skeleton's shape shows none: {}".format(
+        ", ".join(on_map)),) if on_map else ()
     everything = [c for values in per_part.values() for c in values]
     hips = target_map.bones["hips"]
     hips_path = [target_positions[f][hips] for f in range(frames)]
@@ -153,9 +177,9 @@ def measure_report(
         reach_target_cm=reach_target * 100.0,
         arm_correction_max_deg=arm_correction_max_deg,
         arms_match=arms,
-        arms_match_worst_bone=target_map.joint_name(worst_arm) if worst_arm else "",
+        arms_match_worst_bone=bone(worst_arm),
         legs_match=legs,
-        legs_match_worst_bone=target_map.joint_name(worst_leg) if worst_leg else "",
+        legs_match_worst_bone=bone(worst_leg),
         limb_cosine_mean=limbs,
         limb_cosine_min=min(everything) if everything else float("nan"),
         pelvis_cm=100.0 * sum(p[1] for p in hips_path) / frames if frames else 0.0,  # type: ignore[index]
@@ -168,9 +192,71 @@ def measure_report(
         travel_cosine=travel_cosine,
         height_cm=feet.height_cm if feet is not None else None,
         feet_measured_at=feet.measured_at if feet is not None else "",
-        notes=feet.notes if feet is not None else (),
+        notes=(feet.notes if feet is not None else ()) + shape_notes,
         facing_warning=facing_warning,
+        arms_match_by_map=_match(map_means, ARM_REPORT_PARTS)[0],
+        legs_match_by_map=_match(map_means, LEG_REPORT_PARTS)[0],
     )
+
+
+def _limbs_by_shape(character: Skeleton, skeleton: Skeleton, facing: Quat,
+                    carriers: Optional[FrozenSet[str]]) -> Dict[str, Tuple[int, int]]:
+    """report_limbs.find_limbs on `character`, as joints of `skeleton` (a limb whose joints it lacks left out)."""
+    index = {name: j for j, name in enumerate(skeleton.joint_names)}
+    carrying = None if carriers is None else frozenset(j for j, name in enumerate(character.joint_names) if name in carriers)
+    found = {}
+    for part, (start, end) in find_limbs(character, facing, carrying).items():
+        names = character.joint_names[start], character.joint_names[end]
+        if names[0] in index and names[1] in index:
+            found[part] = (index[names[0]], index[names[1]])
+    return found
+
+
+def _map_cosines(source_map: HumanoidMap, target_map: HumanoidMap, source_positions, target_positions, frames: int,
+                 facing: Quat) -> Dict[str, List[float]]:
+    """Per limb part, the cosines frame by frame between the source's segment and the target's on the
+    bones the map names (only to be compared with the figures measured on the skeleton's shape)."""
+    ends = {part: _segment_end(target_map, part) for part in LIMB_REPORT_PARTS}
+    per_part: Dict[str, List[float]] = {}
+    for part in LIMB_REPORT_PARTS:
+        if not (source_map.has(part) and target_map.has(part)):
+            continue
+        values = []
+        for frame in range(frames):
+            try:
+                if part in target_map.whole_limbs:  # a one-bone limb runs where the source's two bones do
+                    wanted = _span(source_map, part, source_positions[frame])
+                else:
+                    wanted = source_map.segment(part, source_positions[frame])
+                have = _segment(target_map, part, ends[part], target_positions[frame])  # type: ignore[arg-type]
+            except TypeError:  # a joint not sampled
+                continue
+            if wanted is None or have is None:
+                continue
+            values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
+        if values:
+            per_part[part] = values
+    return per_part
+
+
+def _shape_cosines(source_map: HumanoidMap, part: str, joints: Tuple[int, int], source_positions, target_positions,
+                   frames: int, facing: Quat) -> List[float]:
+    """The cosines frame by frame between the source's segment `part` and the target's from joints[0] to
+    joints[1] (report_limbs.find_limbs: the limb the skeleton's shape shows)."""
+    if not source_map.has(part):
+        return []
+    start, end = joints
+    values = []
+    for frame in range(frames):
+        a, b = target_positions[frame][start], target_positions[frame][end]
+        wanted = source_map.segment(part, source_positions[frame])
+        if a is None or b is None or wanted is None:
+            continue
+        have = subtract(b, a)
+        if dot(have, have) <= 1e-12 or dot(wanted, wanted) <= 1e-12:
+            continue
+        values.append(dot(normalize(quat_rotate(facing, wanted)), normalize(have)))
+    return values
 
 
 def _match(means: Dict[str, float], parts: Sequence[str]) -> Tuple[float, str]:
@@ -312,6 +398,11 @@ def report_warnings(report: Report) -> List[str]:
         problems.append("arms match only {:.3f}{}".format(report.arms_match, _worst(report.arms_match_worst_bone)))
     if report.legs_match < LEGS_LIMIT or math.isnan(report.legs_match):
         problems.append("legs match only {:.3f}{}".format(report.legs_match, _worst(report.legs_match_worst_bone)))
+    for limbs, by_shape, by_map in (("arms", report.arms_match, report.arms_match_by_map),
+                                    ("legs", report.legs_match, report.legs_match_by_map)):
+        if by_map is not None and abs(by_shape - by_map) > MAP_AGREEMENT:  # False with a nan: warned of above
+            problems.append("{} match {:.3f} on the limbs the skeleton's shape shows but {:.3f} on the bones the map "
+                            "names: the map may name the wrong bones (see kimodo-rig map)".format(limbs, by_shape, by_map))
     if report.facing_warning:
         problems.append(report.facing_warning)
     if report.travel_cosine is not None and report.travel_cosine < 0.0:
@@ -345,7 +436,8 @@ def format_report(name: str, report: Report) -> str:
             report.arms_match, report.arms_match_worst_bone, report.legs_match, report.legs_match_worst_bone,
             _shown(report.pelvis_cm), _shown(report.lowest_toe_cm), _shown(report.travelled_cm), report.duration_s),
     ) + ((_feet_line(report),) if report.foot_skate_cm_per_frame is not None or report.planted_sole_cm is not None
-         else ()))
+         else ()) + ((_kimodo_feet_line(report),) if report.kimodo_skate_m_s is not None or report.kimodo_skate_ratio is not None
+                  else ()))
 
 
 def _feet_line(report: Report) -> str:
@@ -355,3 +447,75 @@ def _feet_line(report: Report) -> str:
     if report.planted_sole_cm is not None:
         parts.append("planted soles {} cm above the floor".format(_shown(report.planted_sole_cm, 1)))
     return "  " + ", ".join(parts)
+
+
+# --- Kimodo's benchmark figures of the feet ----------------------------------------------------------------
+# As Kimodo's benchmark defines them (kimodo/metrics/foot_skate.py: FootSkateFromContacts, FootSkateRatio):
+# speeds are each joint's whole (3D) step from a frame to the next times the frame rate; its thresholds are
+# for Kimodo's own skeleton and are scaled here with the character's height per 1.7 m.
+KIMODO_TOE_ON_FLOOR_M = 0.05  # per 1.7 m: a toe joint lower than this over the floor is on it (height_thresh)
+KIMODO_SKATING_M_S = 0.2  # per 1.7 m: a toe on the floor faster than this skates (vel_thresh)
+
+
+@dataclass(frozen=True)
+class KimodoFeet:
+    """foot_skate_from_pred_contacts (m/s; None without a contact), its largest speed, foot_skate_ratio
+    (None without a toe on the floor) and the frame rate they were measured at."""
+
+    skate_m_s: Optional[float]
+    skate_max_m_s: Optional[float]
+    skate_ratio: Optional[float]
+    fps: float
+
+    @property
+    def skate_cm_per_frame(self) -> Optional[float]:
+        return None if self.skate_m_s is None else 100.0 * self.skate_m_s / self.fps
+
+
+def kimodo_feet(ankles: Dict[str, Sequence[Vec3]], toes: Dict[str, Sequence[Vec3]],
+                contacts: Dict[str, Sequence[Tuple[bool, bool]]], fps: float, floor: float = 0.0,
+                height_m: float = REFERENCE_HEIGHT_CM / 100.0) -> KimodoFeet:
+    """Kimodo's figures from per-side tracks of the ankle and toe joints (metres, per frame) and the
+    clip's (heel, toe) contacts: foot_skate_from_pred_contacts is the mean speed of the ankle over the
+    frames its heel is in contact and of the toe over the frames its toe is, each from that frame to the
+    next (the last frame has none); foot_skate_ratio is the share of the steps a toe is on the floor at
+    both ends (lower than KIMODO_TOE_ON_FLOOR_M over `floor`) in which it moves faster than
+    KIMODO_SKATING_M_S, contacts aside. `height_m`: the character's, which the thresholds scale with."""
+    size = height_m / (REFERENCE_HEIGHT_CM / 100.0)
+    speeds = []
+    for side in ankles:
+        flags = contacts[side]
+        for channel, track in ((0, ankles[side]), (1, toes[side])):
+            speeds += [_speed(track, t, fps) for t in range(min(len(track), len(flags)) - 1) if flags[t][channel]]
+    on_floor = skating = 0
+    for track in toes.values():
+        low = [p[1] - floor < KIMODO_TOE_ON_FLOOR_M * size for p in track]
+        for t in range(len(track) - 1):
+            if low[t] and low[t + 1]:
+                on_floor += 1
+                skating += _speed(track, t, fps) > KIMODO_SKATING_M_S * size
+    return KimodoFeet(sum(speeds) / len(speeds) if speeds else None, max(speeds) if speeds else None,
+                      skating / on_floor if on_floor else None, fps)
+
+
+def _speed(track: Sequence[Vec3], t: int, fps: float) -> float:
+    a, b = track[t], track[t + 1]
+    return math.sqrt((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2 + (b[2] - a[2]) ** 2) * fps
+
+
+def with_kimodo_feet(report: Report, character: KimodoFeet, source: KimodoFeet) -> Report:
+    """The report with Kimodo's figures of the character's feet and, beside them, the clip's own."""
+    return replace(report, kimodo_skate_m_s=character.skate_m_s, kimodo_skate_cm_per_frame=character.skate_cm_per_frame,
+                   kimodo_skate_ratio=character.skate_ratio, source_kimodo_skate_m_s=source.skate_m_s,
+                   source_kimodo_skate_cm_per_frame=source.skate_cm_per_frame,
+                   source_kimodo_skate_ratio=source.skate_ratio)
+
+
+def _kimodo_feet_line(report: Report) -> str:
+    def figures(cm, m_s, ratio) -> str:
+        text = "{} cm a frame ({} m/s)".format(_shown(cm, 2), _shown(m_s, 3)) if cm is not None else "no contact"
+        return text + (", skate ratio {}".format(_shown(ratio, 3)) if ratio is not None else "")
+
+    return "  Kimodo's foot skate {}; the clip's own {}".format(
+        figures(report.kimodo_skate_cm_per_frame, report.kimodo_skate_m_s, report.kimodo_skate_ratio),
+        figures(report.source_kimodo_skate_cm_per_frame, report.source_kimodo_skate_m_s, report.source_kimodo_skate_ratio))

@@ -3,6 +3,7 @@ joints, the rest floor), Kimodo's foot contacts, and the small pose helpers the 
 (two-bone IK, rigid turns). Used by kimodo_rig.retarget.feet."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
@@ -62,11 +63,19 @@ class Soles:
 
 
 def subtree(skeleton: Skeleton, joint: int) -> List[int]:
+    return list(_subtree(skeleton.parents, joint))
+
+
+@functools.lru_cache(maxsize=4096)
+def _subtree(parents: Tuple[int, ...], joint: int) -> Tuple[int, ...]:
+    """The joint and all below it (parents come before their children). Kept: the feet and hands passes
+    ask for the same few every frame, and a walk of every joint each time made a 700-bone character's
+    retarget twice a 50-bone one's."""
     inside = {joint}
-    for j in range(joint + 1, skeleton.joint_count):
-        if skeleton.parents[j] in inside:
+    for j in range(joint + 1, len(parents)):
+        if parents[j] in inside:
             inside.add(j)
-    return sorted(inside)
+    return tuple(sorted(inside))
 
 
 def foot_carriers(skeleton: Skeleton, foot: int) -> List[Tuple[int, FrozenSet[str]]]:
@@ -344,7 +353,20 @@ def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tupl
 
 
 def _lowest(points: Sequence[Point], rotations, positions, lift: Vec3 = (0.0, 0.0, 0.0)) -> float:
-    return min(posed_point(p, rotations, positions)[1] for p in points) + lift[1]
+    return min(_posed_height(p, rotations, positions) for p in points) + lift[1]
+
+
+def _posed_height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> float:
+    """`posed_point(...)[1]`, the same sums in the same order (quat_rotate's y written out): `_lowest`
+    asks it for every sole and hand point of every pose the feet and hands passes try."""
+    y = 0.0
+    for joint, weight, (vx, vy, vz) in point:
+        qx, qy, qz, qw = rotations[joint]
+        tx = 2.0 * (qy * vz - qz * vy)
+        ty = 2.0 * (qz * vx - qx * vz)
+        tz = 2.0 * (qx * vy - qy * vx)
+        y += weight * (positions[joint][1] + (vy + qw * ty + (qz * tx - qx * tz)))
+    return y
 
 
 def _mean_rotation(rotations: Sequence[Quat]) -> Quat:

@@ -441,19 +441,29 @@ def encode(
     return builder.to_glb()
 
 
-def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output") -> List[List[Vec3]]:
-    """Per keyframe, the world position of the named nodes, evaluating the GLB's node hierarchy and its
-    first animation with 4x4 matrices (independent of the model's quaternion FK)."""
-    document = gd.parse_glb(data, source)
-    gltf = document.gltf
-    by_name = {}
+def nodes_by_name(gltf: Dict[str, Any]) -> Dict[str, int]:
+    """Node name -> the first node of that name (how a file another host wrote is read back)."""
+    by_name: Dict[str, int] = {}
     for index, node in enumerate(gltf.get("nodes", [])):
         by_name.setdefault(node.get("name"), index)
-    missing = [n for n in joint_names if n not in by_name]
+    return by_name
+
+
+def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output",
+                          node_of: Optional[Dict[str, int]] = None) -> List[List[Vec3]]:
+    """Per keyframe, the world position of the joints `joint_names`, evaluating the GLB's node hierarchy and
+    its first animation with 4x4 matrices (independent of the model's quaternion FK). `node_of` (joint name
+    -> node index) says which node is which joint in a file this package wrote on a character, whose node
+    names stay the character's own (empty, or repeated); without it, the nodes are found by name."""
+    document = gd.parse_glb(data, source)
+    gltf = document.gltf
+    lookup = node_of if node_of is not None else nodes_by_name(gltf)
+    count = len(gltf.get("nodes", []))
+    missing = [n for n in joint_names if not 0 <= lookup.get(n, -1) < count]
     if missing:
-        raise KimodoError("{}: no node named {}".format(source, missing[0]))
+        raise KimodoError("{}: no node {} {}".format(source, "for joint" if node_of is not None else "named", missing[0]))
     times, channels = gd.animation_keyframes(document)
-    wanted = [by_name[n] for n in joint_names]
+    wanted = [lookup[n] for n in joint_names]
     parents = gd.node_parents(gltf)
     result = []
     for frame in range(len(times)):

@@ -101,7 +101,8 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
     else:
         return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
                             skinned=skinned_joints(target), checked=checked)
-    working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
+    if checked:  # unchecked (`kimodo-rig map`), the check's own line names what is wrong (map_problem_line)
+        working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
     return hmap
 
 

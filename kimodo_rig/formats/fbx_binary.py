@@ -51,6 +51,8 @@ _RECORD_HEAD = {False: struct.Struct("<IIIB"), True: struct.Struct("<QQQB")}
 # The footer the FBX SDK writes and Blender copies; readers ignore it, but some check its magic tail.
 _FOOTER_ID = b"\xfa\xbc\xab\x09\xd0\xc8\xd4\x66\xb1\x76\xfb\x83\x1c\xf7\x26\x7e"
 _FOOTER_MAGIC = b"\xf8\x5a\x8c\x6a\xde\xf5\xd9\x7e\xec\xe9\x0c\xe3\x75\x8f\x29\x0b"
+# The FileId every file carries (the value Blender's exporter writes; readers do not check it).
+FILE_ID = b"\x28\xb3\x2a\xeb\xb6\x24\xcc\xc2\xbf\xc8\xb0\x2a\xa9\x2b\xfc\xf1"
 _SWAP = struct.pack("=H", 1) != struct.pack("<H", 1)  # a big-endian host swaps arrays to and from disk
 
 

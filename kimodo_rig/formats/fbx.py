@@ -29,6 +29,7 @@ from ..model import Motion, Skeleton
 from ..ops.fk import rest_pose
 from ..rotations import quat_normalize, quat_to_euler, quat_to_matrix
 from . import fbx_binary as fb
+from . import gltf_document as gd
 from .fbx_binary import Long, Node
 from .options import DEFAULT, WriteOptions
 
@@ -141,26 +142,8 @@ def _skeleton(scene: _Scene, skeleton: Skeleton, joint_names: Sequence[str]) -> 
     hangs off the scene root."""
     ids = []
     for joint in range(skeleton.joint_count):
-        name = joint_names[joint]
-        attribute_id, attribute = scene.add("NodeAttribute", name, "NodeAttribute", "LimbNode")
-        _properties70(attribute, [_p("Size", "double", "Number", "", 100.0)])
-        attribute.add("TypeFlags", "Skeleton")
-        model_id, model = scene.add("Model", name, "Model", "LimbNode")
-        model.add("Version", 232)
         offset = [c * CENTIMETRES_PER_METRE for c in skeleton.rest_offsets[joint]]
-        _properties70(model, [
-            _p("RotationOrder", "enum", "", "", EULER_ORDER_XYZ),
-            _p("InheritType", "enum", "", "", 1),  # eInheritRSrs: the usual parent-child inheritance
-            _p("DefaultAttributeIndex", "int", "Integer", "", 0),
-            _p("Lcl Translation", "Lcl Translation", "", "A", *offset),
-            _p("Lcl Rotation", "Lcl Rotation", "", "A", *euler_xyz_degrees(skeleton.rest_rotations[joint])),
-            _p("Lcl Scaling", "Lcl Scaling", "", "A", 1.0, 1.0, 1.0),
-        ])
-        model.add("MultiLayer", 0)
-        model.add("MultiTake", 0)
-        model.add("Shading", True)
-        model.add("Culling", "CullingOff")
-        scene.connect(attribute_id, model_id)
+        model_id = _model(scene, joint_names[joint], "LimbNode", offset, skeleton.rest_rotations[joint], (1.0, 1.0, 1.0))
         parent = skeleton.parents[joint]
         scene.connect(model_id, ids[parent] if parent >= 0 else 0)
         ids.append(model_id)
@@ -179,38 +162,13 @@ def _box_mesh(scene: _Scene, skeleton: Skeleton, joint_names: Sequence[str], bon
     corners = array("i", range(len(joints)))
     corners[3::4] = array("i", [-1 - c for c in corners[3::4]])  # a polygon's last corner is stored as ~index
     geometry.add("PolygonVertexIndex", corners)
-    layer_normals = geometry.add("LayerElementNormal", 0)
-    layer_normals.add("Version", 101)
-    layer_normals.add("Name", "")
-    layer_normals.add("MappingInformationType", "ByPolygonVertex")
-    layer_normals.add("ReferenceInformationType", "Direct")
-    layer_normals.add("Normals", array("d", normals))  # polygon corners are the vertices in order
-    layer_material = geometry.add("LayerElementMaterial", 0)
-    layer_material.add("Version", 101)
-    layer_material.add("Name", "")
-    layer_material.add("MappingInformationType", "AllSame")
-    layer_material.add("ReferenceInformationType", "IndexToDirect")
-    layer_material.add("Materials", array("i", [0]))
-    layer = geometry.add("Layer", 0)
-    layer.add("Version", 100)
-    for element in ("LayerElementNormal", "LayerElementMaterial"):
-        entry = layer.add("LayerElement")
-        entry.add("Type", element)
-        entry.add("TypedIndex", 0)
-
-    mesh_id, mesh = scene.add("Model", clip + "_mesh", "Model", "Mesh")
-    mesh.add("Version", 232)
-    _properties70(mesh, [
-        _p("RotationOrder", "enum", "", "", EULER_ORDER_XYZ),
-        _p("DefaultAttributeIndex", "int", "Integer", "", 0),
-        _p("Lcl Translation", "Lcl Translation", "", "A", 0.0, 0.0, 0.0),
-        _p("Lcl Rotation", "Lcl Rotation", "", "A", 0.0, 0.0, 0.0),
-        _p("Lcl Scaling", "Lcl Scaling", "", "A", 1.0, 1.0, 1.0),
+    _layer(geometry, [
+        _layer_element(geometry, "LayerElementNormal", "", "ByPolygonVertex", "Direct",
+                       Normals=array("d", normals)),  # polygon corners are the vertices in order
+        _layer_element(geometry, "LayerElementMaterial", "", "AllSame", "IndexToDirect", Materials=array("i", [0])),
     ])
-    mesh.add("MultiLayer", 0)
-    mesh.add("MultiTake", 0)
-    mesh.add("Shading", True)
-    mesh.add("Culling", "CullingOff")
+
+    mesh_id = _model(scene, clip + "_mesh", "Mesh", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
     scene.connect(mesh_id, 0)
     scene.connect(geometry_id, mesh_id)
 
@@ -355,6 +313,349 @@ def _document(scene: _Scene, clip: str, fps: float, stop: int) -> List[Node]:
     return [header, Node("FileId", [fb.FILE_ID]), Node("CreationTime", ["1970-01-01 10:00:00:000"]),
             Node("Creator", ["kimodo-rig"]), settings, documents, Node("References"), definitions,
             scene.objects, scene.connections, takes]
+
+
+# --- a skinned glTF scene as FBX (the retarget's character output) ----------------------------------
+
+IMAGE_EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg"}
+
+
+def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
+    """The FBX bytes of a glTF scene with one animation keyed at frame/fps (what the retarget writes as
+    .glb): every node a Model (LimbNode where a skin uses it, Mesh where it holds a mesh, else Null) with
+    its local translation (cm), rotation (Euler XYZ) and scale; every mesh as one Geometry (triangles,
+    normals, UVs, a material slot per primitive, base colour and embedded base colour texture); every
+    skin as a Skin deformer with a Cluster per joint whose Transform is the joint's inverse bind matrix
+    (cm) and TransformLink its inverse, and a BindPose of those; the animation as one take named `take`.
+    A skinned mesh's Model sits at the scene root at identity: glTF ignores a skinned mesh node's own
+    transform, and FBX with the mesh at identity skins as glTF does (joint world * inverse bind)."""
+    gltf = document.gltf
+    nodes = gltf.get("nodes", [])
+    parents = gd.node_parents(gltf)
+    joints = {j for skin in gltf.get("skins", []) for j in skin.get("joints", [])}
+    scene = _Scene()
+    materials = _Materials(scene, document)
+    model_ids: Dict[int, Long] = {}
+    bind_entries: List[Tuple[Long, array]] = []
+    for index in _parents_first(parents):
+        node = nodes[index]
+        name = node.get("name") or "node{}".format(index)
+        skinned = "mesh" in node and "skin" in node
+        if "matrix" in node:
+            translation, rotation, scale = gd.decompose4(node["matrix"])
+        else:
+            translation = node.get("translation", (0.0, 0.0, 0.0))
+            rotation, scale = node.get("rotation", (0.0, 0.0, 0.0, 1.0)), node.get("scale", (1.0, 1.0, 1.0))
+        if skinned:
+            translation, rotation, scale = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)
+        kind = "LimbNode" if index in joints else "Mesh" if "mesh" in node else "Null"
+        model_id = _model(scene, name, kind, [c * CENTIMETRES_PER_METRE for c in translation], rotation, scale)
+        model_ids[index] = model_id
+        parent = parents[index]
+        scene.connect(model_id, model_ids[parent] if parent >= 0 and not skinned else 0)
+    for index, node in enumerate(nodes):
+        if "mesh" not in node:
+            continue
+        geometry_id, corners_of = _gltf_geometry(scene, document, node["mesh"], materials, model_ids[index])
+        scene.connect(geometry_id, model_ids[index])
+        if "skin" in node:
+            bind_entries.extend(_gltf_skin(scene, document, gltf["skins"][node["skin"]], node["mesh"], geometry_id,
+                                           model_ids))
+            bind_entries.append((model_ids[index], _matrix((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))))
+    if bind_entries:
+        pose_id, pose = scene.add("Pose", "BIND_POSES", "Pose", "BindPose")
+        pose.add("Type", "BindPose")
+        pose.add("Version", 100)
+        unique = dict(bind_entries)
+        pose.add("NbPoseNodes", len(unique))
+        for model_id, matrix in unique.items():
+            entry = pose.add("PoseNode")
+            entry.add("Node", model_id)
+            entry.add("Matrix", matrix)
+    stop = _gltf_animation(scene, document, model_ids, take, fps)
+    return fb.encode(_document(scene, take, fps, stop), FBX_VERSION)
+
+
+def _parents_first(parents: Sequence[int]) -> List[int]:
+    order: List[int] = []
+    children: Dict[int, List[int]] = {}
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
+    stack = list(reversed(children.get(-1, [])))
+    while stack:
+        index = stack.pop()
+        order.append(index)
+        stack.extend(reversed(children.get(index, [])))
+    return order
+
+
+def _model(scene: _Scene, name: str, kind: str, translation_cm, rotation, scale) -> Long:
+    if kind != "Mesh":
+        attribute_id, attribute = scene.add("NodeAttribute", name, "NodeAttribute", kind)
+        if kind == "LimbNode":
+            _properties70(attribute, [_p("Size", "double", "Number", "", 100.0)])
+            attribute.add("TypeFlags", "Skeleton")
+        else:
+            attribute.add("TypeFlags", "Null")
+    model_id, model = scene.add("Model", name, "Model", kind)
+    model.add("Version", 232)
+    _properties70(model, [
+        _p("RotationOrder", "enum", "", "", EULER_ORDER_XYZ),
+        _p("InheritType", "enum", "", "", 1),
+        _p("DefaultAttributeIndex", "int", "Integer", "", 0),
+        _p("Lcl Translation", "Lcl Translation", "", "A", *[float(c) for c in translation_cm]),
+        _p("Lcl Rotation", "Lcl Rotation", "", "A", *euler_xyz_degrees(rotation)),
+        _p("Lcl Scaling", "Lcl Scaling", "", "A", *[float(c) for c in scale]),
+    ])
+    model.add("MultiLayer", 0)
+    model.add("MultiTake", 0)
+    model.add("Shading", True)
+    model.add("Culling", "CullingOff")
+    if kind != "Mesh":
+        scene.connect(attribute_id, model_id)
+    return model_id
+
+
+class _Materials:
+    """FBX Materials (and their embedded textures) made once per glTF material, connected to each model
+    that uses them; -1 is a plain grey material for primitives without one."""
+
+    def __init__(self, scene: _Scene, document: gd.Document) -> None:
+        self.scene = scene
+        self.document = document
+        self.ids: Dict[int, Long] = {}
+        self.textures: Dict[int, Long] = {}
+
+    def id_of(self, index: int) -> Long:
+        if index in self.ids:
+            return self.ids[index]
+        records = self.document.gltf.get("materials", [])
+        record = records[index] if 0 <= index < len(records) else {}
+        pbr = record.get("pbrMetallicRoughness", {})
+        colour = list(pbr.get("baseColorFactor", list(BONE_COLOUR) + [1.0]))
+        material_id, material = self.scene.add("Material", record.get("name") or "material{}".format(index),
+                                               "Material", "")
+        material.add("Version", 102)
+        material.add("ShadingModel", "lambert")
+        material.add("MultiLayer", 0)
+        _properties70(material, [_p("DiffuseColor", "Color", "", "A", *[float(c) for c in colour[:3]]),
+                                 _p("DiffuseFactor", "Number", "", "A", 1.0),
+                                 _p("TransparencyFactor", "Number", "", "A", 1.0 - float(colour[3]))])
+        texture = pbr.get("baseColorTexture")
+        if isinstance(texture, dict) and "index" in texture:
+            texture_id = self._texture(texture["index"])
+            if texture_id is not None:
+                self.scene.connect(texture_id, material_id, "DiffuseColor")
+        self.ids[index] = material_id
+        return material_id
+
+    def _texture(self, index: int) -> Optional[Long]:
+        """A Texture with its image embedded in a Video's Content; None where the image is not in the GLB."""
+        if index in self.textures:
+            return self.textures[index]
+        gltf = self.document.gltf
+        textures = gltf.get("textures", [])
+        source = textures[index].get("source") if 0 <= index < len(textures) else None
+        images = gltf.get("images", [])
+        image = images[source] if isinstance(source, int) and 0 <= source < len(images) else {}
+        views = gltf.get("bufferViews", [])
+        view = views[image["bufferView"]] if isinstance(image.get("bufferView"), int) else None
+        if view is None or view.get("buffer", 0) != 0:
+            return None
+        start, length = view.get("byteOffset", 0), view.get("byteLength", 0)
+        content = bytes(self.document.binary[start:start + length])
+        file_name = (image.get("name") or "texture{}".format(source)) + IMAGE_EXTENSIONS.get(image.get("mimeType"), ".png")
+        video_id, video = self.scene.add("Video", file_name, "Video", "Clip")
+        video.add("Type", "Clip")
+        _properties70(video, [_p("Path", "KString", "XRefUrl", "", file_name)])
+        video.add("UseMipMap", 0)
+        video.add("Filename", file_name)
+        video.add("RelativeFilename", file_name)
+        video.add("Content", content)
+        texture_id, texture = self.scene.add("Texture", file_name, "Texture", "")
+        texture.add("Type", "TextureVideoClip")
+        texture.add("Version", 202)
+        texture.add("TextureName", _object_name(file_name, "Texture"))
+        texture.add("Media", _object_name(file_name, "Video"))
+        texture.add("FileName", file_name)
+        texture.add("RelativeFilename", file_name)
+        texture.add("ModelUVTranslation", 0.0, 0.0)
+        texture.add("ModelUVScaling", 1.0, 1.0)
+        texture.add("Texture_Alpha_Source", "None")
+        texture.add("Cropping", 0, 0, 0, 0)
+        self.scene.connect(video_id, texture_id)
+        self.textures[index] = texture_id
+        return texture_id
+
+
+def _gltf_geometry(scene: _Scene, document: gd.Document, mesh_index: int, materials: _Materials, model_id: Long):
+    """One Geometry of all the mesh's triangle primitives (vertices in cm, per-corner normals and UVs, a
+    material slot per primitive's material, connected to the model in slot order)."""
+    gltf = document.gltf
+    mesh = gltf["meshes"][mesh_index]
+    positions = array("d")
+    normals: List[Tuple[float, ...]] = []
+    uvs = array("d")
+    corners = array("i")
+    slots: List[int] = []
+    polygon_slots = array("i")
+    has_normals = all("NORMAL" in p.get("attributes", {}) for p in mesh["primitives"])
+    has_uvs = all("TEXCOORD_0" in p.get("attributes", {}) for p in mesh["primitives"])
+    for number, primitive in enumerate(mesh["primitives"]):
+        if primitive.get("mode", 4) != 4:
+            raise KimodoError("{}: mesh {!r} primitive {} is not triangles (mode {}); FBX output writes triangle "
+                              "meshes only".format(document.source, mesh.get("name", mesh_index), number, primitive["mode"]))
+        attributes = primitive["attributes"]
+        base = len(positions) // 3
+        points = document.accessor(attributes["POSITION"])
+        positions.extend(c * CENTIMETRES_PER_METRE for point in points for c in point)
+        if has_normals:
+            normals.extend(document.accessor(attributes["NORMAL"]))
+        if has_uvs:
+            uvs.extend(c for u, v in document.accessor(attributes["TEXCOORD_0"]) for c in (u, 1.0 - v))
+        if "indices" in primitive:
+            indices = [int(i[0]) for i in document.accessor(primitive["indices"])]
+        else:
+            indices = list(range(len(points)))
+        material = primitive.get("material", -1)
+        if material not in slots:
+            slots.append(material)
+        slot = slots.index(material)
+        for at in range(0, len(indices) - 2, 3):
+            a, b, c = indices[at:at + 3]
+            corners.extend((base + a, base + b, -1 - (base + c)))
+            polygon_slots.append(slot)
+    geometry_id, geometry = scene.add("Geometry", mesh.get("name") or "mesh{}".format(mesh_index), "Geometry", "Mesh")
+    geometry.add("GeometryVersion", 124)
+    geometry.add("Vertices", positions)
+    geometry.add("PolygonVertexIndex", corners)
+    vertex_of = [c if c >= 0 else -1 - c for c in corners]
+    elements = []
+    if has_normals:
+        elements.append(_layer_element(geometry, "LayerElementNormal", "", "ByPolygonVertex", "Direct",
+                                       Normals=array("d", [c for v in vertex_of for c in normals[v]])))
+    if has_uvs:
+        elements.append(_layer_element(geometry, "LayerElementUV", "UVMap", "ByPolygonVertex", "IndexToDirect",
+                                       UV=uvs, UVIndex=array("i", vertex_of)))
+    elements.append(_layer_element(geometry, "LayerElementMaterial", "", "ByPolygon", "IndexToDirect",
+                                   Materials=polygon_slots))
+    _layer(geometry, elements)
+    for material in slots:
+        scene.connect(materials.id_of(material), model_id)
+    return geometry_id, vertex_of
+
+
+def _layer_element(geometry: Node, kind: str, name: str, mapping: str, reference: str, **data: array) -> str:
+    """A geometry's layer element (normals, UVs, material slots): how its values map to the mesh and the
+    values; returns its kind for `_layer`."""
+    element = geometry.add(kind, 0)
+    element.add("Version", 101)
+    element.add("Name", name)
+    element.add("MappingInformationType", mapping)
+    element.add("ReferenceInformationType", reference)
+    for key, values in data.items():
+        element.add(key, values)
+    return kind
+
+
+def _layer(geometry: Node, kinds: Sequence[str]) -> None:
+    """Layer 0, which lists the geometry's layer elements (readers look them up through it)."""
+    layer = geometry.add("Layer", 0)
+    layer.add("Version", 100)
+    for kind in kinds:
+        entry = layer.add("LayerElement")
+        entry.add("Type", kind)
+        entry.add("TypedIndex", 0)
+
+
+def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int, geometry_id: Long,
+               model_ids: Dict[int, Long]) -> List[Tuple[Long, array]]:
+    """A Skin on the geometry with a Cluster per skin joint; returns each joint's bind pose entry."""
+    gltf = document.gltf
+    joints = skin.get("joints", [])
+    if "inverseBindMatrices" in skin:
+        inverse_binds = [list(m) for m in document.accessor(skin["inverseBindMatrices"])]
+    else:
+        inverse_binds = [list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)))] * len(joints)
+    weights_of: List[Dict[int, float]] = [{} for _ in joints]
+    base = 0
+    for primitive in gltf["meshes"][mesh_index]["primitives"]:
+        attributes = primitive["attributes"]
+        count = gltf["accessors"][attributes["POSITION"]]["count"]
+        for set_number in range(4):
+            joint_key, weight_key = "JOINTS_{}".format(set_number), "WEIGHTS_{}".format(set_number)
+            if joint_key not in attributes or weight_key not in attributes:
+                break
+            for vertex, (slots, weights) in enumerate(zip(document.accessor(attributes[joint_key]),
+                                                          document.accessor(attributes[weight_key]))):
+                for slot, weight in zip(slots, weights):
+                    slot = int(slot)
+                    if weight > 0.0 and 0 <= slot < len(joints):
+                        held = weights_of[slot]
+                        held[base + vertex] = held.get(base + vertex, 0.0) + float(weight)
+        base += count
+    skin_id, deformer = scene.add("Deformer", skin.get("name") or "Skin", "Deformer", "Skin")
+    deformer.add("Version", 101)
+    deformer.add("Link_DeformAcuracy", 50.0)
+    scene.connect(skin_id, geometry_id)
+    entries = []
+    for slot, joint in enumerate(joints):
+        inverse_bind = list(inverse_binds[slot])
+        for r in (12, 13, 14):
+            inverse_bind[r] *= CENTIMETRES_PER_METRE
+        bind = array("d", gd.invert4(inverse_bind))
+        name = gltf["nodes"][joint].get("name") or "node{}".format(joint)
+        cluster_id, cluster = scene.add("Deformer", name, "SubDeformer", "Cluster")
+        cluster.add("Version", 100)
+        cluster.add("UserData", "", "")
+        held = sorted(weights_of[slot].items())
+        cluster.add("Indexes", array("i", [vertex for vertex, _ in held]))
+        cluster.add("Weights", array("d", [weight for _, weight in held]))
+        cluster.add("Transform", array("d", inverse_bind))
+        cluster.add("TransformLink", bind)
+        scene.connect(cluster_id, skin_id)
+        scene.connect(model_ids[joint], cluster_id)
+        entries.append((model_ids[joint], bind))
+    return entries
+
+
+def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, Long], take: str, fps: float) -> int:
+    """The document's first animation as one take: each node's translation (cm), rotation (Euler XYZ,
+    unwrapped) and scale channels as curve nodes T, R, S. Key times that are frames at `fps` (to float32
+    precision) are written as exact frame times."""
+    stack_id, stack = scene.add("AnimationStack", take, "AnimStack", "")
+    layer_id, _ = scene.add("AnimationLayer", "BaseLayer", "AnimLayer", "")
+    scene.connect(layer_id, stack_id)
+    stop = 0
+    if document.gltf.get("animations"):
+        times, channels = gd.animation_arrays(document)
+        ticks = array("q")
+        for seconds in times:
+            frame = round(seconds * fps)
+            exact = abs(seconds * fps - frame) < 1e-3
+            ticks.append(int(round(frame * TICKS_PER_SECOND / fps)) if exact else int(round(seconds * TICKS_PER_SECOND)))
+        stop = ticks[-1] if ticks else 0
+        keys = len(ticks)
+        for node, paths in sorted(channels.items()):
+            if node not in model_ids:
+                continue
+            for path, values in sorted(paths.items()):
+                width = gd.PATH_WIDTHS.get(path)
+                if width is None or len(values) != width * keys:
+                    continue
+                if path == "rotation":
+                    angles = [euler_xyz_degrees(values[4 * k:4 * k + 4]) for k in range(keys)]
+                    columns = [_unwrapped([a[axis] for a in angles]) for axis in range(3)]
+                    _curve_node(scene, layer_id, model_ids[node], "R", "Lcl Rotation", ticks, columns)
+                elif path == "translation":
+                    columns = [[c * CENTIMETRES_PER_METRE for c in values[axis::3]] for axis in range(3)]
+                    _curve_node(scene, layer_id, model_ids[node], "T", "Lcl Translation", ticks, columns)
+                else:
+                    columns = [list(values[axis::3]) for axis in range(3)]
+                    _curve_node(scene, layer_id, model_ids[node], "S", "Lcl Scaling", ticks, columns)
+    _properties70(stack, [_p(name, "KTime", "Time", "", Long(value)) for name, value in (
+        ("LocalStart", 0), ("LocalStop", stop), ("ReferenceStart", 0), ("ReferenceStop", stop))])
+    return stop
 
 
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:

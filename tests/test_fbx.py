@@ -379,3 +379,85 @@ def test_blender_poses_the_retargeted_fbx_character_as_the_glb(retargeted, blend
         positions = np.array([heads[joint] for joint in glb_file.joint_names])
         worst = np.linalg.norm(positions - expected[frame], axis=-1).max()
         assert worst < RETARGET_TOLERANCE_M, "frame {}: {:.3g} m".format(frame, worst)
+
+
+# --- FBX characters as retarget targets ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fbx_characters(tmp_path_factory) -> Dict[str, Dict[str, Path]]:
+    """FBX characters beside their .glb copies: the original Quaternius FBX (Blender 2.79's exporter,
+    Z up turned by its armature node, cm, saved in another pose than its bind pose) and a Mixamo-named
+    character exported by Blender's own FBX exporter from the MPFB2 rig."""
+    root = tmp_path_factory.mktemp("fbx_characters")
+    mixamo = root / "mpfb2_mixamo.fbx"
+    report = run_blender("export_fbx.py", RIGS / "mpfb2" / "mpfb2_mixamo.glb", mixamo)
+    assert report["bones"] == 52
+    return {
+        "quaternius": {".fbx": QUATERNIUS_FBX, ".glb": RIGS / "quaternius" / "quaternius_female_dress.glb"},
+        "mixamo": {".fbx": mixamo, ".glb": RIGS / "mpfb2" / "mpfb2_mixamo.glb"},
+    }
+
+
+@pytest.fixture(scope="module")
+def fbx_target_runs(fbx_characters, tmp_path_factory) -> Dict[str, Dict[str, Path]]:
+    """The clip retargeted onto each character: from its .glb copy to .glb, from its .fbx to .glb and to .fbx."""
+    root = tmp_path_factory.mktemp("fbx_targets")
+    clip = CLIPS / "soma_01_single_text_prompt"
+    runs = {}
+    for name, character in fbx_characters.items():
+        runs[name] = {}
+        for label, target, output in (("glb_target", character[".glb"], root / (name + "_from_glb.glb")),
+                                      ("fbx_target", character[".fbx"], root / (name + "_from_fbx.glb")),
+                                      ("fbx_round_trip", character[".fbx"], root / (name + "_from_fbx.fbx"))):
+            result = run_cli("retarget", clip, "--target", target, "-o", output)
+            assert result.returncode == 0, result.stderr
+            runs[name][label] = output
+    return runs
+
+
+@pytest.mark.parametrize("name", ["quaternius", "mixamo"])
+def test_an_fbx_character_retargets_as_its_glb_copy_does(fbx_characters, fbx_target_runs, name):
+    from gltf_judge import Glb
+
+    expected_file = Glb(fbx_target_runs[name]["glb_target"])
+    written_file = Glb(fbx_target_runs[name]["fbx_target"])
+    assert sorted(written_file.joint_names) == sorted(expected_file.joint_names)  # names kept, mixamorig: too
+    expected = expected_file.joint_world_positions()
+    order = [written_file.joint_names.index(joint) for joint in expected_file.joint_names]
+    written = written_file.joint_world_positions()[:, order]
+    worst = np.linalg.norm(written - expected, axis=-1).max()
+    assert worst < RETARGET_TOLERANCE_M, "{:.3g} m".format(worst)
+    # The skinned mesh keeps the FBX character's vertices (as ufbx counts them), every one. (Meshes without
+    # a skin, such as the bone-shape sphere Blender's exporter adds to the Mixamo rig, are not read.)
+    vertices = sum(len(written_file.accessor(p.attributes.POSITION)) for m in written_file.gltf.meshes for p in m.primitives)
+    character = ufbx_report(fbx_characters[name][".fbx"])
+    assert vertices == sum(mesh["vertices"] for mesh in character["meshes"] if mesh["skinned"])
+
+
+@pytest.mark.parametrize("name", ["quaternius", "mixamo"])
+def test_fbx_character_to_fbx_round_trip_matches_the_glb_path_in_ufbx(fbx_target_runs, name):
+    from gltf_judge import Glb
+
+    expected_file = Glb(fbx_target_runs[name]["glb_target"])
+    expected = expected_file.joint_world_positions()
+    report = ufbx_report(fbx_target_runs[name]["fbx_round_trip"], 30.0)
+    written = np.array([report["positions"][joint] for joint in expected_file.joint_names]).transpose(1, 0, 2)
+    worst = np.linalg.norm(written - expected, axis=-1).max()
+    assert worst < RETARGET_TOLERANCE_M, "{:.3g} m".format(worst)
+
+
+def test_an_fbx_target_with_a_model_cycle_is_refused_in_one_line(tmp_path):
+    nodes = fbx_binary.decode(QUATERNIUS_FBX.read_bytes(), "q.fbx")
+    objects = next(n for n in nodes if n.name == "Objects")
+    connections = next(n for n in nodes if n.name == "Connections")
+    models = [n.properties[0] for n in objects.children if n.name == "Model"]
+    parent = {c.properties[1]: c.properties[2] for c in connections.children if c.properties[0] == "OO"}
+    child = next(m for m in models if parent.get(m) in models)
+    connections.add("C", "OO", fbx_binary.Long(parent[child]), fbx_binary.Long(child))  # parent under its child
+    target = tmp_path / "cycle.fbx"
+    target.write_bytes(fbx_binary.encode(nodes))
+    output = tmp_path / "out.glb"
+    result = run_cli("retarget", CLIPS / "soma_01_single_text_prompt", "--target", target, "-o", output)
+    assert result.returncode == 1
+    assert result.stderr.startswith("{}: ".format(target)) and "cycle" in result.stderr
+    assert result.stderr.count("\n") == 1 and not output.exists()

@@ -6,7 +6,8 @@ without freeing anything; a crash would still fail only this file's check, not t
 
 Usage: python ufbx_judge.py FILE [FPS]. Loads FILE strictly, once as written and once with axes and units
 normalised to Kimodo's (Y up, Z front, right-handed, metres), and prints one JSON object: the settings
-(frame rate, metres per unit, axes), the warnings, the bone, mesh, skin cluster and pose counts and names,
+(frame rate, metres per unit, axes), the warnings, the bones, the meshes (vertices, faces, skinned or not),
+the skin clusters' bones, the bind pose count,
 each take's curves' key times, and, with FPS, every node's world origin at frame/FPS for every frame of
 the first take (normalised scene).
 """
@@ -50,7 +51,8 @@ def describe(path, fps):
         "positions": None,
     }
     for mesh in kept(scene.meshes):
-        report["meshes"].append({"vertices": mesh.num_vertices, "faces": mesh.num_faces})
+        report["meshes"].append({"vertices": mesh.num_vertices, "faces": mesh.num_faces,
+                                 "skinned": len(kept(mesh.skin_deformers)) > 0})
     for skin in kept(scene.skin_deformers):
         for cluster in kept(skin.clusters):
             bone = cluster.bone_node

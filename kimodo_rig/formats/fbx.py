@@ -658,6 +658,319 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
     return stop
 
 
+# --- reading: an FBX scene as a glTF document (what the retarget's target reader takes) ----------------
+
+# FBX RotationOrder enum -> the axes in the order they are applied (eEulerXYZ: X first, R = Rz Ry Rx).
+EULER_ORDERS = {0: "XYZ", 1: "XZY", 2: "YZX", 3: "YXZ", 4: "ZXY", 5: "ZYX"}
+MAX_CONNECTIONS_DEPTH = 256  # Model parents followed before a chain is called a cycle
+TRANSFORM_PROPERTIES = ("Lcl Translation", "Lcl Rotation", "Lcl Scaling", "PreRotation", "PostRotation",
+                        "RotationOffset", "RotationPivot", "ScalingOffset", "ScalingPivot", "RotationOrder",
+                        "GeometricTranslation", "GeometricRotation", "GeometricScaling")
+
+
+def read_document(path) -> gd.Document:
+    """The FBX character at `path` as a glTF document: every Model a node with its local transform (Lcl
+    Translation, Rotation in its RotationOrder, Scaling, Pre/PostRotation, rotation and scaling offsets
+    and pivots, baked to TRS), under one root node that turns the file's axes and unit into Y up, metres;
+    each skinned Mesh a glTF mesh (vertices and normals in that frame, up to four weights a vertex) with a
+    skin whose inverse bind matrices come from the clusters' Transform (bone space, as ufbx and Blender
+    read it), so the bind pose is the clusters' and not the pose the nodes were saved in."""
+    data = _read_bytes(path)
+    source = str(path)
+    scene = _FbxScene(fb.decode(data, source), source)
+    return scene.to_document()
+
+
+def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
+    """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
+    angles = dict(zip("XYZ", degrees))
+    q = (0.0, 0.0, 0.0, 1.0)
+    from ..rotations import quat_from_axis_angle, quat_multiply
+
+    for axis in order:  # later axes multiply on the left: R = R(last) ... R(first)
+        q = quat_multiply(quat_from_axis_angle({"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}[axis],
+                                               math.radians(angles[axis])), q)
+    return list(gd.trs_matrix((0.0, 0.0, 0.0), q, (1.0, 1.0, 1.0)))
+
+
+def _translation(v: Sequence[float]) -> List[float]:
+    return list(gd.trs_matrix(v, (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)))
+
+
+def fbx_local_matrix(props: Dict[str, Tuple]) -> List[float]:
+    """FBX's local transform: T * Roff * Rp * Rpre * R * Rpost^-1 * Rp^-1 * Soff * Sp * S * Sp^-1, with
+    R in the node's RotationOrder and Pre/PostRotation in XYZ order."""
+    zero = (0.0, 0.0, 0.0)
+    order = EULER_ORDERS.get(int(props.get("RotationOrder", (0,))[0]), "XYZ")
+    rotation_pivot = props.get("RotationPivot", zero)
+    scaling_pivot = props.get("ScalingPivot", zero)
+    parts = [
+        _translation(props.get("Lcl Translation", zero)),
+        _translation(props.get("RotationOffset", zero)),
+        _translation(rotation_pivot),
+        _euler_matrix("XYZ", props.get("PreRotation", zero)),
+        _euler_matrix(order, props.get("Lcl Rotation", zero)),
+        gd.invert4(_euler_matrix("XYZ", props.get("PostRotation", zero))),
+        _translation([-c for c in rotation_pivot]),
+        _translation(props.get("ScalingOffset", zero)),
+        _translation(scaling_pivot),
+        list(gd.trs_matrix(zero, (0.0, 0.0, 0.0, 1.0), props.get("Lcl Scaling", (1.0, 1.0, 1.0)))),
+        _translation([-c for c in scaling_pivot]),
+    ]
+    matrix = parts[0]
+    for part in parts[1:]:
+        matrix = gd.multiply4(matrix, part)
+    return matrix
+
+
+class _FbxScene:
+    """The objects, connections, templates and settings of a decoded FBX file."""
+
+    def __init__(self, nodes: Sequence[Node], source: str) -> None:
+        self.source = source
+        top = {node.name: node for node in nodes}
+        self.objects: Dict[int, Node] = {}
+        for node in (top.get("Objects") or Node("Objects")).children:
+            if node.properties and isinstance(node.properties[0], int):
+                self.objects[node.properties[0]] = node
+        self.parent_of: Dict[int, int] = {}
+        self.children: Dict[int, List[Tuple[int, str]]] = {}
+        for connection in (top.get("Connections") or Node("Connections")).children:
+            values = connection.properties
+            if connection.name != "C" or len(values) < 3 or not all(isinstance(v, int) for v in values[1:3]):
+                continue
+            child, parent = values[1], values[2]
+            prop = values[3] if len(values) > 3 and isinstance(values[3], str) else ""
+            self.children.setdefault(parent, []).append((child, prop))
+            if values[0] == "OO" and self.kind(child) == "Model" and (parent == 0 or self.kind(parent) == "Model"):
+                self.parent_of[child] = parent
+        self.templates: Dict[str, Dict[str, Tuple]] = {}
+        for object_type in (top.get("Definitions") or Node("Definitions")).find_all("ObjectType"):
+            for template in object_type.find_all("PropertyTemplate"):
+                kind = object_type.properties[0] if object_type.properties else ""
+                self.templates[kind] = _properties_of(template)
+        self.settings = _properties_of(top.get("GlobalSettings") or Node("GlobalSettings"))
+
+    def fail(self, what: str) -> KimodoError:
+        return KimodoError("{}: {}".format(self.source, what))
+
+    def kind(self, identifier: int) -> str:
+        node = self.objects.get(identifier)
+        return node.name if node is not None else ""
+
+    def subtype(self, identifier: int) -> str:
+        node = self.objects[identifier]
+        return node.properties[2] if len(node.properties) > 2 and isinstance(node.properties[2], str) else ""
+
+    def name(self, identifier: int) -> str:
+        node = self.objects[identifier]
+        text = node.properties[1] if len(node.properties) > 1 and isinstance(node.properties[1], str) else ""
+        return text.split("\x00\x01")[0] or "{}{}".format(node.name, identifier)
+
+    def properties(self, identifier: int) -> Dict[str, Tuple]:
+        node = self.objects[identifier]
+        values = dict(self.templates.get(node.name, {}))
+        values.update(_properties_of(node))
+        return values
+
+    def linked(self, identifier: int, kind: str, subtype: str = "") -> List[int]:
+        return [child for child, _ in self.children.get(identifier, [])
+                if self.kind(child) == kind and (not subtype or self.subtype(child) == subtype)]
+
+    def axes_matrix(self) -> List[float]:
+        """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4."""
+        def setting(name: str, default: float) -> float:
+            value = self.settings.get(name, (default,))[0]
+            return float(value) if isinstance(value, (int, float)) else default
+
+        axes = [(int(setting("CoordAxis", 0)), setting("CoordAxisSign", 1)),
+                (int(setting("UpAxis", 1)), setting("UpAxisSign", 1)),
+                (int(setting("FrontAxis", 2)), setting("FrontAxisSign", 1))]
+        if sorted(axis for axis, _ in axes) != [0, 1, 2] or any(sign not in (1, -1) for _, sign in axes):
+            raise self.fail("GlobalSettings name no valid axes (CoordAxis, UpAxis, FrontAxis)")
+        unit = setting("UnitScaleFactor", 1.0)
+        if not (math.isfinite(unit) and 1e-6 <= unit <= 1e6):
+            raise self.fail("UnitScaleFactor {!r} is not a length unit".format(unit))
+        metres = unit / CENTIMETRES_PER_METRE
+        matrix = [0.0] * 16
+        for new_axis, (old_axis, sign) in enumerate(axes):
+            matrix[old_axis * 4 + new_axis] = sign * metres  # column old_axis, row new_axis
+        matrix[15] = 1.0
+        return matrix
+
+    def to_document(self) -> gd.Document:
+        models = [i for i, node in self.objects.items() if node.name == "Model"]
+        for model in models:  # a cycle in the Model hierarchy is refused before anything walks it
+            at, steps = model, 0
+            while at in self.parent_of and self.parent_of[at] != 0:
+                at, steps = self.parent_of[at], steps + 1
+                if steps > MAX_CONNECTIONS_DEPTH:
+                    raise self.fail("the Model connections form a cycle (or nest over {} deep)".format(MAX_CONNECTIONS_DEPTH))
+        builder = gd.DocumentBuilder()
+        gltf = builder.gltf
+        translation, rotation, scale = gd.decompose4(self.axes_matrix())  # TRS: not every reader takes "matrix"
+        nodes: List[Dict] = [{"name": "fbx_axes", "rotation": list(rotation), "scale": list(scale), "children": []}]
+        index_of: Dict[int, int] = {}
+        for model in sorted(models, key=self._depth):
+            local = fbx_local_matrix(self.properties(model))
+            if not gd.is_finite(local):
+                raise self.fail("Model {!r} has a transform that is not finite".format(self.name(model)))
+            translation, rotation, scale = gd.decompose4(local)
+            index_of[model] = len(nodes)
+            nodes.append({"name": self.name(model), "translation": list(translation), "rotation": list(rotation),
+                          "scale": list(scale)})
+            parent = self.parent_of.get(model, 0)
+            nodes[index_of[parent] if parent in index_of else 0].setdefault("children", []).append(index_of[model])
+        gltf["nodes"] = nodes
+        gltf["meshes"], gltf["skins"] = [], []
+        roots = [0]
+        for model in models:
+            for geometry in self.linked(model, "Geometry", "Mesh"):
+                mesh_node = self._mesh(builder, model, geometry, index_of)
+                if mesh_node is not None:
+                    roots.append(mesh_node)
+        if not gltf["skins"]:
+            raise self.fail("no skinned mesh (Deformer Skin with Clusters) in this FBX")
+        if not gltf["meshes"]:
+            del gltf["meshes"]
+        gltf["scenes"] = [{"nodes": roots}]
+        gltf["scene"] = 0
+        return gd.parse_glb(builder.to_glb(), self.source)
+
+    def _depth(self, model: int) -> int:
+        depth, at = 0, model
+        while at in self.parent_of and self.parent_of[at] != 0:
+            at, depth = self.parent_of[at], depth + 1
+        return depth
+
+    def _mesh(self, builder: gd.DocumentBuilder, model: int, geometry: int, index_of: Dict[int, int]) -> Optional[int]:
+        """A skinned mesh as a glTF mesh node (at the scene root: glTF ignores its transform) with its skin;
+        None for a mesh without a skin (a prop: the retarget needs only the skinned body)."""
+        skins = self.linked(geometry, "Deformer", "Skin")
+        clusters = [c for skin in skins for c in self.linked(skin, "Deformer", "Cluster")]
+        clusters = [c for c in clusters if any(self.kind(b) == "Model" for b, _ in self._sources(c))]
+        if not clusters:
+            return None
+        node = self.objects[geometry]
+        vertices = _array_child(node, "Vertices", "d")
+        corners = _array_child(node, "PolygonVertexIndex", "i")
+        count = len(vertices) // 3
+        if len(vertices) % 3 or any(not -count <= c < count for c in corners):
+            raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
+        axes = self.axes_matrix()
+        props = self.properties(model)
+        geometric = gd.multiply4(gd.multiply4(
+            _translation(props.get("GeometricTranslation", (0.0, 0.0, 0.0))),
+            _euler_matrix("XYZ", props.get("GeometricRotation", (0.0, 0.0, 0.0)))),
+            list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), props.get("GeometricScaling", (1.0, 1.0, 1.0)))))
+        triangles: List[int] = []
+        polygon: List[int] = []
+        for corner in corners:
+            polygon.append(corner if corner >= 0 else -1 - corner)
+            if corner < 0:
+                for k in range(1, len(polygon) - 1):
+                    triangles.extend((polygon[0], polygon[k], polygon[k + 1]))
+                polygon = []
+        # Weights: up to four a vertex, the largest, normalised. A cluster's TransformLink is its bone's
+        # world at bind and Transform the mesh in the bone's space (as ufbx and Blender read them), so the
+        # mesh's world at bind is TransformLink * Transform: vertices go to the glTF world through it (the
+        # bind pose, whatever pose the nodes were saved in), and each bone's inverse bind matrix is
+        # (axes * TransformLink)^-1.
+        weights: List[List[Tuple[float, int]]] = [[] for _ in range(count)]
+        bind_inverse: Dict[int, List[float]] = {}
+        slot_of: Dict[int, int] = {}
+        mesh_bind: Optional[List[float]] = None
+        for cluster in clusters:
+            bone = next(b for b, _ in self._sources(cluster) if self.kind(b) == "Model")
+            cluster_node = self.objects[cluster]
+            indexes = _array_child(cluster_node, "Indexes", "i", required=False)
+            values = _array_child(cluster_node, "Weights", "d", required=False)
+            if len(indexes) != len(values) or any(not 0 <= i < count for i in indexes):
+                raise self.fail("cluster {!r}: its indexes and weights do not match the mesh".format(self.name(cluster)))
+            transform = list(_array_child(cluster_node, "Transform", "d", required=False))
+            link = list(_array_child(cluster_node, "TransformLink", "d", required=False))
+            if len(transform) != 16 or len(link) != 16 or not (gd.is_finite(transform) and gd.is_finite(link)):
+                raise self.fail("cluster {!r} has no finite bind matrices (Transform, TransformLink)".format(
+                    self.name(cluster)))
+            try:
+                bind_inverse[bone] = gd.invert4(gd.multiply4(axes, link))
+            except ValueError:
+                raise self.fail("cluster {!r}: its TransformLink is singular".format(self.name(cluster))) from None
+            if mesh_bind is None:
+                mesh_bind = gd.multiply4(link, transform)
+            slot = slot_of.setdefault(bone, len(slot_of))
+            for vertex, weight in zip(indexes, values):
+                if weight > 0.0:
+                    weights[vertex].append((weight, slot))
+        to_world = gd.multiply4(gd.multiply4(axes, mesh_bind), geometric)
+        positions = [c for v in range(count) for c in gd.apply4(to_world, vertices[3 * v:3 * v + 3])]
+        # Bones without a cluster (IK targets, end bones) are joints too: bound where their parent's bind
+        # and their own local transform put them.
+        bind_world: Dict[int, List[float]] = {}
+
+        def bound(model: int) -> List[float]:
+            if model not in bind_world:
+                if model in bind_inverse:
+                    bind_world[model] = gd.invert4(bind_inverse[model])
+                else:
+                    parent = self.parent_of.get(model, 0)
+                    parent_world = bound(parent) if parent != 0 else axes
+                    bind_world[model] = gd.multiply4(parent_world, fbx_local_matrix(self.properties(model)))
+            return bind_world[model]
+
+        limbs = [m for m in index_of if self.subtype(m) == "LimbNode" and m not in slot_of]
+        for model in sorted(limbs, key=self._depth):
+            slot_of[model] = len(slot_of)
+            bind_inverse[model] = gd.invert4(bound(model))
+        joints = [index_of[model] for model in slot_of]
+        inverse_binds = [bind_inverse[model] for model in slot_of]
+        joint_slots, joint_weights = [], []
+        for held in weights:
+            best = sorted(held, reverse=True)[:4]
+            total = sum(w for w, _ in best) or 1.0
+            best += [(0.0, 0)] * (4 - len(best))
+            joint_slots.extend(slot for _, slot in best)
+            joint_weights.extend(w / total if total else 0.0 for w, _ in best)
+        gltf = builder.gltf
+        attributes = {
+            "POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
+            "JOINTS_0": builder.add_components(joint_slots, "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER),
+            "WEIGHTS_0": builder.add_components(joint_weights, "VEC4", target=gd.ARRAY_BUFFER),
+        }
+        primitive = {"attributes": attributes}
+        if triangles:
+            primitive["indices"] = builder.add_components(triangles, "SCALAR", gd.UNSIGNED_INT, target=gd.ELEMENT_ARRAY_BUFFER)
+        gltf["meshes"].append({"name": self.name(geometry), "primitives": [primitive]})
+        gltf["skins"].append({"joints": joints, "inverseBindMatrices": builder.add_accessor(inverse_binds, "MAT4")})
+        gltf["nodes"].append({"name": self.name(model), "mesh": len(gltf["meshes"]) - 1, "skin": len(gltf["skins"]) - 1})
+        return len(gltf["nodes"]) - 1
+
+    def _sources(self, identifier: int) -> List[Tuple[int, str]]:
+        """Objects connected INTO `identifier` (a cluster's bone is connected to the cluster)."""
+        return self.children.get(identifier, [])
+
+
+def _properties_of(node: Node) -> Dict[str, Tuple]:
+    """A node's Properties70 as name -> its values (after the name, type, label and flags)."""
+    block = node.find("Properties70")
+    values: Dict[str, Tuple] = {}
+    if block is not None:
+        for row in block.find_all("P"):
+            if len(row.properties) >= 4 and isinstance(row.properties[0], str):
+                values[row.properties[0]] = tuple(row.properties[4:])
+    return values
+
+
+def _array_child(node: Node, name: str, typecode: str, required: bool = True) -> array:
+    child = node.find(name)
+    if child is None or not child.properties or not isinstance(child.properties[0], array):
+        if required:
+            raise KimodoError("{} has no {} array".format(node.name, name))
+        return array(typecode)
+    values = child.properties[0]
+    return values if values.typecode in ("d", "f", "i", "q") else array(typecode, values)
+
+
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
     """Encode and write atomically."""
     if motion.frame_count == 0:

@@ -798,6 +798,27 @@ class _FbxScene:
         matrix[15] = 1.0
         return matrix
 
+    def in_scene(self, matrix: Sequence[float]) -> List[float]:
+        """A file-frame transform in the glTF frame: the axes turned and lengths in metres, scale kept
+        (axes * matrix * unit^-1: only the translation takes the unit)."""
+        out = gd.multiply4(self.axes_matrix(), matrix)
+        metres = self.metres_per_unit()
+        for at in (0, 1, 2, 4, 5, 6, 8, 9, 10):
+            out[at] /= metres
+        return out
+
+    def scene_local(self, model: int, props: Dict[str, Tuple]) -> List[float]:
+        """A Model's local transform in the glTF frame: a top-level Model's also turns the axes; every
+        translation becomes metres (scales and rotations below the top are the file's own)."""
+        local = fbx_local_matrix(props)
+        if self.parent_of.get(model, 0) == 0:
+            return self.in_scene(local)
+        metres = self.metres_per_unit()
+        return local[:12] + [local[12] * metres, local[13] * metres, local[14] * metres, local[15]]
+
+    def metres_per_unit(self) -> float:
+        return math.sqrt(sum(c * c for c in self.axes_matrix()[0:3]))
+
     def to_document(self) -> gd.Document:
         models = [i for i, node in self.objects.items() if node.name == "Model"]
         for model in models:  # a cycle in the Model hierarchy is refused before anything walks it
@@ -808,11 +829,11 @@ class _FbxScene:
                     raise self.fail("the Model connections form a cycle (or nest over {} deep)".format(MAX_CONNECTIONS_DEPTH))
         builder = gd.DocumentBuilder()
         gltf = builder.gltf
-        translation, rotation, scale = gd.decompose4(self.axes_matrix())  # TRS: not every reader takes "matrix"
-        nodes: List[Dict] = [{"name": "fbx_axes", "rotation": list(rotation), "scale": list(scale), "children": []}]
+        nodes: List[Dict] = []
         index_of: Dict[int, int] = {}
+        roots = []
         for model in sorted(models, key=self._depth):
-            local = fbx_local_matrix(self.properties(model))
+            local = self.scene_local(model, self.properties(model))
             if not gd.is_finite(local):
                 raise self.fail("Model {!r} has a transform that is not finite".format(self.name(model)))
             translation, rotation, scale = gd.decompose4(local)
@@ -820,10 +841,12 @@ class _FbxScene:
             nodes.append({"name": self.name(model), "translation": list(translation), "rotation": list(rotation),
                           "scale": list(scale)})
             parent = self.parent_of.get(model, 0)
-            nodes[index_of[parent] if parent in index_of else 0].setdefault("children", []).append(index_of[model])
+            if parent in index_of:
+                nodes[index_of[parent]].setdefault("children", []).append(index_of[model])
+            else:
+                roots.append(index_of[model])
         gltf["nodes"] = nodes
         gltf["meshes"], gltf["skins"] = [], []
-        roots = [0]
         for model in models:
             for geometry in self.linked(model, "Geometry", "Mesh"):
                 mesh_node = self._mesh(builder, model, geometry, index_of)
@@ -893,7 +916,7 @@ class _FbxScene:
                 raise self.fail("cluster {!r} has no finite bind matrices (Transform, TransformLink)".format(
                     self.name(cluster)))
             try:
-                bind_inverse[bone] = gd.invert4(gd.multiply4(axes, link))
+                bind_inverse[bone] = gd.invert4(self.in_scene(link))
             except ValueError:
                 raise self.fail("cluster {!r}: its TransformLink is singular".format(self.name(cluster))) from None
             if mesh_bind is None:
@@ -914,8 +937,8 @@ class _FbxScene:
                     bind_world[model] = gd.invert4(bind_inverse[model])
                 else:
                     parent = self.parent_of.get(model, 0)
-                    parent_world = bound(parent) if parent != 0 else axes
-                    bind_world[model] = gd.multiply4(parent_world, fbx_local_matrix(self.properties(model)))
+                    local = self.scene_local(model, self.properties(model))
+                    bind_world[model] = gd.multiply4(bound(parent), local) if parent != 0 else local
             return bind_world[model]
 
         limbs = [m for m in index_of if self.subtype(m) == "LimbNode" and m not in slot_of]

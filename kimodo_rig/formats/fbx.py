@@ -788,6 +788,14 @@ class _FbxScene:
                 (int(setting("FrontAxis", 2)), setting("FrontAxisSign", 1))]
         if sorted(axis for axis, _ in axes) != [0, 1, 2] or any(sign not in (1, -1) for _, sign in axes):
             raise self.fail("GlobalSettings name no valid axes (CoordAxis, UpAxis, FrontAxis)")
+        # A left-handed frame is a mirror of Kimodo's: no rotation turns it, and read as right-handed every
+        # bone would sit mirrored, so it is refused (ufbx mirrors it; FBX writers write right-handed).
+        turn = [[0.0] * 3 for _ in range(3)]
+        for new_axis, (old_axis, sign) in enumerate(axes):
+            turn[new_axis][old_axis] = sign
+        if _det3(turn) < 0:
+            raise self.fail("GlobalSettings state a left-handed frame (CoordAxis, UpAxis, FrontAxis); "
+                            "only right-handed FBX is read")
         unit = setting("UnitScaleFactor", 1.0)
         if not (math.isfinite(unit) and 1e-6 <= unit <= 1e6):
             raise self.fail("UnitScaleFactor {!r} is not a length unit".format(unit))
@@ -971,6 +979,11 @@ class _FbxScene:
     def _sources(self, identifier: int) -> List[Tuple[int, str]]:
         """Objects connected INTO `identifier` (a cluster's bone is connected to the cluster)."""
         return self.children.get(identifier, [])
+
+
+def _det3(m: Sequence[Sequence[float]]) -> float:
+    return (m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
 
 
 def _properties_of(node: Node) -> Dict[str, Tuple]:

@@ -37,6 +37,12 @@ MAX_DEPTH = 32  # FBX nests about 6 deep (Objects > Geometry > LayerElement > ..
 # Bytes all arrays of one file may inflate to: no character or motion needs more (a 1 M-vertex mesh's
 # positions, normals, UVs and weights are about 100 MB), and a deflate bomb stops here.
 MAX_ARRAY_BYTES = 1 << 28
+# Bytes a file's compressed arrays may inflate to, all told: this many times the file's own size (with a
+# floor for small files). Real files inflate to at most about 1x (Quaternius 0.25x, Blender's exporter
+# 0.8x), while a 98 KB file of zeros deflated at 1028:1 (within DEFLATE_MAX_RATIO) claimed 100 MB of
+# vertices and took 48 s and 2.3 GB before it was refused further on.
+INFLATE_BYTES_PER_FILE_BYTE = 64
+INFLATE_BYTES_FLOOR = 1 << 22
 # Deflate never expands more than 1032:1: a compressed array claiming more than this per stored byte
 # is refused before inflating.
 DEFLATE_MAX_RATIO = 1032
@@ -217,6 +223,8 @@ class _Reader:
         self.source = source
         self.head = _RECORD_HEAD[wide]
         self.array_bytes_left = MAX_ARRAY_BYTES
+        self.inflate_budget = max(INFLATE_BYTES_FLOOR, INFLATE_BYTES_PER_FILE_BYTE * self.size)
+        self.inflate_bytes_left = self.inflate_budget
 
     def fail(self, offset: int, what: str) -> KimodoError:
         return KimodoError("{}: corrupt FBX at byte {}: {}".format(self.source, offset, what))
@@ -320,6 +328,10 @@ class _Reader:
             if expected > DEFLATE_MAX_RATIO * stored + 64:
                 raise self.fail(at, "a compressed array claims {} elements, more than its {} bytes can hold".format(
                     count, stored))
+            if expected > self.inflate_bytes_left:
+                raise self.fail(at, "compressed arrays of a {}-byte file inflate to more than {} bytes "
+                                    "(one of {} elements)".format(self.size, self.inflate_budget, count))
+            self.inflate_bytes_left -= expected
             inflater = zlib.decompressobj()
             try:
                 # Capped one byte past the declared size: a bomb stops there, and a stream that fits

@@ -65,10 +65,6 @@ def _vector(name: str, values: Sequence[float]) -> Node:
     return _p(name, kind, *[float(v) for v in values])
 
 
-def _translation_matrix(offset: Sequence[float]) -> array:
-    return array("d", [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, offset[0], offset[1], offset[2], 1])
-
-
 # Settings of the files built here: (CoordAxis, sign), (UpAxis, sign), (FrontAxis, sign), UnitScaleFactor.
 SETTINGS = {
     "y_up_cm": ((0, 1), (1, 1), (2, 1), 1.0),  # Maya's and Unity's frame, centimetres
@@ -96,9 +92,11 @@ BONES = (
 )
 
 
-def build_fbx(path: Path, settings: str = "y_up_cm", bones=BONES, *, hook=None) -> Path:
+def build_fbx(path: Path, settings: str = "y_up_cm", bones=BONES, *, bind_pose: Optional[Dict[str, np.ndarray]] = None,
+              hook=None) -> Path:
     """A skinned FBX character: LimbNodes with the given transforms, a four-vertex mesh, one Skin whose one
-    Cluster binds the whole mesh to the root bone. `hook(nodes)` may break the top-level nodes first."""
+    Cluster binds the whole mesh to the root bone; with `bind_pose` (bone -> world matrix in the file's
+    frame), a BindPose of those. `hook(nodes)` may break the top-level nodes first."""
     coord, up, front, unit = SETTINGS[settings]
     ids = iter(range(1000, 100000))
     objects, connections = Node("Objects"), Node("Connections")
@@ -131,6 +129,15 @@ def build_fbx(path: Path, settings: str = "y_up_cm", bones=BONES, *, hook=None) 
     for child, parent in ((mesh_model, Long(0)), (geometry, mesh_model), (skin, geometry), (cluster, skin),
                           (bone_ids[bones[0][0]], cluster)):
         connections.add("C", "OO", child, parent)
+    if bind_pose:
+        pose = objects.add("Pose", Long(next(ids)), "BindPose\x00\x01Pose", "BindPose")
+        pose.add("Type", "BindPose")
+        pose.add("Version", 100)
+        pose.add("NbPoseNodes", len(bind_pose))
+        for name, world in bind_pose.items():
+            entry = pose.add("PoseNode")
+            entry.add("Node", bone_ids[name])
+            entry.add("Matrix", array("d", np.asarray(world, dtype=np.float64).T.ravel()))
     header = Node("FBXHeaderExtension")
     header.add("FBXHeaderVersion", 1003)
     header.add("FBXVersion", 7400)
@@ -170,6 +177,30 @@ def test_the_fbx_transform_chain_puts_every_bone_where_ufbx_does(tmp_path, setti
     worst = {name: float(np.linalg.norm(ours[name] - judged["nodes"][name])) for name, _, _ in BONES}
     assert max(worst.values()) < BIND_TOLERANCE_M, worst
     assert np.linalg.norm(ours["Root"] - judged["clusters"]["Root"]) < BIND_TOLERANCE_M
+
+
+def test_a_bone_no_cluster_binds_takes_its_bind_from_the_bind_pose(tmp_path):
+    """Bones without weights (no cluster) in a file saved in another pose: their bind is the BindPose's,
+    as ufbx reads it, not where the saved pose put them (0.25 m away here)."""
+    bones = (BONES[0],
+             ("Arm", "Root", {"Lcl Translation": (10.0, 20.0, 0.0), "Lcl Rotation": (0.0, 0.0, 60.0)}),  # saved turned
+             ("Hand", "Arm", {"Lcl Translation": (0.0, 25.0, 0.0)}))
+    root = _root_world(BONES[0][2])
+    arm = root @ _translation_matrix_np((10.0, 20.0, 0.0))  # at bind the arm is not turned
+    bind = {"Arm": arm, "Hand": arm @ _translation_matrix_np((0.0, 25.0, 0.0))}
+    for settings in ("y_up_cm", "z_up_inch"):
+        path = build_fbx(tmp_path / (settings + ".fbx"), settings, bones, bind_pose=bind)
+        judged = ufbx_binds(path)
+        ours = read_binds(path)
+        for bone in ("Arm", "Hand"):
+            assert np.linalg.norm(ours[bone] - judged["poses"][bone]) < BIND_TOLERANCE_M, (settings, bone)
+        assert np.linalg.norm(ours["Hand"] - judged["nodes"]["Hand"]) > 0.1  # the saved pose is elsewhere
+
+
+def _translation_matrix_np(offset: Sequence[float]) -> np.ndarray:
+    matrix = np.eye(4)
+    matrix[:3, 3] = offset
+    return matrix
 
 
 def test_a_left_handed_fbx_is_refused_in_one_line(tmp_path):

@@ -3,9 +3,9 @@ process (see ufbx_judge.py for why every wrapper is kept alive and the process e
 
 Usage: python ufbx_bind_judge.py FILE. Loads FILE strictly with ufbx's own conversion to Kimodo's frame
 (Y up, Z front, right-handed, metres; geometry and transforms modified, no extra root) and prints one JSON
-object {"clusters": {bone: [x, y, z]}, "nodes": {node: [x, y, z]}}: each skin cluster's bone at bind
-(ufbx's bind_to_world, from the cluster's TransformLink) and every node's world origin as the file saved
-it (ufbx's own evaluation of the FBX transform chain: pivots, offsets, pre/post rotation, order).
+object {"clusters": {bone: [x, y, z]}, "poses": {...}, "nodes": {...}}: each skin cluster's bone at bind
+(ufbx's bind_to_world, from the cluster's TransformLink), each bone of a BindPose (bone_to_world) and every
+node's world origin as the file saved it (ufbx's own evaluation of the FBX transform chain: pivots, offsets, pre/post rotation, order).
 """
 import json
 import os
@@ -33,12 +33,18 @@ def main():
     scene = ufbx.load_file(sys.argv[1], strict=True, target_axes=ufbx.axes_right_handed_y_up, target_unit_meters=1.0,
                            space_conversion=ufbx.SpaceConversion.MODIFY_GEOMETRY)
     KEEP.append(scene)
-    report = {"clusters": {}, "nodes": {}}
+    report = {"clusters": {}, "poses": {}, "nodes": {}}
     for skin in kept(scene.skin_deformers):
         for cluster in kept(skin.clusters):
             bone = cluster.bone_node
             KEEP.append(bone)
             report["clusters"].setdefault(bone.name, origin(cluster.bind_to_world))
+    for pose in kept(scene.poses):
+        if pose.is_bind_pose:
+            for bone_pose in kept(pose.bone_poses):
+                bone = bone_pose.bone_node
+                KEEP.append(bone)
+                report["poses"].setdefault(bone.name, origin(bone_pose.bone_to_world))
     for node in kept(scene.nodes):
         if not node.is_root:
             report["nodes"][node.name] = origin(node.node_to_world)

@@ -23,7 +23,7 @@ LOG = logging.getLogger("kimodo_rig")
 def add_parser(commands) -> None:
     parser = commands.add_parser("retarget", help="motion onto another humanoid rig")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="clip folder(s) or motion file(s)")
-    parser.add_argument("--target", required=True, help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
+    parser.add_argument("--target", required=True, help=".glb/.gltf/.vrm/.fbx, .bvh, or a built-in: mannequin, mixamo")
     parser.add_argument("-o", "--output", help="output .glb/.bvh (one input only)")
     parser.add_argument("--outdir", metavar="DIR", help="output folder: one .glb per input, named after it")
     parser.add_argument("--map", metavar="BONES.json", help="which bone plays which part (as `kimodo-rig map RIG --json` prints)")

@@ -750,6 +750,20 @@ class _FbxScene:
                 kind = object_type.properties[0] if object_type.properties else ""
                 self.templates[kind] = _properties_of(template)
         self.settings = _properties_of(top.get("GlobalSettings") or Node("GlobalSettings"))
+        # Bind places a BindPose states (Model -> world matrix in the file's frame): the bind of a bone no
+        # cluster binds (a bone without weights), where the nodes were saved in another pose.
+        self.bind_pose: Dict[int, List[float]] = {}
+        for pose in self.objects.values():
+            if pose.name != "Pose" or len(pose.properties) < 3 or pose.properties[2] != "BindPose":
+                continue
+            for entry in pose.find_all("PoseNode"):
+                node, matrix = entry.find("Node"), entry.find("Matrix")
+                if node is None or matrix is None or not node.properties or not matrix.properties:
+                    continue
+                model, values = node.properties[0], matrix.properties[0]
+                if (isinstance(model, int) and self.kind(model) == "Model" and isinstance(values, array)
+                        and len(values) == 16 and gd.is_finite(values)):
+                    self.bind_pose.setdefault(model, [float(v) for v in values])
 
     def fail(self, what: str) -> KimodoError:
         return KimodoError("{}: {}".format(self.source, what))
@@ -935,14 +949,16 @@ class _FbxScene:
                     weights[vertex].append((weight, slot))
         to_world = gd.multiply4(gd.multiply4(axes, mesh_bind), geometric)
         positions = [c for v in range(count) for c in gd.apply4(to_world, vertices[3 * v:3 * v + 3])]
-        # Bones without a cluster (IK targets, end bones) are joints too: bound where their parent's bind
-        # and their own local transform put them.
+        # Bones without a cluster (IK targets, end bones) are joints too: bound where the BindPose puts
+        # them, else where their parent's bind and their own local transform do.
         bind_world: Dict[int, List[float]] = {}
 
         def bound(model: int) -> List[float]:
             if model not in bind_world:
                 if model in bind_inverse:
                     bind_world[model] = gd.invert4(bind_inverse[model])
+                elif model in self.bind_pose:
+                    bind_world[model] = self.in_scene(self.bind_pose[model])
                 else:
                     parent = self.parent_of.get(model, 0)
                     local = self.scene_local(model, self.properties(model))

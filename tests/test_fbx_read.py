@@ -83,13 +83,16 @@ BONES = (
                         "ScalingOffset": (0.2, 0.1, -0.3), "ScalingPivot": (-0.4, 1.0, 0.6),
                         "Lcl Scaling": (1.5, 1.5, 1.5)}),
     ("Neck", "Chest", {"Lcl Translation": (0.0, 10.0, 0.0), "RotationOrder": 5, "Lcl Rotation": (15.0, -60.0, 25.0),
-                       "PostRotation": (0.0, 0.0, 90.0)}),
+                       "PostRotation": (0.0, 0.0, 90.0), "InheritType": 2}),  # Maya's segment scale compensation
     ("Head", "Neck", {"Lcl Translation": (1.0, 8.0, 2.0), "RotationOrder": 1, "Lcl Rotation": (5.0, 5.0, 80.0)}),
     ("Arm", "Chest", {"Lcl Translation": (12.0, 6.0, 0.0), "RotationOrder": 3, "Lcl Rotation": (90.0, 45.0, -10.0),
                       "PreRotation": (0.0, 0.0, -90.0), "Lcl Scaling": (0.8, 0.8, 0.8)}),
     ("Hand", "Arm", {"Lcl Translation": (0.0, 25.0, 0.0), "RotationPivot": (0.0, 2.0, 0.0),
                      "Lcl Rotation": (30.0, 0.0, 0.0)}),
 )
+
+
+ENUMS = ("RotationOrder", "InheritType")
 
 
 def build_fbx(path: Path, settings: str = "y_up_cm", bones=BONES, *, bind_pose: Optional[Dict[str, np.ndarray]] = None,
@@ -108,9 +111,10 @@ def build_fbx(path: Path, settings: str = "y_up_cm", bones=BONES, *, bind_pose: 
         model.add("Version", 232)
         rows = model.add("Properties70")
         rows.children.append(_p("RotationActive", "bool", 1))
-        rows.children.append(_p("InheritType", "enum", 1))
+        if "InheritType" not in props:
+            rows.children.append(_p("InheritType", "enum", 1))  # eInheritRSrs, as Blender writes
         for key, value in props.items():
-            rows.children.append(_p(key, "enum", value) if key == "RotationOrder" else _vector(key, value))
+            rows.children.append(_p(key, "enum", value) if key in ENUMS else _vector(key, value))
         connections.add("C", "OO", identifier, bone_ids[parent] if parent else Long(0))
     mesh_model, geometry, skin, cluster = (Long(next(ids)) for _ in range(4))
     objects.add("Model", mesh_model, "Body\x00\x01Model", "Mesh").add("Version", 232)
@@ -168,8 +172,8 @@ def _root_world(props) -> np.ndarray:
 
 @pytest.mark.parametrize("settings", sorted(SETTINGS))
 def test_the_fbx_transform_chain_puts_every_bone_where_ufbx_does(tmp_path, settings):
-    """Rotation orders, pre/post rotation, rotation and scaling offsets and pivots, scaling, and the file's
-    axes and unit: each bone's bind place as our reader makes it is where ufbx evaluates it."""
+    """Rotation orders, pre/post rotation, rotation and scaling offsets and pivots, scaling (inherited and
+    not), and the file's axes and unit: each bone's bind place as our reader makes it is where ufbx puts it."""
     path = build_fbx(tmp_path / (settings + ".fbx"), settings)
     judged = ufbx_binds(path)
     ours = read_binds(path)

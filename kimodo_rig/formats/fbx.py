@@ -662,6 +662,7 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
 
 # FBX RotationOrder enum -> the axes in the order they are applied (eEulerXYZ: X first, R = Rz Ry Rx).
 EULER_ORDERS = {0: "XYZ", 1: "XZY", 2: "YZX", 3: "YXZ", 4: "ZXY", 5: "ZYX"}
+INHERIT_RRS = 2  # FBX InheritType eInheritRrs: the parent's scaling is not inherited
 MAX_CONNECTIONS_DEPTH = 256  # Model parents followed before a chain is called a cycle
 TRANSFORM_PROPERTIES = ("Lcl Translation", "Lcl Rotation", "Lcl Scaling", "PreRotation", "PostRotation",
                         "RotationOffset", "RotationPivot", "ScalingOffset", "ScalingPivot", "RotationOrder",
@@ -833,8 +834,19 @@ class _FbxScene:
         """A Model's local transform in the glTF frame: a top-level Model's also turns the axes; every
         translation becomes metres (scales and rotations below the top are the file's own)."""
         local = fbx_local_matrix(props)
-        if self.parent_of.get(model, 0) == 0:
+        parent = self.parent_of.get(model, 0)
+        if parent == 0:
             return self.in_scene(local)
+        if int(props.get("InheritType", (0,))[0]) == INHERIT_RRS:
+            # Maya's segment scale compensation: the parent's own scaling moves this node (its translation)
+            # but does not scale or turn it: T * S_parent^-1 * (the rest of the local transform).
+            scaling = self.properties(parent).get("Lcl Scaling", (1.0, 1.0, 1.0))
+            if any(not value for value in scaling[:3]):
+                raise self.fail("Model {!r} has a zero scale".format(self.name(parent)))
+            offset = props.get("Lcl Translation", (0.0, 0.0, 0.0))
+            rest = gd.multiply4(_translation([-c for c in offset]), local)
+            unscale = list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), [1.0 / v for v in scaling[:3]]))
+            local = gd.multiply4(_translation(offset), gd.multiply4(unscale, rest))
         metres = self.metres_per_unit()
         return local[:12] + [local[12] * metres, local[13] * metres, local[14] * metres, local[15]]
 

@@ -417,3 +417,50 @@ def test_a_cycle_in_the_connections_is_refused_in_one_line(tmp_path):
         connections.children = [c for c in connections.children if c.properties[1] != root]
         connections.add("C", "OO", root, Long(hand))
     assert_refused(build_fbx(tmp_path / "cycle.fbx", hook=cycle), "cycle")
+
+
+def _set_property(model_name: str, key: str, values: tuple):
+    """A hook that gives Model `model_name` (or GlobalSettings, for "GlobalSettings") the row `key` = values."""
+    def hook(nodes: List[Node]) -> None:
+        if model_name == "GlobalSettings":
+            holder = next(node for node in nodes if node.name == "GlobalSettings")
+        else:
+            objects = next(node for node in nodes if node.name == "Objects")
+            holder = next(node for node in objects.children
+                          if node.name == "Model" and node.properties[1].startswith(model_name + "\x00"))
+        rows = holder.find("Properties70")
+        rows.children = [row for row in rows.children if row.properties[0] != key]
+        rows.children.append(Node("P", (key, "", "", "") + values))
+    return hook
+
+
+def _drop_vertices(nodes: List[Node]) -> None:
+    objects = next(node for node in nodes if node.name == "Objects")
+    geometry = next(node for node in objects.children if node.name == "Geometry")
+    geometry.children = [child for child in geometry.children if child.name != "Vertices"]
+
+
+# Values of the wrong kind where the reader met a traceback (found by mutating files built here): each
+# refused in one line naming the file.
+WRONG_VALUES = {
+    "rotation_text": (_set_property("Spine", "Lcl Rotation", ("x", "y", "z")), "Lcl Rotation"),
+    "translation_two_values": (_set_property("Chest", "Lcl Translation", (1.0, 2.0)), "Lcl Translation"),
+    "rotation_nan": (_set_property("Arm", "Lcl Rotation", (float("nan"), 0.0, 0.0)), "Lcl Rotation"),
+    "translation_1e300": (_set_property("Root", "Lcl Translation", (1e300, 0.0, 0.0)), "Lcl Translation"),
+    "rotation_order_text": (_set_property("Neck", "RotationOrder", ("x",)), "RotationOrder"),
+    "inherit_type_empty": (_set_property("Hand", "InheritType", ()), "InheritType"),
+    "up_axis_infinite": (_set_property("GlobalSettings", "UpAxis", (float("inf"),)), "axes"),
+    "mesh_without_vertices": (_drop_vertices, "Vertices"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(WRONG_VALUES))
+def test_a_transform_value_of_the_wrong_kind_is_refused_in_one_line(tmp_path, kind):
+    hook, word = WRONG_VALUES[kind]
+    assert_refused(build_fbx(tmp_path / (kind + ".fbx"), hook=hook), word)
+
+
+def test_a_setting_row_without_a_value_is_read_as_the_default(tmp_path):
+    plain = read_binds(build_fbx(tmp_path / "plain.fbx"))
+    empty = read_binds(build_fbx(tmp_path / "empty.fbx", hook=_set_property("GlobalSettings", "UpAxis", ())))
+    assert max(float(np.linalg.norm(plain[name] - empty[name])) for name in plain) == 0.0

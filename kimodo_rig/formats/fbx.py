@@ -724,6 +724,15 @@ def fbx_local_matrix(props: Dict[str, Tuple]) -> List[float]:
     return matrix
 
 
+TRANSFORM_VECTORS = ("Lcl Translation", "Lcl Rotation", "Lcl Scaling", "PreRotation", "PostRotation", "RotationOffset",
+                     "RotationPivot", "ScalingOffset", "ScalingPivot", "GeometricTranslation", "GeometricRotation",
+                     "GeometricScaling")
+TRANSFORM_ENUMS = ("RotationOrder", "InheritType")
+# The largest transform value read (file units, degrees, scale factors): far beyond any character, and a
+# chain of such transforms stays finite (1e300 overflowed to inf in the matrix products).
+MAX_TRANSFORM_VALUE = 1e9
+
+
 class _FbxScene:
     """The objects, connections, templates and settings of a decoded FBX file."""
 
@@ -783,9 +792,22 @@ class _FbxScene:
         return text.split("\x00\x01")[0] or "{}{}".format(node.name, identifier)
 
     def properties(self, identifier: int) -> Dict[str, Tuple]:
+        """An object's Properties70 over its template's; the transform ones checked (three finite numbers,
+        or an integer enum) so that what reads them meets no other kind of value."""
         node = self.objects[identifier]
         values = dict(self.templates.get(node.name, {}))
         values.update(_properties_of(node))
+        for name in TRANSFORM_VECTORS:
+            if name in values:
+                vector = values[name][:3]
+                if len(vector) != 3 or not all(isinstance(v, (int, float)) and abs(v) <= MAX_TRANSFORM_VALUE
+                                               for v in vector):
+                    raise self.fail("{} {!r}: {} is not three numbers within {:g}".format(
+                        node.name, self.name(identifier), name, MAX_TRANSFORM_VALUE))
+                values[name] = tuple(float(v) for v in vector)
+        for name in TRANSFORM_ENUMS:
+            if name in values and not (values[name][:1] and isinstance(values[name][0], int)):
+                raise self.fail("{} {!r}: {} is not a whole number".format(node.name, self.name(identifier), name))
         return values
 
     def linked(self, identifier: int, kind: str, subtype: str = "") -> List[int]:
@@ -795,14 +817,15 @@ class _FbxScene:
     def axes_matrix(self) -> List[float]:
         """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4."""
         def setting(name: str, default: float) -> float:
-            value = self.settings.get(name, (default,))[0]
-            return float(value) if isinstance(value, (int, float)) else default
+            value = (self.settings.get(name) or (default,))[0]
+            return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.nan
 
-        axes = [(int(setting("CoordAxis", 0)), setting("CoordAxisSign", 1)),
-                (int(setting("UpAxis", 1)), setting("UpAxisSign", 1)),
-                (int(setting("FrontAxis", 2)), setting("FrontAxisSign", 1))]
+        axes = [(setting("CoordAxis", 0), setting("CoordAxisSign", 1)),
+                (setting("UpAxis", 1), setting("UpAxisSign", 1)),
+                (setting("FrontAxis", 2), setting("FrontAxisSign", 1))]
         if sorted(axis for axis, _ in axes) != [0, 1, 2] or any(sign not in (1, -1) for _, sign in axes):
             raise self.fail("GlobalSettings name no valid axes (CoordAxis, UpAxis, FrontAxis)")
+        axes = [(int(axis), sign) for axis, sign in axes]
         # A left-handed frame is a mirror of Kimodo's: no rotation turns it, and read as right-handed every
         # bone would sit mirrored, so it is refused (ufbx mirrors it; FBX writers write right-handed).
         turn = [[0.0] * 3 for _ in range(3)]
@@ -909,8 +932,11 @@ class _FbxScene:
         if not clusters:
             return None
         node = self.objects[geometry]
-        vertices = _array_child(node, "Vertices", "d")
-        corners = _array_child(node, "PolygonVertexIndex", "i")
+        try:
+            vertices = _array_child(node, "Vertices", "d")
+            corners = _array_child(node, "PolygonVertexIndex", "i")
+        except KimodoError as error:  # the message names the node, not the file
+            raise self.fail("mesh {!r}: {}".format(self.name(model), error)) from None
         count = len(vertices) // 3
         if len(vertices) % 3 or any(not -count <= c < count for c in corners):
             raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))

@@ -676,8 +676,7 @@ def read_document(path) -> gd.Document:
     read it), so the bind pose is the clusters' and not the pose the nodes were saved in."""
     data = _read_bytes(path)
     source = str(path)
-    scene = _FbxScene(fb.decode(data, source), source)
-    return scene.to_document()
+    return _scene_document(fb.decode(data, source), source, False, None)
 
 
 def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
@@ -687,8 +686,16 @@ def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
     translation, rotation and scale."""
     data = _read_bytes(path)
     source = str(path)
-    scene = _FbxScene(fb.decode(data, source), source)
-    return scene.to_document(animation=True, fps=fps)
+    return _scene_document(fb.decode(data, source), source, True, fps)
+
+
+def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Optional[float]) -> gd.Document:
+    """_FbxScene(...).to_document(...), with what a malformed value deep in the scene raises (a string
+    where a number belongs, a singular bind matrix, a scale of zero) said in one line naming the file."""
+    try:
+        return _FbxScene(nodes, source).to_document(animation=animation, fps=fps)
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as error:
+        raise KimodoError("{}: malformed FBX scene ({}: {})".format(source, type(error).__name__, error)) from error
 
 
 def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
@@ -943,8 +950,8 @@ class _FbxScene:
 
     def _curve(self, curve: int) -> Tuple[array, array]:
         node = self.objects[curve]
-        times = _array_child(node, "KeyTime", "q", required=False)
-        values = _array_child(node, "KeyValueFloat", "f", required=False)
+        times = _array_child(node, "KeyTime", "q", self.source, required=False)
+        values = _array_child(node, "KeyValueFloat", "f", self.source, required=False)
         if len(times) != len(values) or not len(times):
             raise self.fail("curve {}: {} key times but {} values".format(curve, len(times), len(values)))
         if any(later < earlier for earlier, later in zip(times, times[1:])):
@@ -966,8 +973,8 @@ class _FbxScene:
         if not clusters:
             return None
         node = self.objects[geometry]
-        vertices = _array_child(node, "Vertices", "d")
-        corners = _array_child(node, "PolygonVertexIndex", "i")
+        vertices = _array_child(node, "Vertices", "d", self.source)
+        corners = _array_child(node, "PolygonVertexIndex", "i", self.source)
         count = len(vertices) // 3
         if len(vertices) % 3 or any(not -count <= c < count for c in corners):
             raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
@@ -997,12 +1004,12 @@ class _FbxScene:
         for cluster in clusters:
             bone = next(b for b, _ in self._sources(cluster) if self.kind(b) == "Model")
             cluster_node = self.objects[cluster]
-            indexes = _array_child(cluster_node, "Indexes", "i", required=False)
-            values = _array_child(cluster_node, "Weights", "d", required=False)
+            indexes = _array_child(cluster_node, "Indexes", "i", self.source, required=False)
+            values = _array_child(cluster_node, "Weights", "d", self.source, required=False)
             if len(indexes) != len(values) or any(not 0 <= i < count for i in indexes):
                 raise self.fail("cluster {!r}: its indexes and weights do not match the mesh".format(self.name(cluster)))
-            transform = list(_array_child(cluster_node, "Transform", "d", required=False))
-            link = list(_array_child(cluster_node, "TransformLink", "d", required=False))
+            transform = list(_array_child(cluster_node, "Transform", "d", self.source, required=False))
+            link = list(_array_child(cluster_node, "TransformLink", "d", self.source, required=False))
             if len(transform) != 16 or len(link) != 16 or not (gd.is_finite(transform) and gd.is_finite(link)):
                 raise self.fail("cluster {!r} has no finite bind matrices (Transform, TransformLink)".format(
                     self.name(cluster)))
@@ -1090,11 +1097,11 @@ def _properties_of(node: Node) -> Dict[str, Tuple]:
     return values
 
 
-def _array_child(node: Node, name: str, typecode: str, required: bool = True) -> array:
+def _array_child(node: Node, name: str, typecode: str, source: str, required: bool = True) -> array:
     child = node.find(name)
     if child is None or not child.properties or not isinstance(child.properties[0], array):
         if required:
-            raise KimodoError("{} has no {} array".format(node.name, name))
+            raise KimodoError("{}: a {} has no {} array".format(source, node.name, name))
         return array(typecode)
     values = child.properties[0]
     return values if values.typecode in ("d", "f", "i", "q") else array(typecode, values)

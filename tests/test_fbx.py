@@ -461,3 +461,36 @@ def test_an_fbx_target_with_a_model_cycle_is_refused_in_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith("{}: ".format(target)) and "cycle" in result.stderr
     assert result.stderr.count("\n") == 1 and not output.exists()
+
+
+# --- FBX motions read back -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["soma_01", "g1_01_at_60fps", "smplx_dance"])
+def test_a_written_fbx_reads_back_as_the_motion_it_holds(converted, name, tmp_path):
+    """`convert walk.fbx walk.glb` gives the .glb that `convert CLIP walk.glb` gives (FK of both by numpy)."""
+    from gltf_judge import Glb
+
+    case = converted[name]
+    direct, back = tmp_path / "direct.glb", tmp_path / "back.glb"
+    for source, output in ((case.clip, direct), (case.output, back)):
+        result = run_cli("convert", source, output, "--fps", case.fps)
+        assert result.returncode == 0, result.stderr
+    expected, written = Glb(direct), Glb(back)
+    assert written.joint_names == expected.joint_names
+    assert np.abs(written.key_times() - expected.key_times()).max() < 1e-6  # the same frames at the same rate
+    worst = np.linalg.norm(written.joint_world_positions() - expected.joint_world_positions(), axis=-1).max()
+    assert worst < 1e-5, "{:.3g} m".format(worst)
+
+
+def test_an_fbx_take_too_long_to_sample_is_refused_in_one_line(converted, tmp_path):
+    nodes = fbx_binary.decode(converted["soma_01"].output.read_bytes(), "walk.fbx")
+    objects = next(n for n in nodes if n.name == "Objects")
+    curve = next(n for n in objects.children if n.name == "AnimationCurve")
+    curve.find("KeyTime").properties[0][-1] = 10 ** 17  # about 2 million seconds
+    source = tmp_path / "walk.fbx"
+    source.write_bytes(fbx_binary.encode(nodes))
+    result = run_cli("convert", source, tmp_path / "walk.glb")
+    assert result.returncode == 1
+    assert result.stderr == "{}: the animation runs {} frames, more than 1000000\n".format(
+        source, int(round(10 ** 17 * 30 / 46186158000)) + 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]

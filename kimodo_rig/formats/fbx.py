@@ -31,6 +31,7 @@ from ..rotations import quat_normalize, quat_to_euler, quat_to_matrix
 from . import fbx_binary as fb
 from . import gltf_document as gd
 from .fbx_binary import Long, Node
+from .limits import frame_rate
 from .options import DEFAULT, WriteOptions
 
 NAME = "fbx"
@@ -664,9 +665,7 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
 EULER_ORDERS = {0: "XYZ", 1: "XZY", 2: "YZX", 3: "YXZ", 4: "ZXY", 5: "ZYX"}
 INHERIT_RRS = 2  # FBX InheritType eInheritRrs: the parent's scaling is not inherited
 MAX_CONNECTIONS_DEPTH = 256  # Model parents followed before a chain is called a cycle
-TRANSFORM_PROPERTIES = ("Lcl Translation", "Lcl Rotation", "Lcl Scaling", "PreRotation", "PostRotation",
-                        "RotationOffset", "RotationPivot", "ScalingOffset", "ScalingPivot", "RotationOrder",
-                        "GeometricTranslation", "GeometricRotation", "GeometricScaling")
+MAX_FRAMES = 1000000  # frames an FBX take may be sampled to: 9 hours at 30 fps
 
 
 def read_document(path) -> gd.Document:
@@ -678,8 +677,26 @@ def read_document(path) -> gd.Document:
     read it), so the bind pose is the clusters' and not the pose the nodes were saved in."""
     data = _read_bytes(path)
     source = str(path)
-    scene = _FbxScene(fb.decode(data, source), source)
-    return scene.to_document()
+    return _scene_document(fb.decode(data, source), source, False, None)
+
+
+def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
+    """An FBX animation as a glTF document: the nodes as read_document makes them, a skin of the
+    skinned mesh's bones (or, without one, of every LimbNode), and the first take sampled at every
+    frame (the take's own rate unless `fps`) as one glTF animation of each animated node's
+    translation, rotation and scale."""
+    data = _read_bytes(path)
+    source = str(path)
+    return _scene_document(fb.decode(data, source), source, True, fps)
+
+
+def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Optional[float]) -> gd.Document:
+    """_FbxScene(...).to_document(...), with what a malformed value deep in the scene raises (a string
+    where a number belongs, a singular bind matrix, a scale of zero) said in one line naming the file."""
+    try:
+        return _FbxScene(nodes, source).to_document(animation=animation, fps=fps)
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as error:
+        raise KimodoError("{}: malformed FBX scene ({}: {})".format(source, type(error).__name__, error)) from error
 
 
 def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
@@ -876,7 +893,7 @@ class _FbxScene:
     def metres_per_unit(self) -> float:
         return math.sqrt(sum(c * c for c in self.axes_matrix()[0:3]))
 
-    def to_document(self) -> gd.Document:
+    def to_document(self, animation: bool = False, fps: Optional[float] = None) -> gd.Document:
         models = [i for i, node in self.objects.items() if node.name == "Model"]
         for model in models:  # a cycle in the Model hierarchy is refused before anything walks it
             at, steps = model, 0
@@ -909,13 +926,94 @@ class _FbxScene:
                 mesh_node = self._mesh(builder, model, geometry, index_of)
                 if mesh_node is not None:
                     roots.append(mesh_node)
+        if not gltf["skins"] and animation:  # a motion without a mesh (a Mixamo "without skin" download)
+            limbs = sorted((m for m in index_of if self.subtype(m) == "LimbNode"), key=self._depth)
+            if limbs:
+                gltf["skins"].append({"joints": [index_of[m] for m in limbs]})
         if not gltf["skins"]:
             raise self.fail("no skinned mesh (Deformer Skin with Clusters) in this FBX")
         if not gltf["meshes"]:
             del gltf["meshes"]
+        if animation:
+            self._animation(builder, index_of, fps)
         gltf["scenes"] = [{"nodes": roots}]
         gltf["scene"] = 0
         return gd.parse_glb(builder.to_glb(), self.source)
+
+    def frame_rate(self) -> float:
+        mode = self.settings.get("TimeMode", (0,))[0]
+        named = {number: rate for rate, number in TIME_MODES.items()}
+        custom = self.settings.get("CustomFrameRate", (0.0,))[0]
+        rate = named.get(mode) or (float(custom) if isinstance(custom, (int, float)) else 0.0) or 30.0
+        return frame_rate(rate, self.source, "the file's frame rate")
+
+    def _animation(self, builder: gd.DocumentBuilder, index_of: Dict[int, int], fps: Optional[float]) -> None:
+        """The first take, each animated Model sampled at every frame: its properties with the curves'
+        values at that time (linear between keys, held before the first and after the last), its local
+        transform in the glTF frame, as translation, rotation and scale keys."""
+        stacks = [i for i, node in self.objects.items() if node.name == "AnimationStack"]
+        if not stacks:
+            raise self.fail("no animation (AnimationStack) in this FBX")
+        stack = min(stacks)
+        rate = frame_rate(fps, self.source) if fps else self.frame_rate()
+        curves_of: Dict[int, Dict[str, List]] = {}  # model -> property -> three (times, values) or defaults
+        for layer in self.linked(stack, "AnimationLayer")[:1]:
+            for curve_node in self.linked(layer, "AnimationCurveNode"):
+                defaults = _properties_of(self.objects[curve_node])
+                channels = []
+                for axis in "XYZ":
+                    curve = next((c for c, prop in self.children.get(curve_node, [])
+                                  if prop == "d|" + axis and self.kind(c) == "AnimationCurve"), None)
+                    default = defaults.get("d|" + axis, (0.0,))[0]
+                    channels.append(self._curve(curve) if curve is not None else float(default))
+                for target, prop in self._targets(curve_node):
+                    if prop in ("Lcl Translation", "Lcl Rotation", "Lcl Scaling") and target in index_of:
+                        curves_of.setdefault(target, {})[prop] = channels
+        times = [t for channels in curves_of.values() for values in channels.values()
+                 for channel in values if isinstance(channel, tuple) for t in channel[0][:1] + channel[0][-1:]]
+        if not times:
+            raise self.fail("the animation has no keyframes")
+        start, stop = min(times), max(times)
+        frames = int(round((stop - start) * rate / TICKS_PER_SECOND)) + 1
+        if frames > MAX_FRAMES:
+            raise self.fail("the animation runs {} frames, more than {}".format(frames, MAX_FRAMES))
+        seconds = [frame / rate for frame in range(frames)]
+        samplers, animation_channels = [], []
+        time_accessor = builder.add_floats(array("f", seconds), "SCALAR", with_bounds=True)
+        for model, props in sorted(curves_of.items()):
+            base = self.properties(model)
+            translations, rotations, scales = array("f"), array("f"), array("f")
+            for frame in range(frames):
+                at = start + frame * TICKS_PER_SECOND / rate
+                values = dict(base)
+                for prop, channels in props.items():
+                    values[prop] = tuple(_sample(c, at) if isinstance(c, tuple) else c for c in channels)
+                translation, rotation, scale = gd.decompose4(self.scene_local(model, values))
+                translations.extend(translation)
+                rotations.extend(rotation)
+                scales.extend(scale)
+            for path, keys, kind in (("translation", translations, "VEC3"), ("rotation", rotations, "VEC4"),
+                                     ("scale", scales, "VEC3")):
+                if not gd.is_finite(keys):
+                    raise self.fail("the animation of {!r} holds values that are not finite".format(self.name(model)))
+                samplers.append({"input": time_accessor, "output": builder.add_floats(keys, kind), "interpolation": "LINEAR"})
+                animation_channels.append({"sampler": len(samplers) - 1, "target": {"node": index_of[model], "path": path}})
+        builder.gltf["animations"] = [{"name": self.name(stack), "samplers": samplers, "channels": animation_channels}]
+
+    def _targets(self, curve_node: int) -> List[Tuple[int, str]]:
+        """(object, property) a curve node animates (connected OP from the node to the object)."""
+        return [(parent, prop) for parent, connected in self.children.items() for child, prop in connected
+                if child == curve_node and prop]
+
+    def _curve(self, curve: int) -> Tuple[array, array]:
+        node = self.objects[curve]
+        times = _array_child(node, "KeyTime", "q", self.source, required=False)
+        values = _array_child(node, "KeyValueFloat", "f", self.source, required=False)
+        if len(times) != len(values) or not len(times):
+            raise self.fail("curve {}: {} key times but {} values".format(curve, len(times), len(values)))
+        if any(later < earlier for earlier, later in zip(times, times[1:])):
+            raise self.fail("curve {}: its key times do not increase".format(curve))
+        return times, values
 
     def _depth(self, model: int) -> int:
         depth, at = 0, model
@@ -932,11 +1030,8 @@ class _FbxScene:
         if not clusters:
             return None
         node = self.objects[geometry]
-        try:
-            vertices = _array_child(node, "Vertices", "d")
-            corners = _array_child(node, "PolygonVertexIndex", "i")
-        except KimodoError as error:  # the message names the node, not the file
-            raise self.fail("mesh {!r}: {}".format(self.name(model), error)) from None
+        vertices = _array_child(node, "Vertices", "d", self.source)
+        corners = _array_child(node, "PolygonVertexIndex", "i", self.source)
         count = len(vertices) // 3
         if len(vertices) % 3 or any(not -count <= c < count for c in corners):
             raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
@@ -966,12 +1061,12 @@ class _FbxScene:
         for cluster in clusters:
             bone = next(b for b, _ in self._sources(cluster) if self.kind(b) == "Model")
             cluster_node = self.objects[cluster]
-            indexes = _array_child(cluster_node, "Indexes", "i", required=False)
-            values = _array_child(cluster_node, "Weights", "d", required=False)
+            indexes = _array_child(cluster_node, "Indexes", "i", self.source, required=False)
+            values = _array_child(cluster_node, "Weights", "d", self.source, required=False)
             if len(indexes) != len(values) or any(not 0 <= i < count for i in indexes):
                 raise self.fail("cluster {!r}: its indexes and weights do not match the mesh".format(self.name(cluster)))
-            transform = list(_array_child(cluster_node, "Transform", "d", required=False))
-            link = list(_array_child(cluster_node, "TransformLink", "d", required=False))
+            transform = list(_array_child(cluster_node, "Transform", "d", self.source, required=False))
+            link = list(_array_child(cluster_node, "TransformLink", "d", self.source, required=False))
             if len(transform) != 16 or len(link) != 16 or not (gd.is_finite(transform) and gd.is_finite(link)):
                 raise self.fail("cluster {!r} has no finite bind matrices (Transform, TransformLink)".format(
                     self.name(cluster)))
@@ -1040,6 +1135,21 @@ def _det3(m: Sequence[Sequence[float]]) -> float:
             + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
 
 
+def _sample(curve: Tuple[array, array], at: float) -> float:
+    """A curve's value at time `at` (ticks): linear between keys, held outside them."""
+    from bisect import bisect_right
+
+    times, values = curve
+    after = bisect_right(times, at)
+    if after == 0:
+        return float(values[0])
+    if after == len(times):
+        return float(values[-1])
+    t0, t1 = times[after - 1], times[after]
+    share = (at - t0) / (t1 - t0) if t1 > t0 else 0.0
+    return float(values[after - 1]) + share * (float(values[after]) - float(values[after - 1]))
+
+
 def _properties_of(node: Node) -> Dict[str, Tuple]:
     """A node's Properties70 as name -> its values (after the name, type, label and flags)."""
     block = node.find("Properties70")
@@ -1051,11 +1161,11 @@ def _properties_of(node: Node) -> Dict[str, Tuple]:
     return values
 
 
-def _array_child(node: Node, name: str, typecode: str, required: bool = True) -> array:
+def _array_child(node: Node, name: str, typecode: str, source: str, required: bool = True) -> array:
     child = node.find(name)
     if child is None or not child.properties or not isinstance(child.properties[0], array):
         if required:
-            raise KimodoError("{} has no {} array".format(node.name, name))
+            raise KimodoError("{}: a {} has no {} array".format(source, node.name, name))
         return array(typecode)
     values = child.properties[0]
     return values if values.typecode in ("d", "f", "i", "q") else array(typecode, values)
@@ -1069,10 +1179,13 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
 
 
 def read(path, *, fps: Optional[float] = None) -> Motion:
-    """FBX motions are not read yet: one line, not a traceback."""
-    data = _read_bytes(path)
-    fb.decode(data, str(path))  # the file's own problems first (ASCII, truncation)
-    raise KimodoError("{}: reading motion from FBX is not supported yet; convert it to .glb or .bvh first".format(path))
+    """An FBX motion on a Kimodo skeleton (a file this tool wrote, or one with the same joint names) back
+    into a Motion: its first take sampled at every frame (read_motion_document), then read as a .glb is."""
+    from pathlib import Path
+
+    from .glb import motion_from_document
+
+    return motion_from_document(read_motion_document(path, fps), str(path), Path(str(path)).stem, fps=fps)
 
 
 def _read_bytes(path) -> bytes:

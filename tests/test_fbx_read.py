@@ -464,3 +464,51 @@ def test_a_setting_row_without_a_value_is_read_as_the_default(tmp_path):
     plain = read_binds(build_fbx(tmp_path / "plain.fbx"))
     empty = read_binds(build_fbx(tmp_path / "empty.fbx", hook=_set_property("GlobalSettings", "UpAxis", ())))
     assert max(float(np.linalg.norm(plain[name] - empty[name])) for name in plain) == 0.0
+
+
+# --- the scene read as a document: names, and a take sampled ----------------------------------------------
+
+def _glb_of(document, path: Path) -> Path:
+    """A read document written as a .glb for the judges (the JSON and binary chunks as they are)."""
+    text = json.dumps(document.gltf).encode("utf-8")
+    text += b" " * (-len(text) % 4)
+    binary = bytes(document.binary) + bytes(-len(document.binary) % 4)
+    body = struct.pack("<II", len(text), 0x4E4F534A) + text + struct.pack("<II", len(binary), 0x004E4942) + binary
+    path.write_bytes(struct.pack("<III", 0x46546C67, 2, 12 + len(body)) + body)
+    return path
+
+
+def test_every_joint_keeps_its_own_name_and_the_mesh_node_its_mesh_s():
+    from kimodo_rig.formats import fbx
+
+    gltf = fbx.read_document(QUATERNIUS_FBX).gltf
+    names = [node.get("name") for node in gltf["nodes"]]
+    joints = [names[j] for j in gltf["skins"][0]["joints"]]
+    assert all(names.count(joint) == 1 for joint in joints), [j for j in joints if names.count(j) > 1]
+    mesh_nodes = [node["name"] for node in gltf["nodes"] if "mesh" in node]
+    assert mesh_nodes == ["Female"]
+
+
+def test_the_first_take_is_sampled_where_ufbx_evaluates_it(tmp_path):
+    """The Quaternius FBX's first take (in file order, as ufbx and Blender take it) read as a document:
+    every node's world place at every frame, by numpy FK of the document, against ufbx's evaluation."""
+    from gltf_judge import Glb
+    from kimodo_rig.formats import fbx
+
+    document = fbx.read_motion_document(QUATERNIUS_FBX)
+    glb = Glb(_glb_of(document, tmp_path / "take.glb"))
+    times = glb.key_times()
+    fps = 1.0 / float(times[1] - times[0])
+    judge = Path(__file__).parent / "ufbx_judge.py"
+    judged = subprocess.run([sys.executable, str(judge), str(QUATERNIUS_FBX), str(fps)],
+                            capture_output=True, text=True, timeout=600)
+    assert judged.returncode == 0, judged.stderr[-2000:]
+    report = json.loads(judged.stdout)
+    assert document.gltf["animations"][0]["name"] == report["takes"][0]["name"] == "HumanArmature|Female_Clapping"
+    world = glb.animated_world_matrices()
+    names = [node.name for node in glb.gltf.nodes]
+    compared = [name for name in report["positions"] if names.count(name) == 1]
+    assert len(compared) >= 42 and len(times) == len(report["positions"]["Hips"]) == 41
+    worst = max(float(np.linalg.norm(world[:, names.index(name), :3, 3] - np.array(report["positions"][name]),
+                                     axis=-1).max()) for name in compared)
+    assert worst < BIND_TOLERANCE_M, worst

@@ -954,7 +954,7 @@ class _FbxScene:
         stacks = [i for i, node in self.objects.items() if node.name == "AnimationStack"]
         if not stacks:
             raise self.fail("no animation (AnimationStack) in this FBX")
-        stack = min(stacks)
+        stack = stacks[0]  # the first in the file, as ufbx and Blender take it (ids are in no order)
         rate = frame_rate(fps, self.source) if fps else self.frame_rate()
         curves_of: Dict[int, Dict[str, List]] = {}  # model -> property -> three (times, values) or defaults
         for layer in self.linked(stack, "AnimationLayer")[:1]:
@@ -1099,11 +1099,11 @@ class _FbxScene:
             return bind_world[model]
 
         limbs = [m for m in index_of if self.subtype(m) == "LimbNode" and m not in slot_of]
-        for model in sorted(limbs, key=self._depth):
-            slot_of[model] = len(slot_of)
-            bind_inverse[model] = gd.invert4(bound(model))
-        joints = [index_of[model] for model in slot_of]
-        inverse_binds = [bind_inverse[model] for model in slot_of]
+        for limb in sorted(limbs, key=self._depth):  # not `model`: the mesh node below is named after it
+            slot_of[limb] = len(slot_of)
+            bind_inverse[limb] = gd.invert4(bound(limb))
+        joints = [index_of[bone] for bone in slot_of]
+        inverse_binds = [bind_inverse[bone] for bone in slot_of]
         joint_slots, joint_weights = [], []
         for held in weights:
             best = sorted(held, reverse=True)[:4]

@@ -512,3 +512,25 @@ def test_the_first_take_is_sampled_where_ufbx_evaluates_it(tmp_path):
     worst = max(float(np.linalg.norm(world[:, names.index(name), :3, 3] - np.array(report["positions"][name]),
                                      axis=-1).max()) for name in compared)
     assert worst < BIND_TOLERANCE_M, worst
+
+
+# Blender's exporter in other frames and scales: (up, forward, global scale, scale option).
+BLENDER_FRAMES = {
+    "z_up": ("Z", "Y", 1.0, "FBX_SCALE_NONE"),
+    "x_up_scaled_3": ("X", "Z", 3.0, "FBX_SCALE_UNITS"),
+    "scaled_0.01_all": ("Y", "-Z", 0.01, "FBX_SCALE_ALL"),
+}
+
+
+@pytest.mark.parametrize("frame", sorted(BLENDER_FRAMES))
+def test_blender_exports_in_other_frames_and_scales_bind_where_ufbx_binds_them(tmp_path, frame):
+    up, forward, scale, option = BLENDER_FRAMES[frame]
+    path = tmp_path / (frame + ".fbx")
+    assert run_blender("export_fbx_axes.py", MIXAMO_GLB, path, up, forward, scale, option)["bones"] == 52
+    judged = ufbx_binds(path)
+    ours = read_binds(path)
+    worst = max(float(np.linalg.norm(ours[bone] - place)) for bone, place in judged["clusters"].items())
+    assert len(judged["clusters"]) == 52 and worst < BIND_TOLERANCE_M, worst
+    if scale == 1.0:  # unscaled: also where Blender's own .glb of the rig has it
+        copy = read_binds(MIXAMO_GLB)
+        assert max(float(np.linalg.norm(ours[joint] - copy[joint])) for joint in copy) < BIND_TOLERANCE_M

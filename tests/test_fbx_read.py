@@ -534,3 +534,17 @@ def test_blender_exports_in_other_frames_and_scales_bind_where_ufbx_binds_them(t
     if scale == 1.0:  # unscaled: also where Blender's own .glb of the rig has it
         copy = read_binds(MIXAMO_GLB)
         assert max(float(np.linalg.norm(ours[joint] - copy[joint])) for joint in copy) < BIND_TOLERANCE_M
+
+
+@pytest.mark.parametrize("version", [7500, 7700])
+def test_a_character_saved_as_fbx_7_5_or_later_reads_as_its_7_4_original(tmp_path, version):
+    """FBX 7.5 and later (Maya 2020 and later write 7.7) use 64-bit record offsets: the same scene reads to
+    the same bind, as ufbx reads the re-encoded file."""
+    path = tmp_path / "v{}.fbx".format(version)
+    path.write_bytes(fbx_binary.encode(fbx_binary.decode(QUATERNIUS_FBX.read_bytes(), "q.fbx"), version))
+    assert fbx_binary.version_of(path.read_bytes()) == version
+    original, wide = read_binds(QUATERNIUS_FBX), read_binds(path)
+    assert set(wide) == set(original)
+    assert max(float(np.linalg.norm(wide[joint] - original[joint])) for joint in original) == 0.0
+    judged = ufbx_binds(path)
+    assert max(float(np.linalg.norm(wide[bone] - place)) for bone, place in judged["clusters"].items()) < BIND_TOLERANCE_M

@@ -547,4 +547,35 @@ def test_a_character_saved_as_fbx_7_5_or_later_reads_as_its_7_4_original(tmp_pat
     assert set(wide) == set(original)
     assert max(float(np.linalg.norm(wide[joint] - original[joint])) for joint in original) == 0.0
     judged = ufbx_binds(path)
-    assert max(float(np.linalg.norm(wide[bone] - place)) for bone, place in judged["clusters"].items()) < BIND_TOLERANCE_M
+    worst = max(float(np.linalg.norm(wide[bone] - place)) for bone, place in judged["clusters"].items())
+    assert worst < BIND_TOLERANCE_M, worst
+
+
+def _geometric_mesh(nodes: List[Node]) -> None:
+    """The mesh Model moved (ignored at bind: the clusters place it) with a geometric transform (not)."""
+    objects = next(node for node in nodes if node.name == "Objects")
+    body = next(node for node in objects.children if node.name == "Model" and node.properties[1].startswith("Body\x00"))
+    rows = body.add("Properties70")
+    for key, value in (("GeometricTranslation", (5.0, 0.0, -3.0)), ("GeometricRotation", (0.0, 30.0, 90.0)),
+                       ("GeometricScaling", (2.0, 2.0, 2.0)), ("Lcl Translation", (0.0, 0.0, 7.0))):
+        rows.children.append(_vector(key, value))
+
+
+@pytest.mark.parametrize("case", ["geometric_y_up_cm", "geometric_z_up_inch", "quaternius"])
+def test_skinned_vertices_sit_where_ufbx_skins_them_at_bind(tmp_path, case):
+    """The mesh at bind (TransformLink * Transform * the geometric transform, in Y up metres) as ufbx places
+    it through its first cluster, vertex for vertex."""
+    from kimodo_rig.formats import fbx
+
+    if case == "quaternius":
+        path = QUATERNIUS_FBX
+    else:
+        path = build_fbx(tmp_path / (case + ".fbx"), case[len("geometric_"):], hook=_geometric_mesh)
+    judged = ufbx_binds(path)
+    document = fbx.read_document(path)
+    meshes = document.gltf["meshes"]
+    assert len(meshes) == len(judged["bind_vertices"]) == 1
+    ours = np.array(document.accessor(meshes[0]["primitives"][0]["attributes"]["POSITION"]))
+    theirs = np.array(next(iter(judged["bind_vertices"].values())))
+    assert ours.shape == theirs.shape
+    assert np.linalg.norm(ours - theirs, axis=-1).max() < BIND_TOLERANCE_M

@@ -494,3 +494,23 @@ def test_an_fbx_take_too_long_to_sample_is_refused_in_one_line(converted, tmp_pa
     assert result.stderr == "{}: the animation runs {} frames, more than 1000000\n".format(
         source, int(round(10 ** 17 * 30 / 46186158000)) + 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
+
+
+@pytest.mark.parametrize("option", ["--root-motion=root", "--in-place"])
+def test_root_motion_and_in_place_reach_the_fbx_as_the_glb(option, tmp_path):
+    from gltf_judge import Glb
+
+    outputs = {}
+    for extension in (".glb", ".fbx"):
+        outputs[extension] = tmp_path / ("walk" + extension)
+        result = run_cli("retarget", CLIPS / "soma_01_single_text_prompt", "--target", "mixamo", option,
+                         "-o", outputs[extension])
+        assert result.returncode == 0, result.stderr
+    glb_file = Glb(outputs[".glb"])
+    expected = glb_file.joint_world_positions()
+    report = ufbx_report(outputs[".fbx"], 30.0)
+    written = np.array([report["positions"][joint] for joint in glb_file.joint_names]).transpose(1, 0, 2)
+    worst = np.linalg.norm(written - expected, axis=-1).max()
+    assert worst < RETARGET_TOLERANCE_M, "{:.3g} m".format(worst)
+    travel = np.linalg.norm(expected[-1, 0, [0, 2]] - expected[0, 0, [0, 2]])
+    assert (travel > 1.0) if option.startswith("--root") else (travel < 0.2)  # the option did act

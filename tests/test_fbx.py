@@ -494,3 +494,62 @@ def test_an_fbx_take_too_long_to_sample_is_refused_in_one_line(converted, tmp_pa
     assert result.stderr == "{}: the animation runs {} frames, more than 1000000\n".format(
         source, int(round(10 ** 17 * 30 / 46186158000)) + 1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
+
+
+@pytest.mark.parametrize("option", ["--root-motion=root", "--in-place"])
+def test_root_motion_and_in_place_reach_the_fbx_as_the_glb(option, tmp_path):
+    from gltf_judge import Glb
+
+    outputs = {}
+    for extension in (".glb", ".fbx"):
+        outputs[extension] = tmp_path / ("walk" + extension)
+        result = run_cli("retarget", CLIPS / "soma_01_single_text_prompt", "--target", "mixamo", option,
+                         "-o", outputs[extension])
+        assert result.returncode == 0, result.stderr
+    glb_file = Glb(outputs[".glb"])
+    expected = glb_file.joint_world_positions()
+    report = ufbx_report(outputs[".fbx"], 30.0)
+    written = np.array([report["positions"][joint] for joint in glb_file.joint_names]).transpose(1, 0, 2)
+    worst = np.linalg.norm(written - expected, axis=-1).max()
+    assert worst < RETARGET_TOLERANCE_M, "{:.3g} m".format(worst)
+    travel = np.linalg.norm(expected[-1, 0, [0, 2]] - expected[0, 0, [0, 2]])
+    assert (travel > 1.0) if option.startswith("--root") else (travel < 0.2)  # the option did act
+
+
+def _png(width: int) -> bytes:
+    """A small red PNG (standard library)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    rows = b"".join(b"\0" + b"\xff\x00\x00" * width for _ in range(width))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, width, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_a_textured_character_keeps_its_texture_embedded_in_the_fbx(tmp_path):
+    """The MPFB2 rig given UVs and a base colour texture (a PNG beside it): the retargeted .fbx embeds the
+    PNG's bytes, and ufbx reads them back from the file."""
+    from kimodo_rig.formats import gltf_document as gd
+
+    document = gd.read_file(RIGS / "mpfb2" / "mpfb2_mixamo.glb")
+    builder = gd.DocumentBuilder()
+    builder.gltf = json.loads(json.dumps(document.gltf))
+    builder.binary = bytearray(document.binary)
+    gltf = builder.gltf
+    for mesh in gltf["meshes"]:
+        for primitive in mesh["primitives"]:
+            count = gltf["accessors"][primitive["attributes"]["POSITION"]]["count"]
+            primitive["attributes"]["TEXCOORD_0"] = builder.add_components([0.25, 0.75] * count, "VEC2")
+            primitive["material"] = 0
+    gltf["images"] = [{"uri": "skin.png", "name": "skin"}]
+    gltf["textures"] = [{"source": 0}]
+    gltf["materials"] = [{"name": "skin", "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}}]
+    image = _png(4)
+    (tmp_path / "skin.png").write_bytes(image)
+    character = tmp_path / "character.glb"
+    character.write_bytes(builder.to_glb())
+    output = tmp_path / "walk.fbx"
+    result = run_cli("retarget", CLIPS / "soma_01_single_text_prompt", "--target", character, "-o", output)
+    assert result.returncode == 0, result.stderr
+    report = ufbx_report(output)
+    assert [bytes(texture["content"]) for texture in report["textures"]] == [image]

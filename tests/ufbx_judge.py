@@ -7,7 +7,7 @@ without freeing anything; a crash would still fail only this file's check, not t
 Usage: python ufbx_judge.py FILE [FPS]. Loads FILE strictly, once as written and once with axes and units
 normalised to Kimodo's (Y up, Z front, right-handed, metres), and prints one JSON object: the settings
 (frame rate, metres per unit, axes), the warnings, the bones, the meshes (vertices, faces, skinned or not),
-the skin clusters' bones, the bind pose count,
+the skin clusters' bones, the textures (name, embedded bytes), the bind pose count,
 each take's curves' key times, and, with FPS, every node's world origin at frame/FPS for every frame of
 the first take (normalised scene).
 """
@@ -48,6 +48,7 @@ def describe(path, fps):
         "clusters": [],
         "bind_poses": 0,
         "takes": [],
+        "textures": [],
         "positions": None,
     }
     for mesh in kept(scene.meshes):
@@ -58,6 +59,8 @@ def describe(path, fps):
             bone = cluster.bone_node
             KEEP.append(bone)
             report["clusters"].append(bone.name)
+    for texture in kept(scene.textures):
+        report["textures"].append({"name": texture.name, "content": list(texture.content)})
     for pose in kept(scene.poses):
         report["bind_poses"] += 1 if pose.is_bind_pose else 0
     for stack in kept(scene.anim_stacks):

@@ -579,3 +579,23 @@ def test_skinned_vertices_sit_where_ufbx_skins_them_at_bind(tmp_path, case):
     theirs = np.array(next(iter(judged["bind_vertices"].values())))
     assert ours.shape == theirs.shape
     assert np.linalg.norm(ours - theirs, axis=-1).max() < BIND_TOLERANCE_M
+
+
+def test_a_kimodo_motion_exported_by_blender_reads_back_as_the_motion(tmp_path):
+    """Blender's FBX exporter, re-exporting our .glb of a clip, puts the skeleton under an armature node
+    (turned from Z up, scaled by 100) and gives every bone its own frame: `convert` of its FBX gives the
+    clip's joint places at every frame (numpy FK of both .glb files), not Blender's local rotations read
+    as Kimodo's."""
+    from gltf_judge import Glb
+
+    clip = CLIPS / SOMA_CLIP
+    original, exported, back = tmp_path / "walk.glb", tmp_path / "walk_blender.fbx", tmp_path / "back.glb"
+    assert run_cli("convert", clip, original).returncode == 0
+    assert run_blender("export_fbx_motion.py", original, exported, 30)["frames"] == [0, 149]
+    result = run_cli("convert", exported, back)
+    assert result.returncode == 0, result.stderr
+    expected, written = Glb(original), Glb(back)
+    assert len(written.key_times()) == len(expected.key_times()) == 150
+    order = [written.joint_names.index(name) for name in expected.joint_names]
+    worst = np.linalg.norm(written.joint_world_positions()[:, order] - expected.joint_world_positions(), axis=-1).max()
+    assert worst < BIND_TOLERANCE_M, "{:.3g} m".format(worst)

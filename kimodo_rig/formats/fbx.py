@@ -1180,12 +1180,13 @@ def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:
 
 def read(path, *, fps: Optional[float] = None) -> Motion:
     """An FBX motion on a Kimodo skeleton (a file this tool wrote, or one with the same joint names) back
-    into a Motion: its first take sampled at every frame (read_motion_document), then read as a .glb is."""
+    into a Motion: its first take sampled at every frame (read_motion_document), then each joint's world
+    rotation turned into Kimodo's frames (formats/fbx_motion.py), whoever wrote the file."""
     from pathlib import Path
 
-    from .glb import motion_from_document
+    from .fbx_motion import motion_from_scene
 
-    return motion_from_document(read_motion_document(path, fps), str(path), Path(str(path)).stem, fps=fps)
+    return motion_from_scene(read_motion_document(path, fps), str(path), Path(str(path)).stem, fps=fps)
 
 
 def _read_bytes(path) -> bytes:

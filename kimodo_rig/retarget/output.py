@@ -1,5 +1,5 @@
-"""Writing a retargeted motion (.glb on the character or a box rig, .bvh on the target skeleton) and
-measuring the report from the file as written."""
+"""Writing a retargeted motion (.glb or .fbx on the character or a box rig, .bvh on the target skeleton)
+and measuring the report from the file as written (.fbx: from the self-checked .glb bytes it is made of)."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from .. import formats
 from ..errors import KimodoError
 from ..files import file_name, write_bytes_atomic
-from ..formats import draco, glb
+from ..formats import draco, fbx, glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
@@ -27,13 +27,13 @@ from .solve import RetargetInfo
 Matrix4 = gd.Matrix4
 
 LOG = logging.getLogger("kimodo_rig")
-OUTPUT_EXTENSIONS = (".glb", ".bvh")
+OUTPUT_EXTENSIONS = (".glb", ".fbx", ".bvh")
 
 
 def check_output_path(path) -> str:
     extension = Path(str(path)).suffix.lower()
     if extension not in OUTPUT_EXTENSIONS:
-        raise KimodoError("{}: retarget writes .glb or .bvh, not {!r}".format(path, extension or "(none)"))
+        raise KimodoError("{}: retarget writes .glb, .fbx or .bvh, not {!r}".format(path, extension or "(none)"))
     return extension
 
 
@@ -131,14 +131,23 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     return data
 
 
-def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
+def write(motion: Motion, info: RetargetInfo, target: Target, path) -> Optional[bytes]:
+    """Write the retargeted motion to `path` (.glb, .fbx or .bvh). Returns the self-checked .glb bytes
+    the .glb or .fbx was made of (report_from_output measures an .fbx from them), else None."""
     extension = check_output_path(path)
     if extension == ".glb":
-        write_bytes_atomic(path, checked_glb(motion, info, target, str(path)))
-        return
+        data = checked_glb(motion, info, target, str(path))
+        write_bytes_atomic(path, data)
+        return data
+    if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
+        data = checked_glb(motion, info, target, str(path))
+        document = gd.parse_glb(data, str(path))
+        write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
+        return data
     if info.root_track is not None:
         LOG.warning("%s: .bvh keeps root motion in the hips; --root-motion root needs .glb output", path)
     formats.write_file(motion, path)
+    return None
 
 
 def _worst_distance(a: Sequence[Sequence[Sequence[float]]], b: Sequence[Sequence[Sequence[float]]]) -> float:
@@ -163,13 +172,16 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
-                       target: Optional[Target] = None) -> Report:
+                       target: Optional[Target] = None, written: Optional[bytes] = None) -> Report:
     """The report measured from the file as written: joint positions and, for a character with a mesh,
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
     the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
     (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
     if Path(str(path)).suffix.lower() == ".glb":
         return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
+    if Path(str(path)).suffix.lower() == ".fbx":  # measured from the .glb scene the .fbx was written from
+        data = written if written is not None else encode_glb(retargeted, info, target)  # `write` returned it
+        return report_from_glb(data, str(path), source, retargeted, info, target)
     written = output_positions(path, retargeted)
     return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info), _carriers(target))
 

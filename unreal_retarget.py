@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type, TypeVar
 
 HERE = Path(os.path.abspath(globals().get("__file__") or sys.argv[0])).parent
 if str(HERE) not in sys.path:
@@ -54,7 +54,8 @@ def main(arguments: Sequence[str]) -> int:
         require_features()
         target = find_target(request.target)
         target_plan = plan.plan_target(engine_skeleton(target), user_map=request.user_map,
-                                       map_source=request.map_source)
+                                       map_source=request.map_source,
+                                       skinned_bones=engine_skinned_bones(target) if request.user_map is None else None)
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():
@@ -353,6 +354,28 @@ def engine_bones(mesh: unreal.SkeletalMesh) -> Tuple[List[str], List[str], List[
 def engine_skeleton(mesh: unreal.SkeletalMesh) -> Skeleton:
     """The mesh's reference skeleton as a core Skeleton in Kimodo's frame."""
     return plan.skeleton_from_engine(mesh.get_name(), *engine_bones(mesh))
+
+
+def engine_skinned_bones(mesh: unreal.SkeletalMesh) -> Optional[List[str]]:
+    """The bones the mesh's skin weights move (a weight above zero on some vertex of LOD 0), as the offline
+    reader's skinned_joints finds them in the file: they tell a deform chain from an FK or IK copy lying in
+    the same place. None where the engine cannot read weights (SkinWeightModifier is UE 5.4+, in the
+    Modeling Tools plugin): the map then goes by the skeleton's shape and names alone, with a warning."""
+    # Checked with hasattr (a plugin the project may have turned off), then called directly: pyright checks
+    # the calls against every stub (the class is in 5.4, 5.5 and 5.6).
+    modifier = unreal.SkinWeightModifier() if hasattr(unreal, "SkinWeightModifier") else None
+    if modifier is None or not modifier.set_skeletal_mesh(mesh):
+        unreal.log_warning("kimodo: {}: its skin weights cannot be read in this editor (SkinWeightModifier, UE 5.4+ "
+                           "with the Modeling Tools plugin): deform bones are told from their copies by shape and "
+                           "names only".format(mesh.get_path_name()))
+        return None
+    every = len(modifier.get_all_bone_names())
+    weighted = set()  # type: Set[str]
+    for vertex in range(modifier.get_num_vertices()):
+        weighted.update(str(bone) for bone, weight in modifier.get_vertex_weights(vertex).items() if weight > 0.0)
+        if len(weighted) >= every:
+            break
+    return sorted(weighted)
 
 
 def vector_tuple(vector: unreal.Vector) -> Tuple[float, float, float]:

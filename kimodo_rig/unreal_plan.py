@@ -21,7 +21,7 @@ import re
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
 from .errors import KimodoError
 from .files import open_input, read_input
@@ -391,14 +391,20 @@ class TargetPlan:
     root_bone: Optional[str]
 
 
-def plan_target(target: Skeleton, *, user_map: Optional[Dict[str, str]] = None, map_source: str = "") -> TargetPlan:
+def plan_target(target: Skeleton, *, user_map: Optional[Dict[str, str]] = None, map_source: str = "",
+                skinned_bones: Optional[Collection[str]] = None) -> TargetPlan:
     """The character as the offline retarget reads it. `user_map` (a --map file's part -> bone name; its
     messages name `map_source`) is the map when given, as offline `map_target` takes it, so a rig the bone
-    names cannot map is fixed by the same edit in both."""
+    names cannot map is fixed by the same edit in both. `skinned_bones`: the bones the mesh's skin weights
+    move, as the engine reads them (offline: `skinned_joints` of the file), None or empty where not known;
+    they tell a deform chain from an FK or IK copy lying in the same place (MMD's 足D legs beside its 足
+    legs), which the skeleton alone cannot."""
     if user_map is not None:
         humanoid = map_from_parts(target, user_map, map_source or MAP_OPTION)
     else:
-        humanoid = map_humanoid(target, target.name)
+        weighted = set(skinned_bones or ())
+        skinned = frozenset(j for j, name in enumerate(target.joint_names) if name in weighted) or None
+        humanoid = map_humanoid(target, target.name, skinned=skinned)
     chains, pelvis = retarget_chains(humanoid)
     root = find_root_bone(target, humanoid.bones["hips"])
     return TargetPlan(target, humanoid, tuple(chains), pelvis, None if root is None else target.joint_names[root])

@@ -5,7 +5,8 @@
 
 Standard library only (it imports kimodo_rig from this checkout). Seeds are cut from tests/data to a
 few frames: Kimodo's SOMA BVH, the CMU BVH, both Kimodo NPZ layouts (also re-zipped deflate, bzip2 and
-lzma), an AMASS NPZ, the G1 CSV, a motion .glb and .gltf, the MPFB2 rig, a raw clip and a meta.json.
+lzma), an AMASS NPZ, the G1 CSV, a motion .glb, .gltf and .fbx, the MPFB2 rig (.glb, and as .fbx), a raw
+clip and a meta.json.
 Each case mutates one seed (bytes, text, numbers, glTF JSON, .npy headers, zip fields) and runs a
 command on it in-process: inspect, convert to .glb or .bvh, or (rig and .gltf) retarget onto it. The first
 cases are files that are not files: a symlink to /dev/zero and a FIFO for every extension.
@@ -130,7 +131,8 @@ def _clip(folder: Path, keep: int = FRAMES) -> Dict[str, bytes]:
 
 def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
     """kind -> {file name: bytes}; a kind with several files is a folder (raw clip, NPZ with meta.json)."""
-    from kimodo_rig.formats import glb, raw
+    from kimodo_rig.formats import fbx, glb, raw
+    from kimodo_rig.formats import gltf_document as gd
 
     reference, clips = DATA / "reference", DATA / "clips"
     clip = _clip(clips / "soma_01_single_text_prompt")
@@ -138,8 +140,12 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
     folder.mkdir()
     for name, data in clip.items():
         (folder / name).write_bytes(data)
-    motion_glb = glb.encode(raw.read(folder))
+    motion = raw.read(folder)
+    motion_glb = glb.encode(motion)
+    motion_fbx = fbx.encode(motion)
     shutil.rmtree(folder)
+    rig_path = DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb"
+    rig_fbx = fbx.encode_gltf(gd.read_file(rig_path), take="rig", fps=30.0)
     current = _cut_npz(reference / "soma_01_single_text_prompt_somaskel77.npz")
     gltf, binary = split_glb(motion_glb)
     gltf["buffers"] = [{"byteLength": len(binary), "uri": "data:application/octet-stream;base64,"
@@ -160,6 +166,8 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
         "glb_motion": {"m.glb": motion_glb},
         "gltf_motion": {"m.gltf": json.dumps(gltf).encode("utf-8")},
         "glb_rig": {"rig.glb": (DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb").read_bytes()},
+        "fbx_motion": {"m.fbx": motion_fbx},
+        "fbx_rig": {"rig.fbx": rig_fbx},
         "clip": clip,
     }
     seeds.update(build_new_seeds(work, clip))
@@ -226,6 +234,67 @@ def mutate_bytes(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
 
 
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")
+
+
+# The FBX kinds take their share of cases on a random stream of their own, so that adding them left every
+# other case number what it was (the suite's seed keeps meaning the same cases).
+FBX_KINDS = ("fbx_motion", "fbx_rig")
+FBX_VALUES = ["x", "", 0, -1, 2 ** 31 - 1, 1e308, float("nan"), float("inf"), b"", 0.5]
+
+
+def mutate_fbx(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
+    """An FBX mutated in its node tree (read with our codec, written back): a property given another
+    type or a hostile number, an array emptied or cut short, a node dropped or nested in itself, a
+    connection turned into a cycle, an array whose header claims ten million elements."""
+    from array import array
+
+    from kimodo_rig.formats import fbx_binary as fb
+
+    nodes = fb.decode(data, "seed.fbx")
+    everything = []
+
+    def walk(children):
+        for node in children:
+            everything.append(node)
+            walk(node.children)
+
+    walk(nodes)
+    roll = rng.random()
+    node = rng.choice([n for n in everything if n.properties] or everything)
+    if roll < 0.4 and node.properties:
+        at = rng.randrange(len(node.properties))
+        value = node.properties[at]
+        if isinstance(value, array) and len(value) and rng.random() < 0.5:
+            node.properties[at] = array(value.typecode, value[:rng.randrange(len(value))])
+            return "fbx_array_cut_" + node.name, fb.encode(nodes)
+        choice = rng.choice(FBX_VALUES)
+        node.properties[at] = fb.Long(choice) if isinstance(value, fb.Long) and isinstance(choice, int) else choice
+        return "fbx_value_" + node.name, fb.encode(nodes)
+    if roll < 0.55:
+        parent = rng.choice([n for n in everything if n.children] or everything)
+        if parent.children:
+            parent.children.pop(rng.randrange(len(parent.children)))
+        return "fbx_drop_node", fb.encode(nodes)
+    if roll < 0.65:
+        connections = next((n for n in nodes if n.name == "Connections"), None)
+        links = [c for c in (connections.children if connections else []) if len(c.properties) >= 3]
+        if links:
+            link = rng.choice(links)
+            connections.add("C", "OO", link.properties[2], link.properties[1])  # the parent under its child
+        return "fbx_cycle", fb.encode(nodes)
+    if roll < 0.75:
+        deep = fb.Node("Deep", [1])
+        inner = deep
+        for _ in range(rng.choice([30, 40, 200])):
+            inner = inner.add("Deep", 1)
+        nodes.insert(rng.randrange(len(nodes) + 1), deep)
+        return "fbx_deep", fb.encode(nodes)
+    encoded = bytearray(fb.encode(nodes))
+    starts = [m.start() for m in re.finditer(rb"[dfil][\x00-\xff]{4}[\x00\x01]\x00\x00\x00", bytes(encoded))]
+    if starts:
+        at = rng.choice(starts) + 1
+        struct.pack_into("<I", encoded, at, rng.choice([10 ** 7, 2 ** 32 - 1, 0]))
+    return "fbx_array_count", bytes(encoded)
 
 
 def mutate_text(data: bytes, rng: random.Random) -> Tuple[str, bytes]:
@@ -503,6 +572,8 @@ def mutate(kind: str, seed: Dict[str, bytes], rng: random.Random) -> Tuple[str, 
         if isinstance(gltf.get("buffers"), list) and gltf["buffers"] and isinstance(gltf["buffers"][0], dict):
             gltf["buffers"][0]["uri"] = "data:application/octet-stream;base64," + base64.b64encode(binary).decode("ascii")
         files[name] = dump_json(gltf)
+    elif kind.startswith("fbx") and rng.random() < 0.7:
+        how, files[name] = mutate_fbx(data, rng)
     elif kind.startswith(("bvh", "csv", "gltf")) and rng.random() < 0.7:
         how, files[name] = mutate_text(data, rng)
     else:
@@ -1044,7 +1115,7 @@ def choose_command(kind: str, path: Path, root: Path, rng: random.Random) -> Cas
     out, clip = root / "out", root / "clip"
     if kind in NEW_KINDS:
         return new_case(kind, root, path, rng)
-    if kind in ("glb_rig", "gltf_motion") or path.suffix == ".gltf":  # a .gltf is read as a target only
+    if kind in ("glb_rig", "gltf_motion", "fbx_rig") or path.suffix == ".gltf":  # a .gltf is read as a target only
         return Case(["retarget", str(clip), "--target", str(path), "-o", str(out / "r.glb")],
                     [("file", out / "r.glb")], [clip, path])
     roll = rng.random()
@@ -1127,7 +1198,7 @@ def worker(args) -> int:
     report = sys.__stdout__
     try:
         seeds = build_seeds(work)
-        kinds = sorted(seeds)
+        kinds = sorted(kind for kind in seeds if kind not in FBX_KINDS)
         special = not_files(work)
         root = work / "root"
         numbers = [args.only] if args.only is not None else range(args.start, args.cases)
@@ -1142,6 +1213,9 @@ def worker(args) -> int:
                 path = make(root / "case")
             else:
                 kind = rng.choice(kinds)
+                fbx_roll = random.Random("fbx:{}:{}".format(args.seed, number))
+                if fbx_roll.random() < len(FBX_KINDS) / (len(kinds) + len(FBX_KINDS)):
+                    kind, rng = fbx_roll.choice(FBX_KINDS), fbx_roll
                 how, files = mutate(kind, seeds[kind], rng)
                 if plant in ("delete", "modify"):  # a sound file and a command that reads it: only the plant fails
                     kind, how, files = "bvh_soma", "none", seeds["bvh_soma"]

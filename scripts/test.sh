@@ -10,6 +10,7 @@
 #   .venvs/blender42-*  bpy 4.2 LTS, the oldest Blender the extension supports  (tests/requirements-blender42.txt)
 #   tests/node      gltf-validator, pyright, three, playwright-core from npm (tests/node/package-lock.json)
 #   chromium        Debian's, for the HTML player's test (apt, when /usr/bin/chromium is missing)
+#   assimp          Debian's assimp-utils, a judge of the .fbx files we write (apt, when `assimp` is missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -74,6 +75,12 @@ ensure_chromium() {  # Debian's Chromium: the browser that judges `preview`'s HT
   apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null
 }
 
+ensure_assimp() {  # Debian's assimp command: one of the three readers that judge our FBX (tests/test_fbx.py)
+  if command -v assimp >/dev/null; then return 0; fi
+  echo "installing assimp-utils (apt) ..."
+  apt-get update -qq >/dev/null && apt-get install -y -qq assimp-utils >/dev/null
+}
+
 # KIMODO_VENVS lets several checkouts on one machine share the (large) venvs; default: .venvs here.
 VENVS=${KIMODO_VENVS:-$ROOT/.venvs}
 ensure_venv test python3 tests/requirements.txt
@@ -87,6 +94,7 @@ if [ -z "$QUICK" ]; then
   BLENDER42_VENV=$VENV
   ensure_node
   ensure_chromium
+  ensure_assimp
   export KIMODO_BLENDER_PYTHON="$BLENDER_VENV/bin/python"
   export KIMODO_BLENDER42_PYTHON="$BLENDER42_VENV/bin/python"
   export KIMODO_NODE_MODULES="$ROOT/tests/node/node_modules"

@@ -680,6 +680,25 @@ def insert_joint(gltf: pygltflib.GLTF2, name: str, bone: str, toward: str, fract
         move_weights(gltf, bone, name, _beyond(gltf, bone, toward, fraction))
 
 
+def slide_joint(gltf: pygltflib.GLTF2, bone: str, toward: str, fraction: float) -> None:
+    """The joint `bone` moved `fraction` of the way toward its child `toward`, its children left where they
+    stand and its inverse bind matrix following it, the mesh and its weights as they were: one side's
+    joint sitting elsewhere along a symmetric limb (Quaternius' robot's right shoulder joint lies 7 cm
+    farther out than its left, its elbows mirror each other). The rig must be saved at its bind pose."""
+    worlds = world_matrices(gltf)
+    parent = parents(gltf)
+    node = node_index(gltf, bone)
+    moved = worlds[node].copy()
+    moved[:3, 3] += fraction * (worlds[node_index(gltf, toward)][:3, 3] - worlds[node][:3, 3])
+    set_local_matrix(gltf.nodes[node], np.linalg.inv(worlds[parent[node]]) @ moved)
+    for child in gltf.nodes[node].children or []:
+        set_local_matrix(gltf.nodes[child], np.linalg.inv(moved) @ worlds[child])
+    for skin, slot in _skin_slots(gltf, node):
+        ibm = read_accessor(gltf, skin.inverseBindMatrices).astype(np.float64)
+        ibm[slot] = np.linalg.inv(np.linalg.inv(ibm[slot]) @ np.linalg.inv(worlds[node]) @ moved)
+        skin.inverseBindMatrices = add_accessor(gltf, ibm, "MAT4")
+
+
 def add_joint_above(gltf: pygltflib.GLTF2, name: str, bone: str, children: Sequence[str]) -> None:
     """A joint at `bone`'s place under it, the named children moved under it (Character Creator's
     CC_Base_Pelvis and Daz's pelvis between the hip and the thighs), carrying the bone's vertices below it."""

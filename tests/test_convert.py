@@ -83,11 +83,11 @@ def test_convert_picks_the_npz_reader_by_content(tmp_path):
 
 
 def test_unknown_extension_is_refused(tmp_path):
-    output = tmp_path / "walk.fbx"
+    output = tmp_path / "walk.usd"
     result = run_cli("convert", CLIPS / "g1_01_single_text_prompt", output)
     assert result.returncode == 1
     # The list of known types grows with the formats; each is named once.
-    assert result.stderr.startswith("{}: unknown file type '.fbx' (known: ".format(output))
+    assert result.stderr.startswith("{}: unknown file type '.usd' (known: ".format(output))
     assert result.stderr.endswith(", or a clip folder)\n") and result.stderr.count(".npz") == 1
     assert result.stderr.count("\n") == 1 and not output.exists()
 

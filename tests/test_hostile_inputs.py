@@ -734,11 +734,14 @@ def _swapped_hips_and_left_hand(parts: dict) -> dict:
 @pytest.mark.parametrize("route", ["retarget_map", "preview_map", "vrm_table"])
 def test_a_map_that_swaps_the_hips_and_a_hand_is_refused_not_looped(tmp_path, route):
     """restructure re-hung the left clavicle under the 'hips' (the hand below it) and walked the loop for
-    ever: 2.2 GB in 20 s. The timeout and memory limit only guard against the hang."""
+    ever: 2.2 GB in 20 s. The map check refuses such a map first (restructure's own bound is tested below).
+    The timeout and memory limit only guard against the hang."""
     out = _empty_output(tmp_path)
     mannequin = json.loads(run_cli("map", "mannequin", "--json").stdout)
+    mannequin.pop("check")
     swapped = _swapped_hips_and_left_hand(mannequin)
-    line = "clavicle_l ('clavicle_l') cannot hang from hips ('hand_l'), which hangs below it"
+    line = ("hips (hand_l) hangs below clavicle_l (clavicle_l): the hips must carry the limbs; "
+            "see kimodo-rig map RIG --json and --map")
     if route == "vrm_table":
         gltf, binary = _glb_chunks(MANNEQUIN_GLB.read_bytes())
         node = {n["name"]: i for i, n in enumerate(gltf["nodes"])}
@@ -752,6 +755,7 @@ def test_a_map_that_swaps_the_hips_and_a_hand_is_refused_not_looped(tmp_path, ro
         target = tmp_path / "avatar.vrm"
         target.write_bytes(_glb(gltf, binary))
         args, source = ("--target", target), "{}: VRM 0.x humanoid table: map".format(target)
+        line = line.replace("below clavicle_l (clavicle_l)", "below hand_l (pelvis)")  # the table has its own hand_l
     else:
         map_file = tmp_path / "bones.json"
         map_file.write_text(json.dumps(swapped), encoding="utf-8")
@@ -760,6 +764,20 @@ def test_a_map_that_swaps_the_hips_and_a_hand_is_refused_not_looped(tmp_path, ro
     result = _cli_bounded(verb, SOMA_CLIP, *args, "-o", output)
     assert (result.returncode, result.stderr) == (1, "{}: {}\n".format(source, line))
     assert not list(out.iterdir())
+
+
+def test_restructure_refuses_a_map_whose_hips_hang_below_a_hand_without_the_check():
+    """The bound of restructure itself, behind the map check: an unchecked map with the hips and a hand
+    swapped is one line naming the map, not a walk for ever."""
+    from kimodo_rig.retarget import character, mapping, solve
+
+    target = character.load_target("mannequin")
+    parts = json.loads(run_cli("map", "mannequin", "--json").stdout)
+    parts.pop("check")
+    hmap = mapping.map_from_parts(target.skeleton, _swapped_hips_and_left_hand(parts), "bones.json: map", checked=False)
+    with pytest.raises(KimodoError, match=r"^bones\.json: map: clavicle_l \('clavicle_l'\) cannot hang from hips "
+                                          r"\('hand_l'\), which hangs below it$"):
+        solve.working_skeleton(target.skeleton, hmap, "bones.json")
 
 
 def _main(capsys, *args):

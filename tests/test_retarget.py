@@ -341,8 +341,8 @@ def test_bad_inputs_one_line_and_no_output(tmp_path):
     # Unknown built-in and wrong output type.
     result = run_cli("retarget", clip, "--target", "hero", "-o", output)
     assert result.stderr == "hero: no such file, and not a built-in target (mannequin, mixamo)\n"
-    result = run_cli("retarget", clip, "--target", "mannequin", "-o", tmp_path / "out.fbx")
-    assert result.stderr == "{}: retarget writes .glb or .bvh, not '.fbx'\n".format(tmp_path / "out.fbx")
+    result = run_cli("retarget", clip, "--target", "mannequin", "-o", tmp_path / "out.usd")
+    assert result.stderr == "{}: retarget writes .glb, .fbx or .bvh, not '.usd'\n".format(tmp_path / "out.usd")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["no_skin.gltf", "tail.glb", "tail_motion.glb"]
 
 

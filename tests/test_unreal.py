@@ -804,18 +804,38 @@ def test_a_users_map_plans_a_rig_the_names_cannot_map_as_the_offline_retarget_ma
         assert str(error.value) == str(offline_error.value) and str(error.value).startswith(bones + ": ")
 
 
+def _weighted_bones(rig: Path, target) -> set:
+    """The bones a skinned mesh of `rig` gives a weight above zero, by name as the engine names them (the
+    reader's names: a nameless joint is `joint<k>`), read by pygltflib and numpy: what the Unreal step reads
+    from the imported mesh's skin weights (unreal_retarget.engine_skinned_bones)."""
+    gltf = pygltflib.GLTF2().load(str(rig))
+    name_of = dict(zip(target.nodes, target.skeleton.joint_names))
+    weighted = set()
+    for node in gltf.nodes:
+        if node.mesh is None or node.skin is None:
+            continue
+        slots = gltf.skins[node.skin].joints
+        for primitive in gltf.meshes[node.mesh].primitives:
+            joints = rv.read_accessor(gltf, primitive.attributes.JOINTS_0).astype(int)
+            weights = rv.read_accessor(gltf, primitive.attributes.WEIGHTS_0)
+            weighted.update(name_of[slots[j]] for j in np.unique(joints[weights > 0.0]) if slots[j] in name_of)
+    return weighted
+
+
 @pytest.mark.parametrize("kind", list(shapes.KINDS))
 def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
     """Issue 39: the Unreal step reads a character as the offline retarget does. For every kind of
     tests/test_retarget_shapes.py (Sketchfab re-exports, Rigify deform-only and all-bones exports, MMD,
     VRoid names, Blender's default names, no names, numbered chains; no --map), the plan made from the
-    skeleton as the engine hands it over (Unreal's frame and centimetres, by numpy) maps every part to the
+    skeleton as the engine hands it over (Unreal's frame and centimetres, by numpy) and the bones its skin
+    weights move (MMD's FK legs and 足D deform legs lie in one place: only the mesh tells them apart) maps every part to the
     bone offline `map_target` maps it to (the bone the rig it was made from is known by), with the same
     chain table and pelvis."""
     rig = shapes.build(kind, tmp_path)
     target = load_target(str(rig))
     offline = map_target(target)
-    planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)))
+    planned = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(target.skeleton)),
+                               skinned_bones=_weighted_bones(rig, target))
     expected = dict(shapes.expected_map(kind))
     expected.pop("check", None)  # `map --json` prints the check's verdict beside the parts
     assert parts_by_name(planned.humanoid) == parts_by_name(offline) == expected

@@ -14,7 +14,7 @@ from . import VERBS
 
 def add_parser(commands) -> None:
     parser = commands.add_parser("map", help=VERBS["map"])
-    parser.add_argument("rig", help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
+    parser.add_argument("rig", help=".glb/.gltf/.vrm/.fbx, .bvh, or a built-in: mannequin, mixamo")
     parser.add_argument("--json", action="store_true", help="print the map as JSON, the form --map reads "
                         "(with the check's verdict under \"check\")")
     parser.set_defaults(run=run_map)

@@ -17,7 +17,8 @@ def add_parser(commands) -> None:
     parser = commands.add_parser("preview", help=VERBS["preview"])
     parser.add_argument("input", help="a motion file or clip folder (anything convert reads)")
     parser.add_argument("-o", "--output", required=True, help="OUT.svg (contact sheet) or OUT.html (player)")
-    parser.add_argument("--target", help="also show the motion retargeted onto this rig (.glb/.gltf/.bvh, mannequin, mixamo)")
+    parser.add_argument("--target", help="also show the motion retargeted onto this rig "
+                                         "(.glb/.gltf/.vrm/.fbx, .bvh, mannequin, mixamo)")
     parser.add_argument("--map", metavar="BONES.json",
                         help="with --target: which bone plays which part (as `kimodo-rig map RIG --json` prints)")
     parser.add_argument("--constraints", help="Kimodo constraints.json to mark on the sheet")

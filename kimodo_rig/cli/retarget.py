@@ -25,8 +25,8 @@ LOG = logging.getLogger("kimodo_rig")
 def add_parser(commands) -> None:
     parser = commands.add_parser("retarget", help="motion onto another humanoid rig")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="clip folder(s) or motion file(s)")
-    parser.add_argument("--target", required=True, help=".glb/.gltf/.vrm, .bvh, or a built-in: mannequin, mixamo")
-    parser.add_argument("-o", "--output", help="output .glb/.bvh (one input only)")
+    parser.add_argument("--target", required=True, help=".glb/.gltf/.vrm/.fbx, .bvh, or a built-in: mannequin, mixamo")
+    parser.add_argument("-o", "--output", help="output .glb/.fbx/.bvh (one input only)")
     parser.add_argument("--outdir", metavar="DIR", help="output folder: one .glb per input, named after it")
     parser.add_argument("--map", metavar="BONES.json", help="which bone plays which part (as `kimodo-rig map RIG --json` prints)")
     parser.add_argument("--report", help="also write the report as JSON here (one input only)")
@@ -99,9 +99,9 @@ def retarget_one(source: str, output: Path, target: targets.Target, target_map: 
         motion, target.skeleton, bind_mesh=mesh, in_place=args.in_place, root_motion=args.root_motion,
         foot_lock=args.foot_lock, target_map=target_map, target_name=args.target, source_name=source)
     step("writing")
-    retarget_output.write(retargeted, info, target, output)
+    written = retarget_output.write(retargeted, info, target, output)
     step("measuring the written file")
-    report = retarget_output.report_from_output(output, motion, retargeted, info, target)
+    report = retarget_output.report_from_output(output, motion, retargeted, info, target, written)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))

@@ -15,7 +15,7 @@ from .options import DEFAULT, WriteOptions
 # `recognises(path)` accepts the file wins (an .npz is told apart by its array names); writing, the first.
 # A folder is always `raw`. The modules are imported when the registry is first used, so a job that
 # imports one format (`kimodo_to_glb.py`: raw and glb) does not load the others.
-_MODULE_NAMES = ("raw", "glb", "bvh", "kimodo_npz", "amass", "g1_csv")
+_MODULE_NAMES = ("raw", "glb", "bvh", "fbx", "kimodo_npz", "amass", "g1_csv")
 FLOAT32_MAX = 3.4028234663852886e38
 
 

@@ -303,8 +303,12 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
     back into a Motion; built-in skeletons are recognised by joint names or mannequin names."""
     from pathlib import Path  # not at the top: writing a .glb never needs it (see files.file_name)
 
-    source = str(path)
-    document = gd.read_file(path)
+    return motion_from_document(gd.read_file(path), str(path), Path(path).stem, fps=fps)
+
+
+def motion_from_document(document: gd.Document, source: str, name: str, *, fps: Optional[float] = None) -> Motion:
+    """`read` of a parsed document (also what an FBX motion becomes: formats/fbx.py); `source` names it
+    in messages, `name` is the clip's."""
     gltf = document.gltf
     if not gltf.get("skins"):
         raise KimodoError("{}: no skin (skeleton) in this glTF".format(source))
@@ -354,7 +358,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         if not abs(quat_norm(rotations[at:at + 4]) - 1.0) <= UNIT_TOLERANCE:
             raise KimodoError("{}: the animation's rotation keys are not unit quaternions (frame {}, joint {})".format(
                 source, at // 4 // builtin.joint_count, at // 4 % builtin.joint_count))
-    return Motion(builtin, rotations, roots, float(rate), name=Path(path).stem)
+    return Motion(builtin, rotations, roots, float(rate), name=name)
 
 
 def stored_joint_names(skeleton: Skeleton, node_names: Sequence[str]) -> Tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Retarget targets: a rigged character (.glb/.gltf/.vrm with a skin), a .bvh, or a built-in rig.
+"""Retarget targets: a rigged character (.glb/.gltf/.vrm/.fbx with a skin), a .bvh, or a built-in rig.
 
 A skinned glTF's rest is its BIND pose, read from the skin's inverse bind matrices (the node transforms
 may hold any frame of any animation) and placed in the scene by the nodes above the skeleton. Positions
@@ -70,7 +70,7 @@ def load_target(spec: str) -> Target:
         target = read_gltf_target(path)
         return replace(target, source=spec)
     suffix = Path(spec).suffix.lower()
-    if suffix in (".glb", ".gltf", ".vrm"):
+    if suffix in (".glb", ".gltf", ".vrm", ".fbx"):
         return read_gltf_target(spec)
     if suffix == ".bvh":
         from .. import formats
@@ -84,7 +84,7 @@ def load_target(spec: str) -> Target:
                                skeleton.rest_rotations, skeleton.label), spec)
     if not Path(spec).exists():
         raise KimodoError("{}: no such file, and not a built-in target (mannequin, mixamo)".format(spec))
-    raise KimodoError("{}: a target must be a .glb/.gltf/.vrm with a skin, a .bvh, or mannequin/mixamo".format(spec))
+    raise KimodoError("{}: a target must be a .glb/.gltf/.vrm/.fbx with a skin, a .bvh, or mannequin/mixamo".format(spec))
 
 
 def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_source: str = "",
@@ -101,7 +101,8 @@ def map_target(target: Target, user_map: Optional[Dict[str, str]] = None, map_so
     else:
         return map_humanoid(target.skeleton, target.source, feet_from_mesh=lambda hmap: _mesh_feet_forward(target, hmap),
                             skinned=skinned_joints(target), checked=checked)
-    working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
+    if checked:  # unchecked (`kimodo-rig map`), the check's own line names what is wrong (map_problem_line)
+        working_skeleton(target.skeleton, hmap, source)  # a table whose hips hang below a hand is refused, naming it
     return hmap
 
 
@@ -246,7 +247,12 @@ def _vrm_table(gltf: Dict, node_names: Dict[int, str], source: str) -> Tuple[Tup
 
 def read_gltf_target(path) -> Target:
     source = str(path)
-    document = gd.read_file(path)
+    if Path(source).suffix.lower() == ".fbx":  # an FBX character, read as the glTF scene it describes
+        from ..formats import fbx
+
+        document = fbx.read_document(path)
+    else:
+        document = gd.read_file(path)
     gltf = document.gltf
     skins = gltf.get("skins") or []
     # The skin with the most joints (characters split into several meshes share one armature); without a

@@ -448,33 +448,44 @@ def encode(
     return builder.to_glb()
 
 
-# The last evaluation, by the bytes' digest and the names: the self-check of a written .glb and the report
-# read back the same bytes, and on a 700-bone rig each evaluation was a second of the retarget.
-_LAST_EVALUATED: Dict[Tuple[bytes, Tuple[str, ...]], List[List[Vec3]]] = {}
+def nodes_by_name(gltf: Dict[str, Any]) -> Dict[str, int]:
+    """Node name -> the first node of that name (how a file another host wrote is read back)."""
+    by_name: Dict[str, int] = {}
+    for index, node in enumerate(gltf.get("nodes", [])):
+        by_name.setdefault(node.get("name"), index)
+    return by_name
 
 
-def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output") -> List[List[Vec3]]:
-    """Per keyframe, the world position of the named nodes, evaluating the GLB's node hierarchy and its
-    first animation with 4x4 matrices (independent of the model's quaternion FK)."""
-    key = (hashlib.sha256(data).digest(), tuple(joint_names))
+# The last evaluation, by the bytes' digest, the names and the nodes: the self-check of a written .glb and
+# the report read back the same bytes, and on a 700-bone rig each evaluation was a second of the retarget.
+_LAST_EVALUATED: Dict[Tuple[Any, ...], List[List[Vec3]]] = {}
+
+
+def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output",
+                          node_of: Optional[Dict[str, int]] = None) -> List[List[Vec3]]:
+    """Per keyframe, the world position of the joints `joint_names`, evaluating the GLB's node hierarchy and
+    its first animation with 4x4 matrices (independent of the model's quaternion FK). `node_of` (joint name
+    -> node index) says which node is which joint in a file this package wrote on a character, whose node
+    names stay the character's own (empty, or repeated); without it, the nodes are found by name."""
+    key = (hashlib.sha256(data).digest(), tuple(joint_names), None if node_of is None else tuple(sorted(node_of.items())))
     if key not in _LAST_EVALUATED:
-        positions = _joint_world_positions(data, joint_names, source)
+        positions = _joint_world_positions(data, joint_names, source, node_of)
         _LAST_EVALUATED.clear()
         _LAST_EVALUATED[key] = positions
     return [list(frame) for frame in _LAST_EVALUATED[key]]
 
 
-def _joint_world_positions(data: bytes, joint_names: Sequence[str], source: str) -> List[List[Vec3]]:
+def _joint_world_positions(data: bytes, joint_names: Sequence[str], source: str,
+                           node_of: Optional[Dict[str, int]]) -> List[List[Vec3]]:
     document = gd.parse_glb(data, source)
     gltf = document.gltf
-    by_name = {}
-    for index, node in enumerate(gltf.get("nodes", [])):
-        by_name.setdefault(node.get("name"), index)
-    missing = [n for n in joint_names if n not in by_name]
+    lookup = node_of if node_of is not None else nodes_by_name(gltf)
+    count = len(gltf.get("nodes", []))
+    missing = [n for n in joint_names if not 0 <= lookup.get(n, -1) < count]
     if missing:
-        raise KimodoError("{}: no node named {}".format(source, missing[0]))
+        raise KimodoError("{}: no node {} {}".format(source, "for joint" if node_of is not None else "named", missing[0]))
     times, channels = gd.animation_keyframes(document)
-    wanted = [by_name[n] for n in joint_names]
+    wanted = [lookup[n] for n in joint_names]
     parents = gd.node_parents(gltf)
     result = []
     for frame in range(len(times)):

@@ -22,10 +22,15 @@ from .mapping import SIDES, HumanoidMap, facing_label, measure_forward
 
 # Tolerances of the check: (value, unit, why).
 CHECK_TOLERANCES = {
-    # Left and right segments of one limb differ by less than this, relative: rigs are built nearly
-    # symmetric (Quaternius' robot: upper arms 58 and 66 cm, 12 %), while a chain mapped one bone off (a
-    # clavicle taken as the upper arm) is 40 % or more off.
-    "mirror_length": (0.20, "relative", "a limb mapped one bone up or down is 40 % off or more"),
+    # Left and right reaches of one limb differ by less than this, relative: how far each part's end (the
+    # elbow, the wrist, the knee, the ankle) lies from the joint both sides hang from (the chest, the hips).
+    # Measured on the rigs of tests/data/rigs, the built-ins and the CMU BVH: 5.5 % at most (CMU's wrists);
+    # a chain mapped one bone up or down on one side: 32 % or more. Not each segment's own length: one
+    # side's joint may sit elsewhere along a symmetric limb (Quaternius' robot's right shoulder joint 7 cm
+    # farther out than its left, the elbows mirrored within 1 cm: upper arms 66 and 58 cm, 12 %, reaches
+    # 1.6 %), and a segment one bone off can match its other side (the female dress's forearm taken for the
+    # upper arm: 4 %).
+    "mirror_length": (0.10, "relative", "symmetric characters reach within 5.5 %; one bone off is 32 % off or more"),
     # A part's joint and its mirror image on the other side lie closer than this (m per 1.7 m of
     # character): room for rigs whose rest is not quite symmetric, far below a clavicle's length (~15 cm).
     "mirror_position": (0.10, "m per 1.7 m", "asymmetric rests stay within a few cm; a shifted chain is 15 cm+"),
@@ -178,15 +183,31 @@ def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) 
             return part + "_r", "is not the mirror image of {} ({}): left and right must mirror each other".format(
                 part + "_l", hmap.joint_name(part + "_l"))
     for part in MIRRORED_LENGTHS:
-        vectors = [hmap.segment(part + "_" + side, positions) for side in SIDES]
-        if None in vectors or not mirrored_pair(hmap.anchor(part + "_l"), hmap.anchor(part + "_r")):
+        if None in (hmap.segment(part + "_" + side, positions) for side in SIDES) or \
+                not mirrored_pair(hmap.anchor(part + "_l"), hmap.anchor(part + "_r")):
             continue
-        lengths = [math.sqrt(sum(c * c for c in v)) for v in vectors]  # type: ignore[union-attr]
-        if abs(lengths[0] - lengths[1]) > CHECK_TOLERANCES["mirror_length"][0] * max(lengths):
-            shorter = SIDES[0] if lengths[0] < lengths[1] else SIDES[1]
-            return part + "_" + shorter, "is {:.0f} cm long, its other side {:.0f} cm: left and right must mirror each other".format(
-                100 * min(lengths), 100 * max(lengths))
+        root = _limb_root(hmap, part)
+        reaches = [_distance(_end(hmap, part + "_" + side, positions), positions[root]) for side in SIDES]
+        if abs(reaches[0] - reaches[1]) > CHECK_TOLERANCES["mirror_length"][0] * max(reaches):
+            shorter = SIDES[0] if reaches[0] < reaches[1] else SIDES[1]
+            return part + "_" + shorter, ("ends {:.0f} cm from {}, its other side {:.0f} cm: left and right must mirror "
+                                          "each other".format(100 * min(reaches), hmap.skeleton.joint_names[root], 100 * max(reaches)))
     return None
+
+
+def _limb_root(hmap: HumanoidMap, part: str) -> int:
+    """The joint both sides of `part`'s limb hang from (the chest for the arms, the hips for the legs): the
+    nearest common ancestor of the limb's first mapped parts."""
+    chain = next(chain for chain in LIMB_CHAINS if part in chain)
+    first = next((p for p in chain if all(p + "_" + side in hmap.bones for side in SIDES)), part)
+    left = _ancestors(hmap.skeleton, hmap.bones[first + "_l"])
+    return next(j for j in _ancestors(hmap.skeleton, hmap.bones[first + "_r"]) if j in left)
+
+
+def _end(hmap: HumanoidMap, part: str, positions: Sequence[Vec3]) -> Vec3:
+    """Where `part`'s segment ends (the mean of its end joints, as HumanoidMap.segment has it)."""
+    ends = hmap.ends[part]
+    return tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))  # type: ignore[return-value]
 
 
 def _extremity_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) -> Optional[Tuple[str, str]]:

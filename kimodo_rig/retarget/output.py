@@ -1,5 +1,5 @@
-"""Writing a retargeted motion (.glb on the character or a box rig, .bvh on the target skeleton) and
-measuring the report from the file as written."""
+"""Writing a retargeted motion (.glb or .fbx on the character or a box rig, .bvh on the target skeleton)
+and measuring the report from the file as written (.fbx: from the self-checked .glb bytes it is made of)."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +12,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from .. import formats
 from ..errors import KimodoError
 from ..files import file_name, write_bytes_atomic
-from ..formats import draco, glb
+from ..formats import draco, fbx, glb
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
 from ..ops.fk import rest_pose, world_positions
@@ -27,13 +27,13 @@ from .solve import RetargetInfo
 Matrix4 = gd.Matrix4
 
 LOG = logging.getLogger("kimodo_rig")
-OUTPUT_EXTENSIONS = (".glb", ".bvh")
+OUTPUT_EXTENSIONS = (".glb", ".fbx", ".bvh")
 
 
 def check_output_path(path) -> str:
     extension = Path(str(path)).suffix.lower()
     if extension not in OUTPUT_EXTENSIONS:
-        raise KimodoError("{}: retarget writes .glb or .bvh, not {!r}".format(path, extension or "(none)"))
+        raise KimodoError("{}: retarget writes .glb, .fbx or .bvh, not {!r}".format(path, extension or "(none)"))
     return extension
 
 
@@ -104,11 +104,26 @@ def _written_document(target: Target, added: Sequence[Tuple[str, str, Vec3]] = (
     return gd.Document(gltf, document.binary, document.source)  # type: ignore[union-attr]
 
 
+def written_nodes(info: RetargetInfo, target: Optional[Target]) -> Optional[Dict[str, int]]:
+    """Joint name -> node index in the .glb encode_glb writes on a character: each joint keeps its node,
+    the tips and the joints the retarget added follow the file's nodes in that order (_written_document).
+    The nodes keep the character's own names (an engine binds animation by node name), which may be empty
+    or repeated, so the written joints are found by index. None where the file's names say which node is
+    which: a box rig (named by the skeleton), or no target (a file another host wrote)."""
+    if target is None or target.document is None or not target.has_mesh:
+        return None
+    node_of = dict(zip(target.skeleton.joint_names, target.nodes))
+    count = len(target.document.gltf.get("nodes", []))
+    for k, (name, _, _) in enumerate(list(target.tips) + list(info.added_joints)):
+        node_of[name] = count + k
+    return node_of
+
+
 def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) -> bytes:
     """encode_glb's bytes, read back and compared with the retarget (the self-check); a failure names
     `shown`, the user's own output (a preview embeds these bytes in its page: no file of their own)."""
     data = encode_glb(motion, info, target)
-    positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown)
+    positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown, written_nodes(info, target))
     worst = _worst_distance(positions, world_positions(motion))
     if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
         raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
@@ -116,14 +131,23 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     return data
 
 
-def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
+def write(motion: Motion, info: RetargetInfo, target: Target, path) -> Optional[bytes]:
+    """Write the retargeted motion to `path` (.glb, .fbx or .bvh). Returns the self-checked .glb bytes
+    the .glb or .fbx was made of (report_from_output measures an .fbx from them), else None."""
     extension = check_output_path(path)
     if extension == ".glb":
-        write_bytes_atomic(path, checked_glb(motion, info, target, str(path)))
-        return
+        data = checked_glb(motion, info, target, str(path))
+        write_bytes_atomic(path, data)
+        return data
+    if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
+        data = checked_glb(motion, info, target, str(path))
+        document = gd.parse_glb(data, str(path))
+        write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
+        return data
     if info.root_track is not None:
         LOG.warning("%s: .bvh keeps root motion in the hips; --root-motion root needs .glb output", path)
     formats.write_file(motion, path)
+    return None
 
 
 def _worst_distance(a: Sequence[Sequence[Sequence[float]]], b: Sequence[Sequence[Sequence[float]]]) -> float:
@@ -148,13 +172,16 @@ def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
-                       target: Optional[Target] = None) -> Report:
+                       target: Optional[Target] = None, written: Optional[bytes] = None) -> Report:
     """The report measured from the file as written: joint positions and, for a character with a mesh,
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
     the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
     (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
     if Path(str(path)).suffix.lower() == ".glb":
         return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
+    if Path(str(path)).suffix.lower() == ".fbx":  # measured from the .glb scene the .fbx was written from
+        data = written if written is not None else encode_glb(retargeted, info, target)  # `write` returned it
+        return report_from_glb(data, str(path), source, retargeted, info, target)
     written = output_positions(path, retargeted)
     return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info), _carriers(target))
 
@@ -163,9 +190,10 @@ def report_from_glb(data: bytes, shown: str, source: Motion, retargeted: Motion,
                     target: Optional[Target] = None) -> Report:
     """report_from_output of .glb bytes as written (`shown` names them in a message): the preview measures
     the bytes it embeds, with no file written for it."""
-    written = character_glb.joint_world_positions(data, retargeted.skeleton.joint_names, shown)
+    node_of = written_nodes(info, target)
+    written = character_glb.joint_world_positions(data, retargeted.skeleton.joint_names, shown, node_of)
     with_mesh = target is not None and target.has_mesh
-    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown), _carriers(target))  # type: ignore[arg-type]
+    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown, node_of), _carriers(target))  # type: ignore[arg-type]
 
 
 def _carriers(target: Optional[Target]) -> Optional[FrozenSet[str]]:
@@ -462,17 +490,17 @@ def _footless(tmap) -> List[str]:
 SUPPORT_DIRECTIONS = 384
 
 
-def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> _Feet:
+def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str,
+              node_of: Optional[Dict[str, int]] = None) -> _Feet:
     """Feet measured in a written .glb by the glTF rules alone: node matrices from the file's nodes and
     animation, skinned vertices as sum(w * world(joint) * inverseBind * v) (meshes hanging under a joint
     node move with it); the bind pose is where every joint matrix world(joint) * inverseBind equals the
-    skin's top joint's, as saved."""
+    skin's top joint's, as saved. `node_of`: which node is which joint (written_nodes), else by name."""
     document = gd.parse_glb(data, source)
     gltf = document.gltf
     nodes = gltf.get("nodes", [])
-    by_name: Dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        by_name.setdefault(node.get("name"), index)
+    by_name = node_of if node_of is not None else character_glb.nodes_by_name(gltf)
+    joint_of = {node: name for name, node in by_name.items()}
     tmap = info.target_map
     parents = gd.node_parents(gltf)
     static = gd.world_matrices(gltf, {})
@@ -610,7 +638,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str) -> 
             points[side] = [points[side][i] for i in chosen]
     else:
         # The character's own joints below each foot (not the tips the retarget added to its file).
-        foot_nodes = {side: [n for n in nodes_below if n == nodes_below[0] or nodes[n].get("name") != _name_of(nodes, parents[n]) + "_tip"]
+        foot_nodes = {side: [n for n in nodes_below if n == nodes_below[0] or _name_of(nodes, n, joint_of) != _name_of(nodes, parents[n], joint_of) + "_tip"]
                       for side, nodes_below in foot_nodes.items()}
         # The skin's joints and every foot node (a leg's tip joint is in no skin) at bind.
         joint_bind = [bind_of(n) for n in main_joints] + [bind_of(n) for side in SIDES for n in foot_nodes[side]]
@@ -678,8 +706,9 @@ def _front_of(bind_points: Sequence[Vec3], sole: Sequence[int], ankle: Vec3, yaw
     return sole[soles.sole_front([bind_points[i] for i in sole], ankle, (math.sin(yaw), 0.0, math.cos(yaw)))]
 
 
-def _name_of(nodes, index: int) -> str:
-    return str(nodes[index].get("name")) if index >= 0 else ""
+def _name_of(nodes, index: int, joint_of: Dict[int, str]) -> str:
+    """The joint's name of node `index` (joint_of), else the node's own; "" above the top."""
+    return (joint_of.get(index) or str(nodes[index].get("name"))) if index >= 0 else ""
 
 
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],

@@ -124,11 +124,15 @@ def shape_parts(skeleton: Skeleton, source: str, skinned: Optional[FrozenSet[int
     legs = {}
     for leaf in (first, second):
         legs[leaf] = _place_leg(skeleton, positions, hips, leaf, floor, skinned, constant)
+    # Facing as mapping.measure_forward has it: the foot joint to its toe joint (else the joint after it, a
+    # tip). Not to the extremity: a tip the reading added where the foot's mesh ends lies behind the toes when
+    # that mesh hangs off its bones, and the names' sides would be swapped for it.
     forward = [0.0, 0.0]
     for leaf, parts in legs.items():
         foot = parts["foot"]
-        forward[0] += positions[leaf][0] - positions[foot][0]
-        forward[1] += positions[leaf][2] - positions[foot][2]
+        toe = parts.get("toe", leaf)
+        forward[0] += positions[toe][0] - positions[foot][0]
+        forward[1] += positions[toe][2] - positions[foot][2]
     size = math.hypot(*forward)
     across = (positions[first][0] - positions[second][0], positions[first][2] - positions[second][2])
     if size > 1e-3 * height:

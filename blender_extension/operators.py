@@ -86,14 +86,22 @@ def store_bone_map(obj, bone_map) -> None:
     obj.data[BONE_MAP_PROPERTY] = api.bone_map_json(bone_map)
 
 
-def editable_bone_map(obj):
+def detected_bone_map(context, obj, mesh=None):
+    """The map the retarget finds for the armature `obj`, told by its mesh at rest (`mesh`: its
+    blender_data.bind_mesh vertices, read here when not given) as the command line is by the file's."""
+    if mesh is None:
+        mesh, _ = blender_data.bind_mesh(context, obj)
+    return api.detect_bone_map(skeleton_of(blender_data.armature_of(obj)), obj.name, mesh)
+
+
+def editable_bone_map(context, obj):
     """The map an edit starts from: the stored one, else the detected one, else (a rig the names cannot
     map, which the user maps by hand) none."""
     bone_map = stored_bone_map(obj)
     if bone_map is not None:
         return bone_map
     try:
-        return api.detect_bone_map(skeleton_of(blender_data.armature_of(obj)), obj.name)
+        return detected_bone_map(context, obj)
     except KimodoError:
         return {}
 
@@ -140,12 +148,12 @@ def import_motion(context, filepath: str, options: api.RetargetOptions, set_scen
         else:
             armature = blender_data.armature_of(obj)
             target = skeleton_of(armature)
+            mesh, where = blender_data.bind_mesh(context, obj)
             bone_map = stored_bone_map(obj)
             if bone_map is None:
-                bone_map = new_map = api.detect_bone_map(target, obj.name)
+                bone_map = new_map = detected_bone_map(context, obj, mesh)
             api.humanoid_map(target, bone_map, bone_map_source(obj))  # its errors name the map
             options = replace(options, bone_map=tuple(bone_map.items()))
-            mesh, where = blender_data.bind_mesh(context, obj)
             retargeted, info = api.retarget_motion(motion, target, options, target_name=obj.name, source_name=str(path),
                                                    bind_mesh=mesh)
             if info.root_is_new:
@@ -252,7 +260,7 @@ class KIMODO_OT_detect_bone_map(bpy.types.Operator):
     def execute(self, context):
         obj = context.active_object
         try:
-            detected = api.detect_bone_map(skeleton_of(blender_data.armature_of(obj)), obj.name)
+            detected = detected_bone_map(context, obj)
         except KimodoError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -287,7 +295,7 @@ class KIMODO_OT_set_bone(bpy.types.Operator):
 
     def invoke(self, context, event):
         try:
-            self.bone = editable_bone_map(context.active_object).get(self.part, "")
+            self.bone = editable_bone_map(context, context.active_object).get(self.part, "")
         except KimodoError:
             self.bone = ""
         return context.window_manager.invoke_props_dialog(self)
@@ -302,7 +310,7 @@ class KIMODO_OT_set_bone(bpy.types.Operator):
                 raise KimodoError("{}: unknown part {!r}".format(bone_map_source(obj), self.part))
             if self.bone and self.bone not in obj.data.bones:
                 raise KimodoError("{}: {}: no bone named {!r} in {}".format(bone_map_source(obj), self.part, self.bone, obj.name))
-            bone_map = editable_bone_map(obj)
+            bone_map = editable_bone_map(context, obj)
         except KimodoError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}

@@ -21,7 +21,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import Motion, Skeleton
 from ..rotations import Vec3
 from . import feet, output
-from .character import user_map_from_json, user_map_json
+from .character import mesh_feet_forward, user_map_from_json, user_map_json
 from .feet import BindMesh
 from .mapping import HumanoidMap, in_printed_order, known_parts, map_from_parts, map_humanoid, parts_by_name
 from .report import Report
@@ -42,10 +42,19 @@ class RetargetOptions:
             raise ValueError("root_motion must be one of " + ", ".join(ROOT_MOTION_MODES))
 
 
-def detect_bone_map(skeleton: Skeleton, source: str = "") -> Dict[str, str]:
+def detect_bone_map(skeleton: Skeleton, source: str = "", bind_mesh: BindMesh = ()) -> Dict[str, str]:
     """Canonical part -> bone name as the retarget finds it, the table `kimodo-rig map RIG --json` prints
-    (KimodoError when no humanoid is found)."""
-    return parts_by_name(map_humanoid(skeleton, source))
+    (KimodoError when no humanoid is found, or the map check refutes the map). `bind_mesh` as
+    `retarget_motion` takes it: the mesh tells the mapper what the file's mesh tells it (which bones carry
+    vertices: a deform bone from its copies, a head that ends the body; the feet's facing), so a character
+    in Blender maps as its exported file does."""
+    if not bind_mesh:
+        return parts_by_name(map_humanoid(skeleton, source))
+    joints = {name: j for j, name in enumerate(skeleton.joint_names)}
+    skinned = frozenset(joints[name] for _, weights in bind_mesh for name, weight in weights.items()
+                        if weight > 0.0 and name in joints)
+    return parts_by_name(map_humanoid(skeleton, source, feet_from_mesh=lambda hmap: mesh_feet_forward(skeleton, bind_mesh, hmap),
+                                      skinned=skinned))
 
 
 def humanoid_map(skeleton: Skeleton, bone_map: Mapping[str, str], source: str = "") -> HumanoidMap:

@@ -25,7 +25,7 @@ from ..model import Skeleton
 from ..ops.fk import locals_from_globals, rest_pose, rest_positions
 from ..rotations import Quat, Vec3, quat_conjugate, quat_rotate, subtract
 from .mapping import CHECK_FIELD, HumanoidMap, finger_part, map_from_parts, map_humanoid
-from .soles import foot_carriers
+from .soles import BindMesh, foot_carriers
 from .solve import working_skeleton
 
 LOG = logging.getLogger("kimodo_rig")
@@ -134,14 +134,17 @@ def _holder(node: int, parents: Sequence[int], joints: Mapping[int, object]) -> 
 
 
 def _mesh_feet_forward(target: Target, hmap: HumanoidMap) -> Optional[Vec3]:
+    return mesh_feet_forward(target.skeleton, bind_mesh(target), hmap)
+
+
+def mesh_feet_forward(skeleton: Skeleton, mesh: BindMesh, hmap: HumanoidMap) -> Optional[Vec3]:
     """Heel to toe as the feet's mesh has it, for feet whose joints say nothing (no toe joint, no child:
     RobotExpressive's plated feet, a shin's tip with no foot bone): per foot, its joint to the centroid of
     the vertices its bones carry (at least half; where they carry none, from the bone above, which
     carries them: `foot_carriers`; the tip the rig reading added is where they end, at the toe) at bind,
-    on the floor plane, both feet averaged; None without such vertices."""
-    skeleton = target.skeleton
+    on the floor plane, both feet averaged; None without such vertices. `mesh`: the character's vertices
+    at bind, as the file's (`bind_mesh`) or as the Blender add-on hands them in."""
     positions = rest_positions(skeleton)
-    mesh = bind_mesh(target)
     total = [0.0, 0.0]
     for side in ("l", "r"):
         if not hmap.has("foot_" + side):

@@ -9,7 +9,8 @@ may read what an earlier one wrote (`$ cat FILE` shows such a file). `kimodo-rig
 
     python3 scripts/make_docs.py            rewrite the blocks with what the commands print today
     python3 scripts/make_docs.py --check    print each line that differs; exit 1 if any does
-    python3 scripts/make_docs.py --pictures also redraw docs/preview_sheet.svg (standard library only)
+    python3 scripts/make_docs.py --pictures also redraw docs/preview_sheet.svg and docs/preview_player.png
+                                            (the player in headless Chromium, as the test suite installs it)
 
 Only the figures that measure time (a batch's closing `... failed, 1.4 s`) may differ between runs; they
 are compared as a pattern. Numbers printed at full precision (15+ significant digits, `--json`) compare
@@ -180,12 +181,26 @@ def rewrite(page: Path) -> bool:
 
 
 def draw_pictures() -> None:
-    """The pictures that need only the standard library. docs/preview_player.png needs Chromium (the
-    caption under it in docs/preview.md says how it was made); docs/retarget_robot.png and
+    """docs/preview_sheet.svg (standard library only) and docs/preview_player.png (headless Chromium through
+    the test suite's judge, tests/node/preview_page.mjs: needs the Node modules `bash scripts/test.sh`
+    installs), each made as the caption under it in docs/preview.md says. docs/retarget_robot.png and
     docs/blender_extension_female.png need Blender (scripts/render_retarget.py)."""
-    clip = "tests/data/npz/soma_03_full_body_keyframes/"  # as the caption under it in docs/preview.md says
+    clip = "tests/data/npz/soma_03_full_body_keyframes/"
     subprocess.run([sys.executable, "-m", "kimodo_rig", "preview", clip + "motion.npz", "--constraints",
                     clip + "constraints.json", "-o", "docs/preview_sheet.svg"], cwd=str(ROOT), check=True)
+    modules = Path(os.environ.get("KIMODO_NODE_MODULES", ROOT / "tests" / "node" / "node_modules"))
+    if not (modules / "playwright-core").is_dir():
+        print("docs/preview_player.png not redrawn: no playwright-core in {} (run bash scripts/test.sh)".format(modules),
+              file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory(dir=str(ROOT / "docs")) as scratch:
+        page = Path(scratch) / "leap.html"
+        subprocess.run([sys.executable, "-m", "kimodo_rig", "preview", "tests/data/clips/soma_01_single_text_prompt",
+                        "--target", "mannequin", "-o", str(page)], cwd=str(ROOT), check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["node", str(ROOT / "tests" / "node" / "preview_page.mjs"), str(page), "45", "100", scratch],
+                       cwd=str(modules.parent), check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, NODE_PATH=str(modules)))
+        shutil.copyfile(str(Path(scratch) / "frame_45.png"), str(ROOT / "docs" / "preview_player.png"))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -496,6 +496,32 @@ def test_an_fbx_take_too_long_to_sample_is_refused_in_one_line(converted, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
 
 
+@pytest.mark.parametrize("change", ["repeated", "earlier", "not_a_number"])
+def test_an_fbx_motion_whose_key_times_do_not_increase_is_refused_in_one_line(converted, change, tmp_path):
+    """As a .glb's are: a key time repeated, one earlier than the one before, or (stored as doubles) NaN,
+    which compares false with every time and so passed an 'earlier' test."""
+    nodes = fbx_binary.decode(converted["soma_01"].output.read_bytes(), "walk.fbx")
+    objects = next(n for n in nodes if n.name == "Objects")
+    curve = next(n for n in objects.children if n.name == "AnimationCurve")
+    key_time = curve.find("KeyTime")
+    times = key_time.properties[0]
+    if change == "repeated":
+        times[2] = times[1]
+    elif change == "earlier":
+        times[2] = times[0]
+    else:
+        key_time.properties[0] = array("d", [float(t) for t in times])
+        key_time.properties[0][2] = float("nan")
+    source = tmp_path / "walk.fbx"
+    source.write_bytes(fbx_binary.encode(nodes))
+    for verb in (("convert", source, tmp_path / "walk.glb"), ("inspect", source)):
+        result = run_cli(*verb)
+        assert result.returncode == 1
+        assert result.stderr == "{}: curve {}: its key times are not increasing finite numbers\n".format(
+            source, curve.properties[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
+
+
 @pytest.mark.parametrize("option", ["--root-motion=root", "--in-place"])
 def test_root_motion_and_in_place_reach_the_fbx_as_the_glb(option, tmp_path):
     from gltf_judge import Glb

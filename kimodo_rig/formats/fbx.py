@@ -31,7 +31,7 @@ from ..rotations import quat_normalize, quat_to_euler, quat_to_matrix
 from . import fbx_binary as fb
 from . import gltf_document as gd
 from .fbx_binary import Long, Node
-from .limits import frame_rate
+from .limits import frame_rate, increasing_times
 from .options import DEFAULT, WriteOptions
 
 NAME = "fbx"
@@ -1011,8 +1011,7 @@ class _FbxScene:
         values = _array_child(node, "KeyValueFloat", "f", self.source, required=False)
         if len(times) != len(values) or not len(times):
             raise self.fail("curve {}: {} key times but {} values".format(curve, len(times), len(values)))
-        if any(later < earlier for earlier, later in zip(times, times[1:])):
-            raise self.fail("curve {}: its key times do not increase".format(curve))
+        increasing_times(times, self.source, "curve {}: its key times".format(curve))
         return times, values
 
     def _depth(self, model: int) -> int:

@@ -340,7 +340,7 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
     bind_entries: List[Tuple[Long, array]] = []
     for index in _parents_first(parents):
         node = nodes[index]
-        name = node.get("name") or "node{}".format(index)
+        name = model_name(node, index)
         skinned = "mesh" in node and "skin" in node
         if "matrix" in node:
             translation, rotation, scale = gd.decompose4(node["matrix"])
@@ -375,6 +375,11 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
             entry.add("Matrix", matrix)
     stop = _gltf_animation(scene, document, model_ids, take, fps)
     return fb.encode(_document(scene, take, fps, stop), FBX_VERSION)
+
+
+def model_name(node: Dict, index: int) -> str:
+    """The name encode_gltf gives the Model of glTF node `index`: the node's own, else node<index>."""
+    return node.get("name") or "node{}".format(index)
 
 
 def _parents_first(parents: Sequence[int]) -> List[int]:
@@ -699,8 +704,8 @@ def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Op
         raise KimodoError("{}: malformed FBX scene ({}: {})".format(source, type(error).__name__, error)) from error
 
 
-def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
-    """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
+def _euler_quat(order: str, degrees: Sequence[float]) -> Tuple[float, float, float, float]:
+    """The quaternion of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
     angles = dict(zip("XYZ", degrees))
     q = (0.0, 0.0, 0.0, 1.0)
     from ..rotations import quat_from_axis_angle, quat_multiply
@@ -708,7 +713,12 @@ def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
     for axis in order:  # later axes multiply on the left: R = R(last) ... R(first)
         q = quat_multiply(quat_from_axis_angle({"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}[axis],
                                                math.radians(angles[axis])), q)
-    return list(gd.trs_matrix((0.0, 0.0, 0.0), q, (1.0, 1.0, 1.0)))
+    return q
+
+
+def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
+    """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
+    return list(gd.trs_matrix((0.0, 0.0, 0.0), _euler_quat(order, degrees), (1.0, 1.0, 1.0)))
 
 
 def _translation(v: Sequence[float]) -> List[float]:
@@ -722,22 +732,28 @@ def fbx_local_matrix(props: Dict[str, Tuple]) -> List[float]:
     order = EULER_ORDERS.get(int(props.get("RotationOrder", (0,))[0]), "XYZ")
     rotation_pivot = props.get("RotationPivot", zero)
     scaling_pivot = props.get("ScalingPivot", zero)
+    if not any(any(props.get(name, zero)) for name in ("RotationOffset", "RotationPivot", "PreRotation", "PostRotation",
+                                                        "ScalingOffset", "ScalingPivot")):
+        # The plain T * R * S every writer we met writes (each animated Model, every frame: reading speed).
+        return list(gd.trs_matrix(props.get("Lcl Translation", zero), _euler_quat(order, props.get("Lcl Rotation", zero)),
+                                  props.get("Lcl Scaling", (1.0, 1.0, 1.0))))
     parts = [
         _translation(props.get("Lcl Translation", zero)),
-        _translation(props.get("RotationOffset", zero)),
-        _translation(rotation_pivot),
-        _euler_matrix("XYZ", props.get("PreRotation", zero)),
+        _translation(props.get("RotationOffset", zero)) if any(props.get("RotationOffset", zero)) else None,
+        _translation(rotation_pivot) if any(rotation_pivot) else None,
+        _euler_matrix("XYZ", props.get("PreRotation", zero)) if any(props.get("PreRotation", zero)) else None,
         _euler_matrix(order, props.get("Lcl Rotation", zero)),
-        gd.invert4(_euler_matrix("XYZ", props.get("PostRotation", zero))),
-        _translation([-c for c in rotation_pivot]),
-        _translation(props.get("ScalingOffset", zero)),
-        _translation(scaling_pivot),
+        gd.invert4(_euler_matrix("XYZ", props.get("PostRotation", zero))) if any(props.get("PostRotation", zero)) else None,
+        _translation([-c for c in rotation_pivot]) if any(rotation_pivot) else None,
+        _translation(props.get("ScalingOffset", zero)) if any(props.get("ScalingOffset", zero)) else None,
+        _translation(scaling_pivot) if any(scaling_pivot) else None,
         list(gd.trs_matrix(zero, (0.0, 0.0, 0.0, 1.0), props.get("Lcl Scaling", (1.0, 1.0, 1.0)))),
-        _translation([-c for c in scaling_pivot]),
+        _translation([-c for c in scaling_pivot]) if any(scaling_pivot) else None,
     ]
     matrix = parts[0]
     for part in parts[1:]:
-        matrix = gd.multiply4(matrix, part)
+        if part is not None:  # a zero offset, pivot or pre/post rotation is the identity: skipped (reading speed)
+            matrix = gd.multiply4(matrix, part)
     return matrix
 
 
@@ -777,6 +793,7 @@ class _FbxScene:
                 kind = object_type.properties[0] if object_type.properties else ""
                 self.templates[kind] = _properties_of(template)
         self.settings = _properties_of(top.get("GlobalSettings") or Node("GlobalSettings"))
+        self._axes: Optional[List[float]] = None
         # Bind places a BindPose states (Model -> world matrix in the file's frame): the bind of a bone no
         # cluster binds (a bone without weights), where the nodes were saved in another pose.
         self.bind_pose: Dict[int, List[float]] = {}
@@ -832,7 +849,12 @@ class _FbxScene:
                 if self.kind(child) == kind and (not subtype or self.subtype(child) == subtype)]
 
     def axes_matrix(self) -> List[float]:
-        """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4."""
+        """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4 (worked out once)."""
+        if self._axes is None:
+            self._axes = self._axes_matrix()
+        return list(self._axes)
+
+    def _axes_matrix(self) -> List[float]:
         def setting(name: str, default: float) -> float:
             value = (self.settings.get(name) or (default,))[0]
             return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.nan
@@ -926,6 +948,8 @@ class _FbxScene:
                 mesh_node = self._mesh(builder, model, geometry, index_of)
                 if mesh_node is not None:
                     roots.append(mesh_node)
+                elif self._under_limb(model):
+                    self._rigid_mesh(builder, model, geometry, index_of)
         if not gltf["skins"] and animation:  # a motion without a mesh (a Mixamo "without skin" download)
             limbs = sorted((m for m in index_of if self.subtype(m) == "LimbNode"), key=self._depth)
             if limbs:
@@ -1028,26 +1052,10 @@ class _FbxScene:
         clusters = [c for c in clusters if any(self.kind(b) == "Model" for b, _ in self._sources(c))]
         if not clusters:
             return None
-        node = self.objects[geometry]
-        vertices = _array_child(node, "Vertices", "d", self.source)
-        corners = _array_child(node, "PolygonVertexIndex", "i", self.source)
-        count = len(vertices) // 3
-        if len(vertices) % 3 or any(not -count <= c < count for c in corners):
-            raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
+        vertices, count, triangles = self._polygons(model, geometry)
         axes = self.axes_matrix()
         props = self.properties(model)
-        geometric = gd.multiply4(gd.multiply4(
-            _translation(props.get("GeometricTranslation", (0.0, 0.0, 0.0))),
-            _euler_matrix("XYZ", props.get("GeometricRotation", (0.0, 0.0, 0.0)))),
-            list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), props.get("GeometricScaling", (1.0, 1.0, 1.0)))))
-        triangles: List[int] = []
-        polygon: List[int] = []
-        for corner in corners:
-            polygon.append(corner if corner >= 0 else -1 - corner)
-            if corner < 0:
-                for k in range(1, len(polygon) - 1):
-                    triangles.extend((polygon[0], polygon[k], polygon[k + 1]))
-                polygon = []
+        geometric = _geometric_matrix(props)
         # Weights: up to four a vertex, the largest, normalised. A cluster's TransformLink is its bone's
         # world at bind and Transform the mesh in the bone's space (as ufbx and Blender read them), so the
         # mesh's world at bind is TransformLink * Transform: vertices go to the glTF world through it (the
@@ -1124,9 +1132,65 @@ class _FbxScene:
         gltf["nodes"].append({"name": self.name(model), "mesh": len(gltf["meshes"]) - 1, "skin": len(gltf["skins"]) - 1})
         return len(gltf["nodes"]) - 1
 
+    def _polygons(self, model: int, geometry: int) -> Tuple[array, int, List[int]]:
+        """A Geometry's vertices (file units, flat), their count, and its polygons fanned into triangles."""
+        node = self.objects[geometry]
+        vertices = _array_child(node, "Vertices", "d", self.source)
+        corners = _array_child(node, "PolygonVertexIndex", "i", self.source)
+        count = len(vertices) // 3
+        if len(vertices) % 3 or any(not -count <= c < count for c in corners):
+            raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
+        triangles: List[int] = []
+        polygon: List[int] = []
+        for corner in corners:
+            polygon.append(corner if corner >= 0 else -1 - corner)
+            if corner < 0:
+                for k in range(1, len(polygon) - 1):
+                    triangles.extend((polygon[0], polygon[k], polygon[k + 1]))
+                polygon = []
+        return vertices, count, triangles
+
+    def _under_limb(self, model: int) -> bool:
+        at = self.parent_of.get(model, 0)
+        for _ in range(MAX_CONNECTIONS_DEPTH):
+            if at == 0:
+                return False
+            if self.subtype(at) == "LimbNode":
+                return True
+            at = self.parent_of.get(at, 0)
+        return False
+
+    def _rigid_mesh(self, builder: gd.DocumentBuilder, model: int, geometry: int, index_of: Dict[int, int]) -> None:
+        """A mesh without a skin that hangs under a bone (RobotExpressive's feet and hands: it moves with
+        the bone, as a .glb's mesh node under a joint does) as a glTF mesh on a node under its Model; its
+        vertices in the Model's frame (geometric transform applied) in metres. A loose prop elsewhere (the
+        bone-shape sphere Blender adds) stays unread."""
+        vertices, count, triangles = self._polygons(model, geometry)
+        props = self.properties(model)
+        metres = self.metres_per_unit()
+        to_model = gd.multiply4(list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (metres, metres, metres))),
+                                _geometric_matrix(props))
+        positions = [c for v in range(count) for c in gd.apply4(to_model, vertices[3 * v:3 * v + 3])]
+        primitive = {"attributes": {"POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER,
+                                                                        with_bounds=True)}}
+        if triangles:
+            primitive["indices"] = builder.add_components(triangles, "SCALAR", gd.UNSIGNED_INT, target=gd.ELEMENT_ARRAY_BUFFER)
+        gltf = builder.gltf
+        gltf["meshes"].append({"name": self.name(geometry), "primitives": [primitive]})
+        gltf["nodes"].append({"name": self.name(geometry), "mesh": len(gltf["meshes"]) - 1})
+        gltf["nodes"][index_of[model]].setdefault("children", []).append(len(gltf["nodes"]) - 1)
+
     def _sources(self, identifier: int) -> List[Tuple[int, str]]:
         """Objects connected INTO `identifier` (a cluster's bone is connected to the cluster)."""
         return self.children.get(identifier, [])
+
+
+def _geometric_matrix(props: Dict[str, Tuple]) -> List[float]:
+    """A Model's geometric transform (its mesh's offset from it, not inherited by its children)."""
+    return gd.multiply4(gd.multiply4(
+        _translation(props.get("GeometricTranslation", (0.0, 0.0, 0.0))),
+        _euler_matrix("XYZ", props.get("GeometricRotation", (0.0, 0.0, 0.0)))),
+        list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), props.get("GeometricScaling", (1.0, 1.0, 1.0)))))
 
 
 def _det3(m: Sequence[Sequence[float]]) -> float:

@@ -51,6 +51,7 @@ from .mapping import (
 
 ROOT_MOTION_MODES = ("hips", "root")
 NEW_ROOT_NAME = "root"
+IN_PLACE_WINDOW_S = 0.5  # s: --in-place removes the hips' path averaged over this, so a step's sway stays
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,7 @@ def retarget(
         path.append([hips_bind[0] + horizontal[0], bind_floor + p[1] * ratio, hips_bind[2] + horizontal[2]])
     if in_place and frames:
         for axis in (0, 2):
-            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
+            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * IN_PLACE_WINDOW_S))))
             for frame in range(frames):
                 path[frame][axis] -= smooth[frame] - smooth[0]
 

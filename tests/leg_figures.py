@@ -45,6 +45,7 @@ SOURCE_PARTS = {
     "g1skel34": {"thigh": "{side}_hip_roll_skel", "calf": "{side}_knee_skel", "foot": "{side}_ankle_pitch_skel",
                  "upperarm": "{side}_shoulder_roll_skel", "lowerarm": "{side}_elbow_skel", "hand": "{side}_wrist_roll_skel"},
 }
+SOURCE_PARTS["somaskel77"] = SOURCE_PARTS["somaskel30"]
 SKELETON_BY_JOINTS = {30: "somaskel30", 34: "g1skel34", 77: "somaskel77"}
 LEG, ARM = ("thigh", "calf", "foot"), ("upperarm", "lowerarm", "hand")
 SIDES = ("l", "r")
@@ -198,8 +199,8 @@ def figures(output_path: Path, character: Character, clip: Clip) -> dict:
             lowest = min(lowest, float(vertices[..., 1].min() - floor))
 
     turn, where = 0.0, ""
-    source_names = SOURCE_PARTS.get(clip.skeleton)
-    for chain in (LEG, ARM) if source_names else ():
+    source_names = SOURCE_PARTS[clip.skeleton]
+    for chain in (LEG, ARM):
         for s in SIDES:
             present = [p for p in chain if _part(character, p + "_" + s) is not None]
             for a, b in zip(present[:-1], present[1:]):

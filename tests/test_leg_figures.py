@@ -57,6 +57,12 @@ def test_kimodo_skate_reads_a_planted_joint_moved_1_cm_a_frame_as_1_cm_a_frame()
     assert 100.0 * lf.kimodo_skate(ankles, toes, contacts, fps) / fps == pytest.approx(0.5)
 
 
+def test_six_contact_channels_put_a_toe_down_when_its_toe_or_its_toe_end_is():
+    six = np.array([[1, 0, 0, 0, 0, 1], [0, 1, 0, 1, 0, 0], [0, 0, 1, 0, 0, 0]], bool)  # heel, toe, toe end a foot
+    assert lf.four_contacts(six).tolist() == [[True, False, False, True], [False, True, True, False],
+                                              [False, True, False, False]]
+
+
 def test_a_written_character_slid_1_cm_a_frame_reads_about_1_cm_a_frame(mannequin_output, tmp_path):
     out, character, clip = mannequin_output
     before = lf.figures(out, character, clip)

@@ -17,6 +17,7 @@ mean <= 1 cm, worst <= 3 cm per 1.7 m). Needs the test venv's Python. Not part o
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,9 @@ SHARED_CLIPS = ("soma_01_single_text_prompt", "soma_02_multi_text_prompt", "soma
 def retarget(repo: Path, clip: Path, target: str, out: Path, lock: bool, fps: float = 0.0) -> None:
     command = ["python3", "-m", "kimodo_rig", "retarget", str(clip), "--target", target, "-o", str(out)]
     command += (["--fps", "{:g}".format(fps)] if fps else []) + ([] if lock else ["--no-foot-lock"])
-    result = subprocess.run(command, cwd=str(repo), capture_output=True, text=True)
+    # Nothing written into the checkout judged (it may be another helper's): no bytecode cache.
+    environment = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    result = subprocess.run(command, cwd=str(repo), capture_output=True, text=True, env=environment)
     if result.returncode != 0:
         raise RuntimeError("{}: {}".format(" ".join(command), result.stderr.strip()[-400:]))
 

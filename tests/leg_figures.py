@@ -165,7 +165,9 @@ def figures(output_path: Path, character: Character, clip: Clip) -> dict:
     rest_feet = {s: rig.skin(static[None], _carried_by(rig, _descendants(rig.glb, character.feet[s])))[0] for s in SIDES}
     floor = min(v[:, 1].min() for v in rest_feet.values())
     out = Output(output_path)
-    frames = min(out.world.shape[0], len(clip.contacts))
+    frames = len(clip.contacts)
+    if out.world.shape[0] != frames:
+        raise AssertionError("{}: {} keys for the clip's {} frames".format(output_path, out.world.shape[0], frames))
     contacts = clip.contacts[:frames]
     feet = {s: out.vertices(character.feet[s])[:frames] for s in SIDES}
     hands = {s: out.vertices(character.hands[s])[:frames] for s in SIDES if character.hands.get(s)}

@@ -20,7 +20,7 @@ import math
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Sequence, Tuple
+    from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
@@ -326,10 +326,11 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
     .glb): every node a Model (LimbNode where a skin uses it, Mesh where it holds a mesh, else Null) with
     its local translation (cm), rotation (Euler XYZ) and scale; every mesh as one Geometry (triangles,
     normals, UVs, a material slot per primitive, base colour and embedded base colour texture); every
-    skin as a Skin deformer with a Cluster per joint whose Transform is the joint's inverse bind matrix
-    (cm) and TransformLink its inverse, and a BindPose of those; the animation as one take named `take`.
-    A skinned mesh's Model sits at the scene root at identity: glTF ignores a skinned mesh node's own
-    transform, and FBX with the mesh at identity skins as glTF does (joint world * inverse bind)."""
+    skin as a Skin deformer with a Cluster per joint and a BindPose; the animation as one take named `take`.
+    A skinned mesh's Model sits at the scene root where the skin was bound (`_SkinPlacement`: glTF
+    ignores a skinned mesh node's own transform), each Cluster's Transform is the joint's inverse bind
+    matrix (cm) and its TransformLink the joint's world at bind, mesh bind * inverse bind^-1, so that
+    joint world * TransformLink^-1 * mesh bind skins as glTF does (joint world * inverse bind)."""
     gltf = document.gltf
     nodes = gltf.get("nodes", [])
     parents = gd.node_parents(gltf)
@@ -338,19 +339,21 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
     materials = _Materials(scene, document)
     model_ids: Dict[int, Long] = {}
     bind_entries: List[Tuple[Long, array]] = []
+    placements = [_SkinPlacement(document, skin, parents, joints) for skin in gltf.get("skins", [])]
     for index in _parents_first(parents):
         node = nodes[index]
         name = node.get("name") or "node{}".format(index)
         skinned = "mesh" in node and "skin" in node
-        if "matrix" in node:
-            translation, rotation, scale = gd.decompose4(node["matrix"])
-        else:
-            translation = node.get("translation", (0.0, 0.0, 0.0))
-            rotation, scale = node.get("rotation", (0.0, 0.0, 0.0, 1.0)), node.get("scale", (1.0, 1.0, 1.0))
         if skinned:
-            translation, rotation, scale = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)
+            translation, rotation, scale = gd.decompose4(placements[node["skin"]].mesh_bind)
+        elif "matrix" in node:
+            translation, rotation, scale = gd.decompose4(node["matrix"])
+            translation = [c * CENTIMETRES_PER_METRE for c in translation]
+        else:
+            translation = [c * CENTIMETRES_PER_METRE for c in node.get("translation", (0.0, 0.0, 0.0))]
+            rotation, scale = node.get("rotation", (0.0, 0.0, 0.0, 1.0)), node.get("scale", (1.0, 1.0, 1.0))
         kind = "LimbNode" if index in joints else "Mesh" if "mesh" in node else "Null"
-        model_id = _model(scene, name, kind, [c * CENTIMETRES_PER_METRE for c in translation], rotation, scale)
+        model_id = _model(scene, name, kind, translation, rotation, scale)
         model_ids[index] = model_id
         parent = parents[index]
         scene.connect(model_id, model_ids[parent] if parent >= 0 and not skinned else 0)
@@ -360,9 +363,10 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
         geometry_id, corners_of = _gltf_geometry(scene, document, node["mesh"], materials, model_ids[index])
         scene.connect(geometry_id, model_ids[index])
         if "skin" in node:
+            placement = placements[node["skin"]]
             bind_entries.extend(_gltf_skin(scene, document, gltf["skins"][node["skin"]], node["mesh"], geometry_id,
-                                           model_ids))
-            bind_entries.append((model_ids[index], _matrix((0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))))
+                                           model_ids, placement))
+            bind_entries.append((model_ids[index], array("d", placement.mesh_bind)))
     if bind_entries:
         pose_id, pose = scene.add("Pose", "BIND_POSES", "Pose", "BindPose")
         pose.add("Type", "BindPose")
@@ -375,6 +379,54 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
             entry.add("Matrix", matrix)
     stop = _gltf_animation(scene, document, model_ids, take, fps)
     return fb.encode(_document(scene, take, fps, stop), FBX_VERSION)
+
+
+def _in_centimetres(matrix: Sequence[float]) -> List[float]:
+    """A column-major transform in metres as the same transform in centimetres (translation * 100)."""
+    return [float(c) for c in matrix[:12]] + [float(c) * CENTIMETRES_PER_METRE for c in matrix[12:15]] + [1.0]
+
+
+class _SkinPlacement:
+    """Where a skin was bound, in the world at rest (cm), as FBX readers want it said.
+
+    mesh_bind: where its meshes sat, the skin's top joint's world times that joint's inverse bind matrix.
+    glTF has no such place (inverse bind matrices may be relative to the world, to the armature node, to
+    anything); this one gives every joint's bind (TransformLink) the scale its node carries in the tree.
+    Blender's importer needs that: it builds each bone from its TransformLink with the scale taken out
+    and poses it by TransformLink^-1 * its local transform, so a bind in the armature's own units under
+    an armature node scaled by 100 (RobotExpressive) posed every bone 100 times too far.
+
+    armature_world: the world of the node Blender's importer makes the armature (the parent of the
+    highest joint above the skin's top joint; identity at the scene root), each Cluster's
+    TransformAssociateModel as Blender's exporter writes it. Blender's importer places a skinned mesh by
+    it (else by the armature node's local transform, which puts the mesh off by whatever scales and
+    turns sit above the armature: 1.7 m on a mannequin under a node scaled by 0.01)."""
+
+    def __init__(self, document: gd.Document, skin: Dict, parents: Sequence[int], joints: Set[int]) -> None:
+        skin_joints = skin.get("joints", [])
+        identity = gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))
+        self.mesh_bind, self.armature_world = identity, identity
+        if not skin_joints:
+            return
+        members = set(skin_joints)
+        slot = next((k for k, joint in enumerate(skin_joints) if parents[joint] not in members), 0)
+        highest = ancestor = skin_joints[slot]
+        while ancestor >= 0:
+            highest = ancestor if ancestor in joints else highest
+            ancestor = parents[ancestor]
+        armature = parents[highest]
+        wanted = [skin_joints[slot]] + ([armature] if armature >= 0 else [])
+        worlds = gd.world_matrices(document.gltf, {}, wanted, parents)
+        self.mesh_bind = _in_centimetres(gd.multiply4(worlds[0], _inverse_binds(document, skin)[slot]))
+        if armature >= 0:
+            self.armature_world = _in_centimetres(worlds[1])
+
+
+def _inverse_binds(document: gd.Document, skin: Dict) -> List[List[float]]:
+    """The skin's inverse bind matrices (metres), identity where the skin gives none."""
+    if "inverseBindMatrices" in skin:
+        return [list(m) for m in document.accessor(skin["inverseBindMatrices"])]
+    return [gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0))] * len(skin.get("joints", []))
 
 
 def _parents_first(parents: Sequence[int]) -> List[int]:
@@ -570,14 +622,13 @@ def _layer(geometry: Node, kinds: Sequence[str]) -> None:
 
 
 def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int, geometry_id: Long,
-               model_ids: Dict[int, Long]) -> List[Tuple[Long, array]]:
-    """A Skin on the geometry with a Cluster per skin joint; returns each joint's bind pose entry."""
+               model_ids: Dict[int, Long], placement: _SkinPlacement) -> List[Tuple[Long, array]]:
+    """A Skin on the geometry with a Cluster per skin joint (Transform: the inverse bind matrix;
+    TransformLink: the joint's world at bind, the mesh at the placement's mesh bind;
+    TransformAssociateModel: its armature's world); returns each joint's bind pose entry."""
     gltf = document.gltf
     joints = skin.get("joints", [])
-    if "inverseBindMatrices" in skin:
-        inverse_binds = [list(m) for m in document.accessor(skin["inverseBindMatrices"])]
-    else:
-        inverse_binds = [list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)))] * len(joints)
+    inverse_binds = _inverse_binds(document, skin)
     weights_of: List[Dict[int, float]] = [{} for _ in joints]
     base = 0
     for primitive in gltf["meshes"][mesh_index]["primitives"]:
@@ -601,10 +652,8 @@ def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int
     scene.connect(skin_id, geometry_id)
     entries = []
     for slot, joint in enumerate(joints):
-        inverse_bind = list(inverse_binds[slot])
-        for r in (12, 13, 14):
-            inverse_bind[r] *= CENTIMETRES_PER_METRE
-        bind = array("d", gd.invert4(inverse_bind))
+        inverse_bind = _in_centimetres(inverse_binds[slot])
+        bind = array("d", gd.multiply4(placement.mesh_bind, gd.invert4(inverse_bind)))
         name = gltf["nodes"][joint].get("name") or "node{}".format(joint)
         cluster_id, cluster = scene.add("Deformer", name, "SubDeformer", "Cluster")
         cluster.add("Version", 100)
@@ -614,6 +663,7 @@ def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int
         cluster.add("Weights", array("d", [weight for _, weight in held]))
         cluster.add("Transform", array("d", inverse_bind))
         cluster.add("TransformLink", bind)
+        cluster.add("TransformAssociateModel", array("d", placement.armature_world))
         scene.connect(cluster_id, skin_id)
         scene.connect(model_ids[joint], cluster_id)
         entries.append((model_ids[joint], bind))

@@ -55,7 +55,8 @@ def _rotate(q, v):
 def _lowest(pose, side: str) -> float:
     """The side's lowest hand point in `pose` (world rotations and positions), by numpy."""
     rotations, positions = pose
-    return min(sum(w * (np.asarray(positions[j]) + _rotate(rotations[j], o)) for j, w, o in point)[1] for point in HANDS[side])
+    return min(sum(w * (np.asarray(positions[j]) + _rotate(rotations[j], o)) for j, w, o in point)[1]
+               for point in HANDS[side])
 
 
 def _axis_angle(axis, degrees):

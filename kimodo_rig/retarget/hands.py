@@ -1,7 +1,7 @@
 """Hands above the floor, one stage: a hand or forearm that would go under the character's rest floor is
-lifted onto it by the least turn, each found in closed form, of first its back (towards upright, never
-past the clip's own bend), then its wrist, then its whole arm about the shoulder, each turn eased in and
-out over ARM_EASE_S. Used by kimodo_rig.retarget.feet.
+lifted onto it by the least turn, each found in closed form, of first its back (never left further from
+upright than the clip bends it), then its wrist, then its whole arm about the shoulder, each turn eased in
+and out over ARM_EASE_S. Used by kimodo_rig.retarget.feet.
 
 The constraint is one inequality per frame, the lowest hand point at or above the floor. Turned by t
 about a unit axis k through a pivot, a point at r from the pivot stands at
@@ -37,15 +37,16 @@ from ..rotations import (
 from .mapping import SIDES, HumanoidMap
 from .soles import Point, hand_joint, posed_point, subtree, wrist_joints
 
-# name                  value   unit                 why
-ARM_EASE_S = 0.1  # s: each lift eases in before and out after the frames that need it over this long (3 frames
-#                   at 30 fps), so the arm does not jump; eased, the hand rides a little above the floor there
-TORSO_LIFT_MAX_DEG = 80.0  # deg: the most the back turns up (and never further than the clip bends it)
+# The stage's constants: name, value, unit, why.
+ARM_EASE_S = 0.1  # s: each lift eases in before and out after the frames that need it over this long (2 frames
+#                   either side at 30 fps, as the 2-frame ease before), so the arm does not jump; the hand rides
+#                   a little above the floor there
+TORSO_LIFT_MAX_DEG = 80.0  # deg: the most the back turns up (and never so far its lean ends further from upright)
 WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a hand laid flat on the floor)
 ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
-ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
 #                           against its own lean, so an arm hanging straight down swings out, not into the body
+ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 
 Pose = Tuple[List[Quat], List[Vec3]]  # world rotations and positions of every joint, changed in place
 UP = (0.0, 1.0, 0.0)
@@ -191,7 +192,8 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Seque
         most = _most_back_turn(shoulders, pivot, positions, axis)
         # Riding along, a hand rises as its shoulder does: the least turn that raises each shoulder by
         # its hand's depth.
-        need = max(_least_turn([positions[j]], centre, axis, positions[j][1] + depth, most) for j, depth in depths.items())
+        need = max(_least_turn([positions[j]], centre, axis, positions[j][1] + depth, most)
+                   for j, depth in depths.items())
         if need > 0.0:
             needs[frame], axes[frame] = need, axis
     for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
@@ -203,15 +205,14 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Seque
             continue
         turn = quat_from_axis_angle(axes[source], angle)
         centre = positions[pivot]
-        moved = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in shoulders}
+        shifts = {j: subtract(add(centre, quat_rotate(turn, subtract(positions[j], centre))), positions[j])
+                  for j in shoulders}
         for j in upper_body:
             if j in carried:  # carried with its shoulder, its world rotation kept
-                positions[j] = add(positions[j], subtract(moved[carried[j]], positions[carried[j]])) if j not in moved else positions[j]
+                positions[j] = add(positions[j], shifts[carried[j]])
                 continue
             rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
             positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
-        for j, place in moved.items():
-            positions[j] = place
 
 
 def _most_back_turn(shoulders: Sequence[int], pivot: int, positions: Sequence[Vec3], axis: Vec3) -> float:

@@ -3,18 +3,23 @@ and the motion readers take). Layout and judges: docs/fbx.md.
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
+from ..files import MAX_INPUT_BYTES
 from . import fbx_binary as fb
 from . import gltf_document as gd
 from .fbx import CENTIMETRES_PER_METRE, TICKS_PER_SECOND, TIME_MODES
 from .fbx_binary import Node
 from .limits import frame_rate
+
+LOG = logging.getLogger("kimodo_rig")
 
 # FBX RotationOrder enum -> the axes in the order they are applied (eEulerXYZ: X first, R = Rz Ry Rx).
 EULER_ORDERS = {0: "XYZ", 1: "XZY", 2: "YZX", 3: "YXZ", 4: "ZXY", 5: "ZYX"}
@@ -276,11 +281,13 @@ class _FbxScene:
                 roots.append(index_of[model])
         gltf["nodes"] = nodes
         gltf["meshes"], gltf["skins"] = [], []
+        materials = _Materials(self, builder)
         for model in models:
             for geometry in self.linked(model, "Geometry", "Mesh"):
-                mesh_node = self._mesh(builder, model, geometry, index_of)
+                mesh_node = self._mesh(builder, model, geometry, index_of, materials)
                 if mesh_node is not None:
                     roots.append(mesh_node)
+        materials.finish()
         if not gltf["skins"] and animation:  # a motion without a mesh (a Mixamo "without skin" download)
             limbs = sorted((m for m in index_of if self.subtype(m) == "LimbNode"), key=self._depth)
             if limbs:
@@ -376,34 +383,46 @@ class _FbxScene:
             at, depth = self.parent_of[at], depth + 1
         return depth
 
-    def _mesh(self, builder: gd.DocumentBuilder, model: int, geometry: int, index_of: Dict[int, int]) -> Optional[int]:
-        """A skinned mesh as a glTF mesh node (at the scene root: glTF ignores its transform) with its skin;
-        None for a mesh without a skin (a prop: the retarget needs only the skinned body)."""
+    def _mesh(self, builder: gd.DocumentBuilder, model: int, geometry: int, index_of: Dict[int, int],
+              materials: "_Materials") -> Optional[int]:
+        """A Mesh Model's geometry as a glTF mesh, one primitive per material slot its polygons use (with
+        normals and the first UV set). Skinned: a new node at the scene root (glTF ignores a skinned mesh
+        node's transform) with its skin, vertices at bind; the new node's index is returned. Without a
+        skin (a hat or sword under a bone, a prop): on the Model's own node, vertices in its frame, so it
+        moves with the node it hangs from; None."""
         skins = self.linked(geometry, "Deformer", "Skin")
         clusters = [c for skin in skins for c in self.linked(skin, "Deformer", "Cluster")]
         clusters = [c for c in clusters if any(self.kind(b) == "Model" for b, _ in self._sources(c))]
-        if not clusters:
-            return None
         node = self.objects[geometry]
         vertices = _array_child(node, "Vertices", "d", self.source)
         corners = _array_child(node, "PolygonVertexIndex", "i", self.source)
         count = len(vertices) // 3
         if len(vertices) % 3 or any(not -count <= c < count for c in corners):
             raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
-        axes = self.axes_matrix()
         props = self.properties(model)
         geometric = gd.multiply4(gd.multiply4(
             _translation(props.get("GeometricTranslation", (0.0, 0.0, 0.0))),
             _euler_matrix("XYZ", props.get("GeometricRotation", (0.0, 0.0, 0.0)))),
             list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), props.get("GeometricScaling", (1.0, 1.0, 1.0)))))
-        triangles: List[int] = []
-        polygon: List[int] = []
-        for corner in corners:
-            polygon.append(corner if corner >= 0 else -1 - corner)
-            if corner < 0:
-                for k in range(1, len(polygon) - 1):
-                    triangles.extend((polygon[0], polygon[k], polygon[k + 1]))
-                polygon = []
+        surface = _Surface(self, model, node, corners, count)
+        gltf = builder.gltf
+        if not clusters:
+            if not surface.triangles:
+                return None  # nothing to draw (points or lines only)
+            # Vertices in the Model's own frame, lengths in metres (its node's translations are).
+            metres = self.metres_per_unit()
+            to_node = [c * metres for c in geometric[:12]] + [geometric[12] * metres, geometric[13] * metres,
+                                                             geometric[14] * metres, 1.0]
+            positions = [c for v in range(count) for c in gd.apply4(to_node, vertices[3 * v:3 * v + 3])]
+            mesh = self._gltf_mesh(builder, geometry, surface, positions, geometric, None, materials, model)
+            holder = gltf["nodes"][index_of[model]]
+            if "mesh" in holder:  # a second geometry on one Model: a node of its own under it
+                gltf["nodes"].append({"name": self.name(geometry), "mesh": mesh})
+                holder.setdefault("children", []).append(len(gltf["nodes"]) - 1)
+            else:
+                holder["mesh"] = mesh
+            return None
+        axes = self.axes_matrix()
         # Weights: up to four a vertex, the largest, normalised. A cluster's TransformLink is its bone's
         # world at bind and Transform the mesh in the bone's space (as ufbx and Blender read them), so the
         # mesh's world at bind is TransformLink * Transform: vertices go to the glTF world through it (the
@@ -464,25 +483,329 @@ class _FbxScene:
             best = sorted(held, reverse=True)[:4]
             total = sum(w for w, _ in best) or 1.0
             best += [(0.0, 0)] * (4 - len(best))
-            joint_slots.extend(slot for _, slot in best)
-            joint_weights.extend(w / total if total else 0.0 for w, _ in best)
-        gltf = builder.gltf
-        attributes = {
-            "POSITION": builder.add_components(positions, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True),
-            "JOINTS_0": builder.add_components(joint_slots, "VEC4", gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER),
-            "WEIGHTS_0": builder.add_components(joint_weights, "VEC4", target=gd.ARRAY_BUFFER),
-        }
-        primitive = {"attributes": attributes}
-        if triangles:
-            primitive["indices"] = builder.add_components(triangles, "SCALAR", gd.UNSIGNED_INT, target=gd.ELEMENT_ARRAY_BUFFER)
-        gltf["meshes"].append({"name": self.name(geometry), "primitives": [primitive]})
+            joint_slots.append([slot for _, slot in best])
+            joint_weights.append([w / total if total else 0.0 for w, _ in best])
+        mesh = self._gltf_mesh(builder, geometry, surface, positions, to_world, (joint_slots, joint_weights),
+                               materials, model)
         gltf["skins"].append({"joints": joints, "inverseBindMatrices": builder.add_accessor(inverse_binds, "MAT4")})
-        gltf["nodes"].append({"name": self.name(model), "mesh": len(gltf["meshes"]) - 1, "skin": len(gltf["skins"]) - 1})
+        gltf["nodes"].append({"name": self.name(model), "mesh": mesh, "skin": len(gltf["skins"]) - 1})
         return len(gltf["nodes"]) - 1
+
+    def _gltf_mesh(self, builder: gd.DocumentBuilder, geometry: int, surface: "_Surface", positions: List[float],
+                   placed_by: Sequence[float], skin: Optional[Tuple[List[List[int]], List[List[float]]]],
+                   materials: "_Materials", model: int) -> int:
+        """The glTF mesh of `surface`: a primitive per material slot, each vertex a control point's
+        position (`positions`, placed already), its normal turned by `placed_by` and its UV (V flipped:
+        FBX counts V up from the bottom, glTF down from the top), and with `skin` its joints and weights.
+        A skinned surface without polygons keeps its vertices as points (the retarget reads their weights)."""
+        gltf = builder.gltf
+        normal_matrix = _normal_matrix(placed_by)
+        slots = self.linked(model, "Material")
+        primitives = []
+        parts = surface.parts() or ([(-1, [(v, -1, -1) for v in range(len(positions) // 3)], [])] if skin else [])
+        for slot, vertices, triangles in parts:
+            points = [c for vertex in vertices for c in positions[3 * vertex[0]:3 * vertex[0] + 3]]
+            attributes = {"POSITION": builder.add_components(points, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True)}
+            normals = surface.normals_of(vertices, normal_matrix) if surface.normals is not None and triangles else None
+            if normals is not None:
+                attributes["NORMAL"] = builder.add_components(normals, "VEC3", target=gd.ARRAY_BUFFER)
+            if surface.uvs is not None and triangles:
+                attributes["TEXCOORD_0"] = builder.add_components(surface.uvs_of(vertices), "VEC2", target=gd.ARRAY_BUFFER)
+            if skin is not None:
+                attributes["JOINTS_0"] = builder.add_components([s for vertex in vertices for s in skin[0][vertex[0]]], "VEC4",
+                                                                gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER)
+                attributes["WEIGHTS_0"] = builder.add_components([w for vertex in vertices for w in skin[1][vertex[0]]], "VEC4",
+                                                                 target=gd.ARRAY_BUFFER)
+            primitive: Dict = {"attributes": attributes}
+            if triangles:
+                primitive["indices"] = builder.add_components(triangles, "SCALAR", gd.UNSIGNED_INT,
+                                                              target=gd.ELEMENT_ARRAY_BUFFER)
+            else:
+                primitive["mode"] = 0  # points
+            if 0 <= slot < len(slots):
+                primitive["material"] = materials.index_of(slots[slot])
+            primitives.append(primitive)
+        gltf["meshes"].append({"name": self.name(geometry), "primitives": primitives})
+        return len(gltf["meshes"]) - 1
 
     def _sources(self, identifier: int) -> List[Tuple[int, str]]:
         """Objects connected INTO `identifier` (a cluster's bone is connected to the cluster)."""
         return self.children.get(identifier, [])
+
+
+def _normal_matrix(matrix: Sequence[float]) -> List[float]:
+    """The 3x3 that turns normals as `matrix` (column-major 4x4) turns points: its inverse transpose, row
+    by row."""
+    linear = list(matrix[:12]) + [0.0, 0.0, 0.0, 1.0]
+    linear[3] = linear[7] = linear[11] = 0.0
+    inverse = gd.invert4(linear)
+    return [inverse[row * 4 + column] for row in range(3) for column in range(3)]
+
+
+class _Surface:
+    """A Geometry's polygons and the layer values of their corners (LayerElementNormal, the first
+    LayerElementUV, LayerElementMaterial), grouped into what glTF draws: per material slot, one vertex per
+    distinct (control point, normal, UV) and each polygon fanned into triangles."""
+
+    def __init__(self, scene: "_FbxScene", model: int, node: Node, corners: array, count: int) -> None:
+        self.scene = scene
+        self.label = "mesh {!r}".format(scene.name(model))
+        self.points = array("i", [c if c >= 0 else -1 - c for c in corners])  # corner -> control point
+        self.polygons: List[Tuple[int, int]] = []  # (first corner, end) of each polygon
+        start = 0
+        for at, corner in enumerate(corners):
+            if corner < 0:  # a polygon's last corner is stored as ~index
+                self.polygons.append((start, at + 1))
+                start = at + 1
+        self.triangles = any(end - first >= 3 for first, end in self.polygons)
+        self.normals = self._layer(node, "LayerElementNormal", "Normals", "NormalsIndex", 3, count)
+        self.uvs = self._layer(node, "LayerElementUV", "UV", "UVIndex", 2, count)
+        self.slots = self._material_slots(node)
+
+    def _layer(self, node: Node, kind: str, data_name: str, index_name: str, width: int,
+               count: int) -> Optional[Tuple[array, Sequence[int]]]:
+        """(values, the value each corner takes) of the geometry's first `kind` layer; None without one."""
+        element = node.find(kind)
+        if element is None:
+            return None
+        scene, source = self.scene, self.scene.source
+        mapping, reference = _text_child(element, "MappingInformationType"), _text_child(element, "ReferenceInformationType")
+        data = _array_child(element, data_name, "d", source)
+        if not gd.is_finite(data):
+            raise scene.fail("{}: its {} holds values that are not finite".format(self.label, kind))
+        corners = len(self.points)
+        if mapping == "ByPolygonVertex":
+            items: Sequence[int] = range(corners)
+        elif mapping in ("ByVertice", "ByVertex", "ByControlPoint"):
+            items = self.points
+        elif mapping == "ByPolygon":
+            items = [number for number, (first, end) in enumerate(self.polygons) for _ in range(first, end)]
+            items += [len(self.polygons)] * (corners - len(items))  # corners after the last polygon: never drawn
+        elif mapping == "AllSame":
+            items = [0] * corners
+        else:
+            raise scene.fail("{}: its {} maps values {!r}, which is not read".format(self.label, kind, mapping))
+        drawn = [number for first, end in self.polygons if end - first >= 3 for number in items[first:end]]
+        if reference in ("IndexToDirect", "Index"):
+            index = _array_child(element, index_name, "i", source)
+            if drawn and max(drawn) >= len(index):
+                raise scene.fail("{}: its {} holds {} indexes for {} items".format(self.label, kind, len(index), max(drawn) + 1))
+            items = [index[number] if number < len(index) else 0 for number in items]
+            drawn = [index[number] for number in drawn]
+        elif reference != "Direct":
+            raise scene.fail("{}: its {} references values {!r}, which is not read".format(self.label, kind, reference))
+        values = len(data) // width
+        if drawn and (min(drawn) < 0 or max(drawn) >= values):
+            raise scene.fail("{}: its {} points past its {} values".format(self.label, kind, values))
+        return array("f", data), items  # as glTF stores them: corners equal in float32 share a vertex
+
+    def _material_slots(self, node: Node) -> Sequence[int]:
+        """Each polygon's material slot (an index into the Model's Materials, in connection order)."""
+        element = node.find("LayerElementMaterial")
+        if element is None:
+            return [0] * len(self.polygons)  # no layer: every polygon takes the first material
+        mapping = _text_child(element, "MappingInformationType")
+        slots = _array_child(element, "Materials", "i", self.scene.source, required=False)
+        if mapping == "AllSame" or (mapping == "ByPolygon" and len(slots) == 1 < len(self.polygons)):
+            return [slots[0] if slots else 0] * len(self.polygons)
+        if mapping != "ByPolygon":
+            raise self.scene.fail("{}: its LayerElementMaterial maps slots {!r}, which is not read".format(self.label, mapping))
+        if len(slots) < len(self.polygons):
+            raise self.scene.fail("{}: its LayerElementMaterial holds {} slots for {} polygons".format(
+                self.label, len(slots), len(self.polygons)))
+        return slots
+
+    def parts(self) -> List[Tuple[int, List[Tuple[int, int, int]], List[int]]]:
+        """(material slot, vertices, triangles) per slot the drawn polygons use, slots in order. A vertex is
+        (control point, where its normal starts in the normal values, where its UV starts in the UV
+        values; -1 without), one per distinct control point, normal (to NORMAL_KEY_STEP: an exporter's
+        float noise in one normal written per corner is not a crease) and UV (as float32, as glTF keeps it)."""
+        groups: Dict[int, Tuple[Dict[Tuple, int], List[Tuple[int, int, int]], List[int]]] = {}
+        normals, uvs = self.normals, self.uvs
+        for number, (first, end) in enumerate(self.polygons):
+            if end - first < 3:
+                continue  # a point or an edge: nothing to draw
+            lookup, vertices, triangles = groups.setdefault(self.slots[number], ({}, [], []))
+            ids = []
+            for corner in range(first, end):
+                normal_at = 3 * normals[1][corner] if normals is not None else -1
+                uv_at = 2 * uvs[1][corner] if uvs is not None else -1
+                key: Tuple = (self.points[corner],)
+                if normals is not None:
+                    key += tuple(int(round(c / NORMAL_KEY_STEP)) for c in normals[0][normal_at:normal_at + 3])
+                if uvs is not None:
+                    key += tuple(uvs[0][uv_at:uv_at + 2])
+                vertex = lookup.get(key)
+                if vertex is None:
+                    vertex = lookup[key] = len(vertices)
+                    vertices.append((self.points[corner], normal_at, uv_at))
+                ids.append(vertex)
+            for k in range(1, len(ids) - 1):
+                triangles.extend((ids[0], ids[k], ids[k + 1]))
+        return [(slot, vertices, triangles) for slot, (_, vertices, triangles) in sorted(groups.items())]
+
+    def normals_of(self, vertices: Sequence[Tuple[int, int, int]], turn: Sequence[float]) -> Optional[List[float]]:
+        """The vertices' normals turned by `turn` (3x3, row by row) and made unit length; None where one has
+        no length (glTF wants unit normals; without any, viewers make flat ones)."""
+        values = self.normals[0] if self.normals is not None else array("f")
+        out = []
+        for _, at, _ in vertices:
+            x, y, z = values[at:at + 3]
+            turned = [turn[3 * r] * x + turn[3 * r + 1] * y + turn[3 * r + 2] * z for r in range(3)]
+            size = math.sqrt(sum(c * c for c in turned))
+            if not size > 1e-12:
+                return None
+            out.extend(c / size for c in turned)
+        return out
+
+    def uvs_of(self, vertices: Sequence[Tuple[int, int, int]]) -> List[float]:
+        """The vertices' UVs as glTF has them: V flipped (FBX counts V up from the bottom, glTF down from
+        the top)."""
+        values = self.uvs[0] if self.uvs is not None else array("f")
+        return [c for _, _, at in vertices for c in (values[at], 1.0 - values[at + 1])]
+
+
+# Corners of one control point whose normals differ by less than this (unit-vector components, about 0.006
+# deg) share a vertex: Blender's exporter writes one normal per corner with float noise between them (1658
+# vertices for the MPFB2 rig's 1248 in its .glb copy), and a real crease turns by degrees.
+NORMAL_KEY_STEP = 1e-4
+# Material: the base colour a Material states, first found (Maya's Standard Surface, then Lambert/Phong), and
+# the texture connections that stand for it (3ds Max's as Blender's importer reads it too).
+BASE_COLOUR_PROPERTIES = ("Maya|baseColor", "DiffuseColor")
+BASE_COLOUR_LINKS = ("DiffuseColor", "Maya|baseColor", "3dsMax|maps|texmap_diffuse")
+OPAQUE_ALPHA = 1.0 - 1e-4  # alpha (0-1) read as opaque: a stated 1 that went through float32
+IMAGE_TYPES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"))  # what core glTF carries
+
+
+class _Materials:
+    """glTF materials (and the textures and images they use) of the FBX Materials meshes use, each made
+    once: base colour from Maya|baseColor or DiffuseColor (as Blender and ufbx read it; DiffuseFactor is
+    not applied), alpha from Opacity where the Material states it, else 1 - TransparencyFactor times the
+    TransparentColor's mean (the FBX SDK's transparency), BLEND below 1; metallic 0 (Lambert and Phong
+    have no metal), double-sided (FBX draws both sides unless a Model culls). A Texture connected to the
+    base colour replaces the colour (its image: the Video's embedded Content, else its RelativeFilename
+    read from inside the FBX file's folder; any other image is left out with a warning)."""
+
+    def __init__(self, scene: "_FbxScene", builder: gd.DocumentBuilder) -> None:
+        self.scene = scene
+        self.builder = builder
+        self.records: List[Dict] = []
+        self.textures: List[Dict] = []
+        self.images: List[Dict] = []
+        self.made: Dict[int, int] = {}
+        self.texture_of: Dict[int, Optional[int]] = {}
+        source = scene.source
+        self.folder = os.path.dirname(os.path.abspath(source)) if source and os.path.isfile(source) else None
+        self.bytes_left = MAX_INPUT_BYTES  # image files read beside one FBX, all told
+
+    def index_of(self, material: int) -> int:
+        if material in self.made:
+            return self.made[material]
+        scene = self.scene
+        props = scene.properties(material)
+        own = _properties_of(scene.objects[material])
+        colour = next((c for c in (_colour(props.get(name)) for name in BASE_COLOUR_PROPERTIES) if c), (1.0, 1.0, 1.0))
+        opacity = _number(own.get("Opacity"))
+        if opacity is None:
+            transparent = _colour(props.get("TransparentColor")) or (0.0, 0.0, 0.0)
+            opacity = 1.0 - (_number(props.get("TransparencyFactor")) or 0.0) * sum(transparent) / 3.0
+        alpha = min(1.0, max(0.0, opacity))
+        pbr: Dict = {"metallicFactor": 0.0}
+        texture = next((child for child, link in scene.children.get(material, [])
+                        if link in BASE_COLOUR_LINKS and scene.kind(child) == "Texture"), None)
+        texture_index = self._texture(texture) if texture is not None else None
+        if texture_index is not None:
+            colour = (1.0, 1.0, 1.0)  # a texture on a property stands in for its value
+            pbr["baseColorTexture"] = {"index": texture_index}
+        pbr["baseColorFactor"] = [min(1.0, max(0.0, c)) for c in colour] + [alpha]
+        record: Dict = {"name": scene.name(material), "pbrMetallicRoughness": pbr, "doubleSided": True}
+        if alpha < OPAQUE_ALPHA:
+            record["alphaMode"] = "BLEND"
+        self.records.append(record)
+        self.made[material] = len(self.records) - 1
+        return self.made[material]
+
+    def _texture(self, texture: int) -> Optional[int]:
+        """A glTF texture of the Texture's image (one per Video, shared), or None with a warning."""
+        scene = self.scene
+        videos = scene.linked(texture, "Video")
+        key = videos[0] if videos else texture
+        if key in self.texture_of:
+            return self.texture_of[key]
+        holders = [scene.objects[v] for v in videos[:1]] + [scene.objects[texture]]
+        content = next((c.properties[0] for c in (h.find("Content") for h in holders)
+                        if c is not None and c.properties and isinstance(c.properties[0], bytes) and c.properties[0]), None)
+        relative = next((t for t in (_text_child(h, "RelativeFilename") for h in holders) if t), "")
+        name = scene.name(videos[0] if videos else texture)  # the image's own name (Blender's: its file's)
+        data, why = (content, "") if content is not None else self._image_file(relative)
+        kind = next((kind for magic, kind in IMAGE_TYPES if data is not None and data.startswith(magic)), None)
+        if data is not None and kind is None:
+            why = "is not a PNG or JPEG image"
+        if data is None or kind is None:
+            shown = (relative or "embedded").replace("\n", " ").replace("\r", " ")
+            LOG.warning("%s: texture %r (%s) %s; left out", scene.source, name[:60], shown[:80], why)
+            self.texture_of[key] = None
+            return None
+        binary = self.builder.binary
+        while len(binary) % 4:
+            binary.append(0)
+        views = self.builder.gltf.setdefault("bufferViews", [])
+        views.append({"buffer": 0, "byteOffset": len(binary), "byteLength": len(data)})
+        binary += data
+        self.images.append({"name": name, "bufferView": len(views) - 1, "mimeType": kind})
+        self.textures.append({"source": len(self.images) - 1})
+        self.texture_of[key] = len(self.textures) - 1
+        return self.texture_of[key]
+
+    def _image_file(self, relative: str) -> Tuple[Optional[bytes], str]:
+        """(the bytes of the file `relative` names inside the FBX file's folder, "") or (None, why not)."""
+        from ..files import read_input
+
+        path = relative.replace("\\", "/")
+        if not path:
+            return None, "names no image"
+        if "\0" in path or path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+            return None, "is not a file in the FBX file's folder"
+        if self.folder is None:
+            return None, "has no folder to be read from"
+        base = os.path.realpath(self.folder)
+        full = os.path.realpath(os.path.join(base, *path.split("/")))
+        if os.path.commonpath([base, full]) != base:
+            return None, "is outside the FBX file's folder"
+        if not os.path.isfile(full):
+            return None, "is not there"
+        try:
+            data = read_input(full)
+        except KimodoError as error:
+            return None, "cannot be read ({})".format(str(error).rsplit(": ", 1)[-1])
+        self.bytes_left -= len(data)
+        if self.bytes_left < 0:
+            return None, "passes the {} bytes the images beside one file may hold".format(MAX_INPUT_BYTES)
+        return data, ""
+
+    def finish(self) -> None:
+        gltf = self.builder.gltf
+        for key, items in (("materials", self.records), ("textures", self.textures), ("images", self.images)):
+            if items:
+                gltf[key] = items
+
+
+def _colour(values: Optional[Tuple]) -> Optional[Tuple[float, float, float]]:
+    """Three finite numbers, else None (a colour row of the wrong kind reads as absent)."""
+    if not values or len(values) < 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values[:3]):
+        return None
+    return (float(values[0]), float(values[1]), float(values[2]))
+
+
+def _number(values: Optional[Tuple]) -> Optional[float]:
+    if not values or not isinstance(values[0], (int, float)) or not math.isfinite(values[0]):
+        return None
+    return float(values[0])
+
+
+def _text_child(node: Node, name: str) -> str:
+    child = node.find(name)
+    return child.properties[0] if child is not None and child.properties and isinstance(child.properties[0], str) else ""
 
 
 def _det3(m: Sequence[Sequence[float]]) -> float:

@@ -8,7 +8,7 @@ of the output (gltf_judge), the Khronos validator, and, for the real Quaternius 
 from __future__ import annotations
 
 import hashlib
-import json
+from array import array
 from pathlib import Path
 from typing import Dict
 
@@ -209,3 +209,103 @@ def test_the_quaternius_fbx_comes_out_in_the_colours_of_its_glb_twin(tmp_path):
         assert len(ours.accessor(a.attributes.POSITION)) == counts[slot][0]
     issues = validate_gltf(output)[output.name]
     assert issues["numErrors"] == 0, issues["messages"][:5]
+
+
+# --- bad layers and textures: one line naming the file, or a texture left out with one warning -------------
+
+def _geometry_hook(*elements, material_texture=None):
+    """A build_fbx hook: the Geometry given layer `elements` ((name, mapping, reference, {child: array})),
+    and with `material_texture` ({Texture child: value}, Video Content bytes) a Material on the mesh whose
+    DiffuseColor a Texture with a Video feeds."""
+    from kimodo_rig.formats.fbx_binary import Long, Node
+
+    def hook(nodes):
+        objects = next(node for node in nodes if node.name == "Objects")
+        geometry = next(node for node in objects.children if node.name == "Geometry")
+        for name, mapping, reference, arrays in elements:
+            element = geometry.add(name, 0)
+            element.add("MappingInformationType", mapping)
+            element.add("ReferenceInformationType", reference)
+            for key, values in arrays.items():
+                element.add(key, values)
+        if material_texture is not None:
+            fields, content = material_texture
+            connections = next(node for node in nodes if node.name == "Connections")
+            mesh = next(node for node in objects.children if node.name == "Model" and node.properties[2] == "Mesh")
+            material = objects.add("Material", Long(90001), "Cloth\x00\x01Material", "")
+            material.add("Properties70").add("P", "DiffuseColor", "Color", "", "A", 0.2, 0.4, 0.6)
+            texture = objects.add("Texture", Long(90002), "cloth\x00\x01Texture", "")
+            video = objects.add("Video", Long(90003), "cloth\x00\x01Video", "Clip")
+            for key, value in fields.items():
+                texture.add(key, value)
+            video.add("Content", content)
+            connections.add("C", "OO", Long(90001), mesh.properties[0])
+            connections.add("C", "OP", Long(90002), Long(90001), "DiffuseColor")
+            connections.add("C", "OO", Long(90003), Long(90002))
+    return hook
+
+
+BAD_LAYERS = {  # the one quad of build_fbx's mesh: 4 control points, 4 corners, 1 polygon
+    "uv_index_past_its_values": (("LayerElementUV", "ByPolygonVertex", "IndexToDirect",
+                                  {"UV": array("d", [0.0, 0.0, 1.0, 1.0]), "UVIndex": array("i", [0, 1, 5, 1])}),
+                                 "LayerElementUV points past its 2 values"),
+    "uv_indexes_too_few": (("LayerElementUV", "ByPolygonVertex", "IndexToDirect",
+                            {"UV": array("d", [0.0, 0.0]), "UVIndex": array("i", [0])}), "holds 1 indexes for 4 items"),
+    "uv_not_finite": (("LayerElementUV", "ByVertice", "Direct", {"UV": array("d", [float("nan")] * 8)}), "not finite"),
+    "normals_by_edge": (("LayerElementNormal", "ByEdge", "Direct", {"Normals": array("d", [0.0, 1.0, 0.0] * 4)}),
+                        "maps values 'ByEdge'"),
+    "normals_too_few": (("LayerElementNormal", "ByPolygonVertex", "Direct", {"Normals": array("d", [0.0, 1.0, 0.0])}),
+                        "LayerElementNormal points past its 1 values"),
+    "material_slots_too_few": (("LayerElementMaterial", "ByPolygon", "IndexToDirect", {"Materials": array("i", [])}),
+                               "holds 0 slots for 1 polygons"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_LAYERS))
+def test_a_broken_layer_is_refused_in_one_line(tmp_path, kind):
+    from test_fbx_read import assert_refused, build_fbx
+
+    element, words = BAD_LAYERS[kind]
+    target = build_fbx(tmp_path / (kind + ".fbx"), hook=_geometry_hook(element))
+    before = target.read_bytes()
+    assert_refused(target, words)
+    assert target.read_bytes() == before
+
+
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cf"
+                    "c0000003010100c9fe92ef0000000049454e44ae426082")  # a 1x1 PNG
+BAD_TEXTURES = {  # Texture fields, Video Content -> the warning's end
+    "absolute": ({"RelativeFilename": "/etc/passwd"}, b"", " (/etc/passwd) is not a file in the FBX file's folder"),
+    "drive": ({"RelativeFilename": "C:\\Users\\a\\cloth.png"}, b"", " (C:\\Users\\a\\cloth.png) is not a file in the FBX file's folder"),
+    "above": ({"RelativeFilename": "..\\..\\cloth.png"}, b"", " (..\\..\\cloth.png) is outside the FBX file's folder"),
+    "missing": ({"RelativeFilename": "textures/cloth.png"}, b"", " (textures/cloth.png) is not there"),
+    "not_an_image": ({"RelativeFilename": "cloth.gif"}, b"GIF89a" + bytes(40), " (cloth.gif) is not a PNG or JPEG image"),
+    "named_nothing": ({}, b"", " embeds no image and names no file"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_TEXTURES))
+def test_a_texture_that_cannot_be_carried_is_left_out_with_one_warning(tmp_path, kind, caplog):
+    """Paths that leave the FBX's folder (absolute, a drive, `..`), files not there, bytes that are no PNG
+    or JPEG: the character reads with the material's own colour and no image, and one warning line names
+    the file; a PNG embedded in the same place is carried byte for byte (and replaces the colour)."""
+    from kimodo_rig.formats import fbx
+    from test_fbx_read import build_fbx
+
+    fields, content, words = BAD_TEXTURES[kind]
+    target = build_fbx(tmp_path / "character.fbx", hook=_geometry_hook(material_texture=(fields, content)))
+    (tmp_path / "cloth.gif").write_bytes(content)
+    with caplog.at_level("WARNING", logger="kimodo_rig"):
+        gltf = fbx.read_document(target).gltf
+    assert [r.getMessage() for r in caplog.records] == ["{}: texture 'cloth'{}; left out".format(target, words)]
+    assert "images" not in gltf and "baseColorTexture" not in gltf["materials"][0]["pbrMetallicRoughness"]
+    assert np.allclose(gltf["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"], [0.2, 0.4, 0.6, 1.0])
+
+    caplog.clear()
+    embedded = build_fbx(tmp_path / "embedded.fbx", hook=_geometry_hook(material_texture=(fields, PNG)))
+    document = fbx.read_document(embedded)
+    assert not caplog.records
+    view = document.gltf["bufferViews"][document.gltf["images"][0]["bufferView"]]
+    assert bytes(document.binary[view["byteOffset"]:view["byteOffset"] + view["byteLength"]]) == PNG
+    assert document.gltf["images"][0]["mimeType"] == "image/png"
+    assert document.gltf["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] == [1.0, 1.0, 1.0, 1.0]

@@ -681,7 +681,8 @@ class _Materials:
     """glTF materials (and the textures and images they use) of the FBX Materials meshes use, each made
     once: base colour from Maya|baseColor or DiffuseColor (as Blender and ufbx read it; DiffuseFactor is
     not applied), alpha from Opacity where the Material states it, else 1 - TransparencyFactor times the
-    TransparentColor's mean (the FBX SDK's transparency), BLEND below 1; metallic 0 (Lambert and Phong
+    TransparentColor's mean (the FBX SDK's transparency; white where neither the Material nor its template
+    states the colour, so a factor alone is the transparency), BLEND below 1; metallic 0 (Lambert and Phong
     have no metal), double-sided (FBX draws both sides unless a Model culls). A Texture connected to the
     base colour replaces the colour (its image: the Video's embedded Content, else its RelativeFilename
     read from inside the FBX file's folder; any other image is left out with a warning)."""
@@ -706,8 +707,8 @@ class _Materials:
         own = _properties_of(scene.objects[material])
         colour = next((c for c in (_colour(props.get(name)) for name in BASE_COLOUR_PROPERTIES) if c), (1.0, 1.0, 1.0))
         opacity = _number(own.get("Opacity"))
-        if opacity is None:
-            transparent = _colour(props.get("TransparentColor")) or (0.0, 0.0, 0.0)
+        if opacity is None:  # transparency = TransparentColor x TransparencyFactor; a colour no row states is white
+            transparent = _colour(props.get("TransparentColor")) or (1.0, 1.0, 1.0)
             opacity = 1.0 - (_number(props.get("TransparencyFactor")) or 0.0) * sum(transparent) / 3.0
         alpha = min(1.0, max(0.0, opacity))
         pbr: Dict = {"metallicFactor": 0.0}
@@ -742,8 +743,8 @@ class _Materials:
         if data is not None and kind is None:
             why = "is not a PNG or JPEG image"
         if data is None or kind is None:
-            shown = (relative or "embedded").replace("\n", " ").replace("\r", " ")
-            LOG.warning("%s: texture %r (%s) %s; left out", scene.source, name[:60], shown[:80], why)
+            shown = " ({})".format(relative.replace("\n", " ").replace("\r", " ")[:80]) if relative else ""
+            LOG.warning("%s: texture %r%s %s; left out", scene.source, name[:60], shown, why)
             self.texture_of[key] = None
             return None
         binary = self.builder.binary
@@ -763,7 +764,7 @@ class _Materials:
 
         path = relative.replace("\\", "/")
         if not path:
-            return None, "names no image"
+            return None, "embeds no image and names no file"
         if "\0" in path or path.startswith("/") or (len(path) > 1 and path[1] == ":"):
             return None, "is not a file in the FBX file's folder"
         if self.folder is None:

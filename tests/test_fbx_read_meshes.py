@@ -309,3 +309,16 @@ def test_a_texture_that_cannot_be_carried_is_left_out_with_one_warning(tmp_path,
     assert bytes(document.binary[view["byteOffset"]:view["byteOffset"] + view["byteLength"]]) == PNG
     assert document.gltf["images"][0]["mimeType"] == "image/png"
     assert document.gltf["materials"][0]["pbrMetallicRoughness"]["baseColorFactor"] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_material_slot_past_the_model_s_materials_draws_with_no_material(tmp_path):
+    """A polygon's slot past the Model's one Material (99) or below (-5): drawn with glTF's default
+    material, in one primitive however many such slots the file claims; slot 0 takes the Material."""
+    from kimodo_rig.formats import fbx
+    from test_fbx_read import build_fbx
+
+    for slots, material in (([99], None), ([-5], None), ([0], 0)):
+        element = ("LayerElementMaterial", "ByPolygon", "IndexToDirect", {"Materials": array("i", slots)})
+        target = build_fbx(tmp_path / "slots.fbx", hook=_geometry_hook(element, material_texture=({}, PNG)))
+        primitives = fbx.read_document(target).gltf["meshes"][0]["primitives"]
+        assert len(primitives) == 1 and primitives[0].get("material") == material, (slots, primitives)

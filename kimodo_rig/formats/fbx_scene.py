@@ -399,12 +399,14 @@ class _FbxScene:
         count = len(vertices) // 3
         if len(vertices) % 3 or any(not -count <= c < count for c in corners):
             raise self.fail("mesh {!r}: polygon corners point past its {} vertices".format(self.name(model), count))
+        if not gd.is_finite(vertices):
+            raise self.fail("mesh {!r}: its vertices are not all finite".format(self.name(model)))
         props = self.properties(model)
         geometric = gd.multiply4(gd.multiply4(
             _translation(props.get("GeometricTranslation", (0.0, 0.0, 0.0))),
             _euler_matrix("XYZ", props.get("GeometricRotation", (0.0, 0.0, 0.0)))),
             list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), props.get("GeometricScaling", (1.0, 1.0, 1.0)))))
-        surface = _Surface(self, model, node, corners, count)
+        surface = _Surface(self, model, node, corners)
         gltf = builder.gltf
         if not clusters:
             if not surface.triangles:
@@ -502,7 +504,7 @@ class _FbxScene:
         normal_matrix = _normal_matrix(placed_by)
         slots = self.linked(model, "Material")
         primitives = []
-        parts = surface.parts() or ([(-1, [(v, -1, -1) for v in range(len(positions) // 3)], [])] if skin else [])
+        parts = surface.parts(len(slots)) or ([(-1, [(v, -1, -1) for v in range(len(positions) // 3)], [])] if skin else [])
         for slot, vertices, triangles in parts:
             points = [c for vertex in vertices for c in positions[3 * vertex[0]:3 * vertex[0] + 3]]
             attributes = {"POSITION": builder.add_components(points, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True)}
@@ -547,9 +549,9 @@ class _Surface:
     LayerElementUV, LayerElementMaterial), grouped into what glTF draws: per material slot, one vertex per
     distinct (control point, normal, UV) and each polygon fanned into triangles."""
 
-    def __init__(self, scene: "_FbxScene", model: int, node: Node, corners: array, count: int) -> None:
+    def __init__(self, scene: "_FbxScene", model: int, node: Node, corners: array) -> None:
         self.scene = scene
-        self.label = "mesh {!r}".format(scene.name(model))
+        self.label = "mesh {!r}".format(scene.name(model)[:60])
         self.points = array("i", [c if c >= 0 else -1 - c for c in corners])  # corner -> control point
         self.polygons: List[Tuple[int, int]] = []  # (first corner, end) of each polygon
         start = 0
@@ -558,12 +560,12 @@ class _Surface:
                 self.polygons.append((start, at + 1))
                 start = at + 1
         self.triangles = any(end - first >= 3 for first, end in self.polygons)
-        self.normals = self._layer(node, "LayerElementNormal", "Normals", "NormalsIndex", 3, count)
-        self.uvs = self._layer(node, "LayerElementUV", "UV", "UVIndex", 2, count)
+        self.normals = self._layer(node, "LayerElementNormal", "Normals", "NormalsIndex", 3)
+        self.uvs = self._layer(node, "LayerElementUV", "UV", "UVIndex", 2)
         self.slots = self._material_slots(node)
 
-    def _layer(self, node: Node, kind: str, data_name: str, index_name: str, width: int,
-               count: int) -> Optional[Tuple[array, Sequence[int]]]:
+    def _layer(self, node: Node, kind: str, data_name: str, index_name: str,
+               width: int) -> Optional[Tuple[array, Sequence[int]]]:
         """(values, the value each corner takes) of the geometry's first `kind` layer; None without one."""
         element = node.find(kind)
         if element is None:
@@ -584,7 +586,7 @@ class _Surface:
         elif mapping == "AllSame":
             items = [0] * corners
         else:
-            raise scene.fail("{}: its {} maps values {!r}, which is not read".format(self.label, kind, mapping))
+            raise scene.fail("{}: its {} maps values {!r}, which is not read".format(self.label, kind, mapping[:40]))
         drawn = [number for first, end in self.polygons if end - first >= 3 for number in items[first:end]]
         if reference in ("IndexToDirect", "Index"):
             index = _array_child(element, index_name, "i", source)
@@ -593,7 +595,7 @@ class _Surface:
             items = [index[number] if number < len(index) else 0 for number in items]
             drawn = [index[number] for number in drawn]
         elif reference != "Direct":
-            raise scene.fail("{}: its {} references values {!r}, which is not read".format(self.label, kind, reference))
+            raise scene.fail("{}: its {} references values {!r}, which is not read".format(self.label, kind, reference[:40]))
         values = len(data) // width
         if drawn and (min(drawn) < 0 or max(drawn) >= values):
             raise scene.fail("{}: its {} points past its {} values".format(self.label, kind, values))
@@ -609,14 +611,16 @@ class _Surface:
         if mapping == "AllSame" or (mapping == "ByPolygon" and len(slots) == 1 < len(self.polygons)):
             return [slots[0] if slots else 0] * len(self.polygons)
         if mapping != "ByPolygon":
-            raise self.scene.fail("{}: its LayerElementMaterial maps slots {!r}, which is not read".format(self.label, mapping))
+            raise self.scene.fail("{}: its LayerElementMaterial maps slots {!r}, which is not read".format(self.label, mapping[:40]))
         if len(slots) < len(self.polygons):
             raise self.scene.fail("{}: its LayerElementMaterial holds {} slots for {} polygons".format(
                 self.label, len(slots), len(self.polygons)))
         return slots
 
-    def parts(self) -> List[Tuple[int, List[Tuple[int, int, int]], List[int]]]:
-        """(material slot, vertices, triangles) per slot the drawn polygons use, slots in order. A vertex is
+    def parts(self, materials: int) -> List[Tuple[int, List[Tuple[int, int, int]], List[int]]]:
+        """(material slot, vertices, triangles) per slot the drawn polygons use, slots in order (a slot past
+        the Model's `materials` is -1, no material: as many primitives as materials, whatever the file
+        claims). A vertex is
         (control point, where its normal starts in the normal values, where its UV starts in the UV
         values; -1 without), one per distinct control point, normal (to NORMAL_KEY_STEP: an exporter's
         float noise in one normal written per corner is not a crease) and UV (as float32, as glTF keeps it)."""
@@ -625,7 +629,8 @@ class _Surface:
         for number, (first, end) in enumerate(self.polygons):
             if end - first < 3:
                 continue  # a point or an edge: nothing to draw
-            lookup, vertices, triangles = groups.setdefault(self.slots[number], ({}, [], []))
+            slot = self.slots[number] if 0 <= self.slots[number] < materials else -1
+            lookup, vertices, triangles = groups.setdefault(slot, ({}, [], []))
             ids = []
             for corner in range(first, end):
                 normal_at = 3 * normals[1][corner] if normals is not None else -1

@@ -213,10 +213,11 @@ def test_the_quaternius_fbx_comes_out_in_the_colours_of_its_glb_twin(tmp_path):
 
 # --- bad layers and textures: one line naming the file, or a texture left out with one warning -------------
 
-def _geometry_hook(*elements, material_texture=None):
+def _geometry_hook(*elements, material_texture=None, material_rows=(("DiffuseColor", "Color", 0.2, 0.4, 0.6),),
+                   link="DiffuseColor"):
     """A build_fbx hook: the Geometry given layer `elements` ((name, mapping, reference, {child: array})),
-    and with `material_texture` ({Texture child: value}, Video Content bytes) a Material on the mesh whose
-    DiffuseColor a Texture with a Video feeds."""
+    and with `material_texture` ({Texture child: value}, Video Content bytes) a Material on the mesh (its
+    Properties70 `material_rows`: name, type, values) whose `link` property a Texture with a Video feeds."""
     from kimodo_rig.formats.fbx_binary import Long, Node
 
     def hook(nodes):
@@ -233,14 +234,16 @@ def _geometry_hook(*elements, material_texture=None):
             connections = next(node for node in nodes if node.name == "Connections")
             mesh = next(node for node in objects.children if node.name == "Model" and node.properties[2] == "Mesh")
             material = objects.add("Material", Long(90001), "Cloth\x00\x01Material", "")
-            material.add("Properties70").add("P", "DiffuseColor", "Color", "", "A", 0.2, 0.4, 0.6)
+            rows = material.add("Properties70")
+            for name, kind, *values in material_rows:
+                rows.add("P", name, kind, "", "A", *values)
             texture = objects.add("Texture", Long(90002), "cloth\x00\x01Texture", "")
             video = objects.add("Video", Long(90003), "cloth\x00\x01Video", "Clip")
             for key, value in fields.items():
                 texture.add(key, value)
             video.add("Content", content)
             connections.add("C", "OO", Long(90001), mesh.properties[0])
-            connections.add("C", "OP", Long(90002), Long(90001), "DiffuseColor")
+            connections.add("C", "OP", Long(90002), Long(90001), link)
             connections.add("C", "OO", Long(90003), Long(90002))
     return hook
 
@@ -322,3 +325,52 @@ def test_a_material_slot_past_the_model_s_materials_draws_with_no_material(tmp_p
         target = build_fbx(tmp_path / "slots.fbx", hook=_geometry_hook(element, material_texture=({}, PNG)))
         primitives = fbx.read_document(target).gltf["meshes"][0]["primitives"]
         assert len(primitives) == 1 and primitives[0].get("material") == material, (slots, primitives)
+
+
+MATERIALS = {  # Properties70 rows -> (baseColorFactor, alpha mode)
+    "diffuse": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6),), [0.2, 0.4, 0.6, 1.0], None),
+    "maya_base_colour_first": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("Maya|baseColor", "Color", 0.9, 0.1, 0.1)),
+                               [0.9, 0.1, 0.1, 1.0], None),
+    "opacity_stated": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("Opacity", "Number", 0.3),
+                        ("TransparencyFactor", "Number", 0.0)), [0.2, 0.4, 0.6, 0.3], "BLEND"),
+    # the FBX SDK's transparency: TransparentColor x TransparencyFactor
+    "maya_opaque": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("TransparentColor", "Color", 0.0, 0.0, 0.0),
+                     ("TransparencyFactor", "Number", 1.0)), [0.2, 0.4, 0.6, 1.0], None),
+    "quaternius_opaque": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("TransparentColor", "Color", 1.0, 1.0, 1.0)),
+                          [0.2, 0.4, 0.6, 1.0], None),
+    "grey_transparency": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("TransparentColor", "Color", 0.5, 0.5, 0.5),
+                           ("TransparencyFactor", "Number", 0.5)), [0.2, 0.4, 0.6, 0.75], "BLEND"),
+    "factor_alone": ((("DiffuseColor", "Color", 0.2, 0.4, 0.6), ("TransparencyFactor", "Number", 0.25)),
+                     [0.2, 0.4, 0.6, 0.75], "BLEND"),
+    "colour_out_of_range": ((("DiffuseColor", "Color", 1.5, -0.5, 0.6),), [1.0, 0.0, 0.6, 1.0], None),
+    "colour_of_the_wrong_kind": ((("DiffuseColor", "Color", "red", 0.4, 0.6),), [1.0, 1.0, 1.0, 1.0], None),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MATERIALS))
+def test_a_material_s_colour_and_alpha_are_read_as_the_fbx_sdk_states_them(tmp_path, kind):
+    """Base colour: Maya|baseColor, else DiffuseColor, kept within glTF's 0-1 (white when neither is a
+    colour); alpha: Opacity where stated, else 1 - TransparencyFactor x TransparentColor's mean (white where
+    no row states it), BLEND below 1 (Quaternius's TransparentColor white with no factor is opaque)."""
+    from kimodo_rig.formats import fbx
+    from test_fbx_read import build_fbx
+
+    rows, colour, mode = MATERIALS[kind]
+    target = build_fbx(tmp_path / "m.fbx", hook=_geometry_hook(material_texture=({}, b""), material_rows=rows))
+    material = fbx.read_document(target).gltf["materials"][0]
+    assert np.allclose(material["pbrMetallicRoughness"]["baseColorFactor"], colour), material
+    assert material.get("alphaMode") == mode
+
+
+@pytest.mark.parametrize("link", ["DiffuseColor", "Maya|baseColor", "3dsMax|maps|texmap_diffuse", "SpecularColor"])
+def test_a_texture_on_the_base_colour_is_read_and_one_on_another_property_is_not(tmp_path, link):
+    from kimodo_rig.formats import fbx
+    from test_fbx_read import build_fbx
+
+    target = build_fbx(tmp_path / "t.fbx", hook=_geometry_hook(material_texture=({}, PNG), link=link))
+    gltf = fbx.read_document(target).gltf
+    pbr = gltf["materials"][0]["pbrMetallicRoughness"]
+    if link == "SpecularColor":
+        assert "baseColorTexture" not in pbr and "images" not in gltf and pbr["baseColorFactor"] == [0.2, 0.4, 0.6, 1.0]
+    else:
+        assert pbr["baseColorTexture"] == {"index": 0} and gltf["images"][0]["mimeType"] == "image/png"

@@ -25,12 +25,17 @@ PLACE_TOLERANCE_M = 1e-4  # float32 metres through the FBX's centimetres and bin
 UV_TOLERANCE = 1e-6  # float32 UVs, one flip (1 - v)
 
 
-@pytest.fixture(scope="module")
-def dressed(tmp_path_factory) -> Dict:
-    """The MPFB2 Mixamo rig dressed and exported by Blender (three ways: texture embedded, beside, outside
-    the FBX's folder), with Blender's report of what it exported."""
-    root = tmp_path_factory.mktemp("fbx_dressed")
-    report = run_blender("export_fbx_dressed.py", MIXAMO_GLB, "mixamorig:Head", root)
+DRESSED = {"mixamo": (MIXAMO_GLB, "mixamorig:Head"), "quaternius": (QUATERNIUS_GLB, "Head")}
+
+
+@pytest.fixture(scope="module", params=sorted(DRESSED))
+def dressed(request, tmp_path_factory) -> Dict:
+    """A character dressed and exported by Blender (three ways: texture embedded, beside, outside the FBX's
+    folder), with Blender's report of what it exported: the MPFB2 Mixamo rig (1.7 m, boxes), and the
+    Quaternius character's .glb (4.6 m, a skirt; her own five materials give way to the two)."""
+    source, head = DRESSED[request.param]
+    root = tmp_path_factory.mktemp("fbx_dressed_" + request.param)
+    report = run_blender("export_fbx_dressed.py", source, head, root)
     report["root"] = root
     return report
 

@@ -62,6 +62,7 @@ texture_node = nodes.new("ShaderNodeTexImage")
 texture_node.image = image
 cloth.node_tree.links.new(texture_node.outputs["Color"], nodes["Principled BSDF"].inputs["Base Color"])
 skin = plain_material("Skin", (0.8, 0.45, 0.3, 0.5))
+mesh.materials.clear()  # the character's own materials (if any) give way to these two
 mesh.materials.append(cloth)
 mesh.materials.append(skin)
 # Polygons on the character's left (+x in Blender) wear cloth, the others skin.

@@ -688,9 +688,9 @@ class _Materials:
     not applied), alpha from Opacity where the Material states it, else 1 - TransparencyFactor times the
     TransparentColor's mean (the FBX SDK's transparency; white where neither the Material nor its template
     states the colour, so a factor alone is the transparency), BLEND below 1; metallic 0 (Lambert and Phong
-    have no metal), double-sided (FBX draws both sides unless a Model culls). A Texture connected to the
-    base colour replaces the colour (its image: the Video's embedded Content, else its RelativeFilename
-    read from inside the FBX file's folder; any other image is left out with a warning)."""
+    have no metal), double-sided (as Blender reads an FBX material: no back-face culling). A Texture
+    connected to the base colour replaces the colour (its image: the Video's embedded Content, else its
+    RelativeFilename read from inside the FBX file's folder; any other image is left out with a warning)."""
 
     def __init__(self, scene: "_FbxScene", builder: gd.DocumentBuilder) -> None:
         self.scene = scene

@@ -504,7 +504,9 @@ class _FbxScene:
         normal_matrix = _normal_matrix(placed_by)
         slots = self.linked(model, "Material")
         primitives = []
-        parts = surface.parts(len(slots)) or ([(-1, [(v, -1, -1) for v in range(len(positions) // 3)], [])] if skin else [])
+        parts = surface.parts(len(slots))
+        if not parts and skin:
+            parts = [(-1, [(v, -1, -1) for v in range(len(positions) // 3)], [])]
         for slot, vertices, triangles in parts:
             points = [c for vertex in vertices for c in positions[3 * vertex[0]:3 * vertex[0] + 3]]
             attributes = {"POSITION": builder.add_components(points, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True)}
@@ -512,12 +514,14 @@ class _FbxScene:
             if normals is not None:
                 attributes["NORMAL"] = builder.add_components(normals, "VEC3", target=gd.ARRAY_BUFFER)
             if surface.uvs is not None and triangles:
-                attributes["TEXCOORD_0"] = builder.add_components(surface.uvs_of(vertices), "VEC2", target=gd.ARRAY_BUFFER)
+                attributes["TEXCOORD_0"] = builder.add_components(surface.uvs_of(vertices), "VEC2",
+                                                                  target=gd.ARRAY_BUFFER)
             if skin is not None:
-                attributes["JOINTS_0"] = builder.add_components([s for vertex in vertices for s in skin[0][vertex[0]]], "VEC4",
-                                                                gd.UNSIGNED_SHORT, target=gd.ARRAY_BUFFER)
-                attributes["WEIGHTS_0"] = builder.add_components([w for vertex in vertices for w in skin[1][vertex[0]]], "VEC4",
-                                                                 target=gd.ARRAY_BUFFER)
+                joint_slots = [s for vertex in vertices for s in skin[0][vertex[0]]]
+                joint_weights = [w for vertex in vertices for w in skin[1][vertex[0]]]
+                attributes["JOINTS_0"] = builder.add_components(joint_slots, "VEC4", gd.UNSIGNED_SHORT,
+                                                                target=gd.ARRAY_BUFFER)
+                attributes["WEIGHTS_0"] = builder.add_components(joint_weights, "VEC4", target=gd.ARRAY_BUFFER)
             primitive: Dict = {"attributes": attributes}
             if triangles:
                 primitive["indices"] = builder.add_components(triangles, "SCALAR", gd.UNSIGNED_INT,
@@ -571,7 +575,8 @@ class _Surface:
         if element is None:
             return None
         scene, source = self.scene, self.scene.source
-        mapping, reference = _text_child(element, "MappingInformationType"), _text_child(element, "ReferenceInformationType")
+        mapping = _text_child(element, "MappingInformationType")
+        reference = _text_child(element, "ReferenceInformationType")
         data = _array_child(element, data_name, "d", source)
         if not gd.is_finite(data):
             raise scene.fail("{}: its {} holds values that are not finite".format(self.label, kind))
@@ -591,11 +596,13 @@ class _Surface:
         if reference in ("IndexToDirect", "Index"):
             index = _array_child(element, index_name, "i", source)
             if drawn and max(drawn) >= len(index):
-                raise scene.fail("{}: its {} holds {} indexes for {} items".format(self.label, kind, len(index), max(drawn) + 1))
+                raise scene.fail("{}: its {} holds {} indexes for {} items".format(
+                    self.label, kind, len(index), max(drawn) + 1))
             items = [index[number] if number < len(index) else 0 for number in items]
             drawn = [index[number] for number in drawn]
         elif reference != "Direct":
-            raise scene.fail("{}: its {} references values {!r}, which is not read".format(self.label, kind, reference[:40]))
+            raise scene.fail("{}: its {} references values {!r}, which is not read".format(
+                self.label, kind, reference[:40]))
         values = len(data) // width
         if drawn and (min(drawn) < 0 or max(drawn) >= values):
             raise scene.fail("{}: its {} points past its {} values".format(self.label, kind, values))
@@ -611,7 +618,8 @@ class _Surface:
         if mapping == "AllSame" or (mapping == "ByPolygon" and len(slots) == 1 < len(self.polygons)):
             return [slots[0] if slots else 0] * len(self.polygons)
         if mapping != "ByPolygon":
-            raise self.scene.fail("{}: its LayerElementMaterial maps slots {!r}, which is not read".format(self.label, mapping[:40]))
+            raise self.scene.fail("{}: its LayerElementMaterial maps slots {!r}, which is not read".format(
+                self.label, mapping[:40]))
         if len(slots) < len(self.polygons):
             raise self.scene.fail("{}: its LayerElementMaterial holds {} slots for {} polygons".format(
                 self.label, len(slots), len(self.polygons)))
@@ -739,8 +747,10 @@ class _Materials:
         if key in self.texture_of:
             return self.texture_of[key]
         holders = [scene.objects[v] for v in videos[:1]] + [scene.objects[texture]]
-        content = next((c.properties[0] for c in (h.find("Content") for h in holders)
-                        if c is not None and c.properties and isinstance(c.properties[0], bytes) and c.properties[0]), None)
+        contents = [h.find("Content") for h in holders]
+        content = next((c.properties[0] for c in contents
+                        if c is not None and c.properties and isinstance(c.properties[0], bytes) and c.properties[0]),
+                       None)
         relative = next((t for t in (_text_child(h, "RelativeFilename") for h in holders) if t), "")
         name = scene.name(videos[0] if videos else texture)  # the image's own name (Blender's: its file's)
         data, why = (content, "") if content is not None else self._image_file(relative)
@@ -811,7 +821,8 @@ def _number(values: Optional[Tuple]) -> Optional[float]:
 
 def _text_child(node: Node, name: str) -> str:
     child = node.find(name)
-    return child.properties[0] if child is not None and child.properties and isinstance(child.properties[0], str) else ""
+    text = child.properties[0] if child is not None and child.properties else None
+    return text if isinstance(text, str) else ""
 
 
 def _det3(m: Sequence[Sequence[float]]) -> float:

@@ -403,11 +403,20 @@ def test_an_fbx_character_retargets_as_its_glb_copy_does(fbx_characters, fbx_tar
     written = written_file.joint_world_positions()[:, order]
     worst = np.linalg.norm(written - expected, axis=-1).max()
     assert worst < RETARGET_TOLERANCE_M, "{:.3g} m".format(worst)
-    # The skinned mesh keeps the FBX character's vertices (as ufbx counts them), every one. (Meshes without
-    # a skin, such as the bone-shape sphere Blender's exporter adds to the Mixamo rig, are not read.)
-    vertices = sum(len(written_file.accessor(p.attributes.POSITION)) for m in written_file.gltf.meshes for p in m.primitives)
+    # The meshes keep the FBX character's polygons, every triangle of them as ufbx counts them, and a glTF
+    # vertex per distinct control point, normal, UV and material slot: at least ufbx's control points, at
+    # most its polygon corners (every control point's place: test_fbx_read's skinned vertex test). Meshes
+    # without a skin (the bone-shape sphere Blender's exporter adds to the Mixamo rig) are kept too.
     character = ufbx_report(fbx_characters[name][".fbx"])
-    assert vertices == sum(mesh["vertices"] for mesh in character["meshes"] if mesh["skinned"])
+    for skinned in (True, False):
+        meshes = [written_file.gltf.meshes[n.mesh] for n in written_file.gltf.nodes
+                  if n.mesh is not None and (n.skin is not None) == skinned]
+        theirs = [mesh for mesh in character["meshes"] if mesh["skinned"] == skinned]
+        triangles = sum(len(written_file.accessor(p.indices)) // 3 for m in meshes for p in m.primitives)
+        assert triangles == sum(mesh["triangles"] for mesh in theirs)
+        assert triangles > 0 or (not skinned and name == "quaternius")  # she has no mesh without a skin
+        vertices = sum(len(written_file.accessor(p.attributes.POSITION)) for m in meshes for p in m.primitives)
+        assert sum(mesh["vertices"] for mesh in theirs) <= vertices <= sum(mesh["corners"] for mesh in theirs)
 
 
 @pytest.mark.parametrize("name", ["quaternius", "mixamo"])

@@ -448,7 +448,7 @@ def _inverse_parent_worlds(gltf: Dict[str, Any], animated: Dict[int, List[Matrix
             world = locals_[0]
             for local in locals_[1:]:
                 world = gd.multiply4(world, local)
-            inverses[parent] = [_inverse(world, source)] * frames
+            inverses[parent] = [_inverse(world, source)] * frames if frames else []  # no frame, nothing inverted
             continue
         worlds = animated[above]
         for local in locals_:

@@ -341,7 +341,7 @@ def motion_from_document(document: gd.Document, source: str, name: str, *, fps: 
 
 
 def animated_skeleton(document: gd.Document, source: str, container: str, *, fps: Optional[float] = None) -> Tuple:
-    """What a motion document (a .glb, or the glTF document formats/fbx.py reads an FBX into) says before
+    """What a motion document (a .glb, or the glTF document formats/fbx_scene.py reads an FBX into) says before
     its keys are read: (Kimodo's skeleton its first skin's joint names are, the skin slot of each of that
     skeleton's joints in its order, the skin, the key times (s), the channels as gd.animation_keyframes
     gives them, the frame rate: `fps`, else the key times' period, else 30). `container` ("glTF", "FBX")

@@ -1,0 +1,148 @@
+"""The contact plan: per foot, the spans in which Kimodo has its heel or toe down (held through the step out
+of the last contact frame, which Kimodo's skate measure counts), each with one pin, the foot lying flat on
+the rest floor where the retargeted foot stands over the span.
+
+This module also holds the leg solver's one table of constants (contacts, hips, legs, ease), in seconds,
+metres per 1.7 m of character and degrees; nothing is counted in frames."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..ops.fk import rest_pose
+from ..rotations import Quat, Vec3, add, cross, length, normalize, quat_multiply, quat_conjugate, quat_rotate, subtract, yaw_rotation
+from .mapping import SIDES, HumanoidMap
+from .soles import Point, Soles, posed_point, subtree
+
+# The leg solver's constants: name, value, unit, why.
+EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
+HIPS_WINDOW_S = 0.2  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
+KNEE_STRAIGHTEST_DEG = 3.0  # deg: the least a locked knee stays bent (a straight knee has no plane to bend in)
+KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise instead
+
+
+@dataclass(frozen=True)
+class Foot:
+    """One side's leg and foot as the solver turns them: joints, and the foot lying flat at bind."""
+
+    side: str
+    hip: int  # the thigh
+    knee: int  # the shin; the foot itself for a one-bone leg (no knee: a lower bone of length 0)
+    ankle: int  # the foot joint, Kimodo's heel contact
+    toe: Optional[int]  # the toe bone, when the foot has one
+    toe_point: Point  # Kimodo's toe contact: the toe joint, or the sole's front
+    sole: Tuple[Point, ...]  # the foot's points that can be lowest (soles.Soles.feet)
+    flat_ankle: Vec3  # the ankle at bind, moved up or down so this foot's lowest sole point is on the rest floor
+    flat_toe: Vec3  # the toe point likewise
+    flat_rotation: Quat  # the foot's world rotation at bind (standing flat)
+    flat_toe_rotation: Optional[Quat]
+    lateral: Vec3  # the foot's pitch axis at bind (the character's left), horizontal
+    forward: Vec3  # the character's facing at bind, horizontal
+    thigh: float  # metres: hip to knee, knee to ankle
+    shin: float
+
+
+@dataclass(frozen=True)
+class Span:
+    """Frames first..last (inclusive) a foot is held: per frame whether its heel and its toe are pinned;
+    the pin: the flat foot's ankle and toe point (world) and its yaw from bind."""
+
+    first: int
+    last: int
+    heel: Tuple[bool, ...]
+    toe: Tuple[bool, ...]
+    ankle: Vec3
+    toe_point: Vec3
+    yaw: float  # radians about +Y
+
+
+def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
+    """The sides whose leg ends in a foot: a thigh and a foot below it (a shin between them or not)."""
+    skeleton = tmap.skeleton
+    rotations, positions = rest_pose(skeleton)
+    result = {}
+    for side in SIDES:
+        hip, ankle = tmap.bones.get("thigh_" + side), tmap.bones.get("foot_" + side)
+        if hip is None or ankle is None or ankle == hip or ankle not in subtree(skeleton, hip):
+            continue
+        knee = tmap.bones.get("calf_" + side)
+        if knee is None or knee in (hip, ankle) or knee not in subtree(skeleton, hip) or ankle not in subtree(skeleton, knee):
+            knee = ankle
+        toe = tmap.bones.get("toe_" + side)
+        toe = toe if toe is not None and toe != ankle and toe in subtree(skeleton, ankle) else None
+        toe_point = soles.toe_points.get(side) or ((ankle, 1.0, (0.0, 0.0, 0.0)),)
+        lowest = min(posed_point(p, rotations, positions)[1] for p in soles.feet[side])
+        drop = (0.0, soles.rest_floor - lowest, 0.0)
+        lateral = normalize(cross((0.0, 1.0, 0.0), forward))
+        result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], add(positions[ankle], drop),
+                            add(posed_point(toe_point, rotations, positions), drop), rotations[ankle],
+                            rotations[toe] if toe is not None else None, lateral, forward,
+                            length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])))
+    return result
+
+
+def held(flags: Sequence[Tuple[bool, bool]]) -> List[Tuple[bool, bool]]:
+    """Per frame (heel, toe) pinned: in contact, or in contact the frame before (the step out of a contact
+    frame is part of Kimodo's skate measure, so the pin holds through it)."""
+    return [(heel or (t > 0 and flags[t - 1][0]), toe or (t > 0 and flags[t - 1][1])) for t, (heel, toe) in enumerate(flags)]
+
+
+def foot_yaw(foot: Foot, rotation: Quat) -> float:
+    """The heading the foot's world `rotation` gives it, from its heading at bind (radians about +Y)."""
+    turned = quat_rotate(quat_multiply(rotation, quat_conjugate(foot.flat_rotation)), foot.forward)
+    return math.atan2(turned[0], turned[2]) - math.atan2(foot.forward[0], foot.forward[2])
+
+
+def flat_toe_from_ankle(foot: Foot, ankle: Vec3, yaw: float) -> Vec3:
+    """Where the toe point of a flat foot is whose ankle is at `ankle`, turned by `yaw` from bind."""
+    return add(ankle, quat_rotate(yaw_rotation(yaw), subtract(foot.flat_toe, foot.flat_ankle)))
+
+
+def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses) -> List[Span]:
+    """The foot's spans: maximal runs of frames whose heel or toe is held (`held`), each pinned at the
+    median over its flat frames (heel and toe both held; else its heel frames, else its toe frames) of the
+    retargeted foot's ankle (or toe point) and heading: with frames evenly spaced in time, that median is
+    the time-weighted one, so the pin does not depend on the frame rate."""
+    pinned = held(flags)
+    spans = []
+    frame = 0
+    count = len(pinned)
+    while frame < count:
+        if not (pinned[frame][0] or pinned[frame][1]):
+            frame += 1
+            continue
+        first = frame
+        while frame < count and (pinned[frame][0] or pinned[frame][1]):
+            frame += 1
+        last = frame - 1
+        heel = tuple(pinned[t][0] for t in range(first, last + 1))
+        toe = tuple(pinned[t][1] for t in range(first, last + 1))
+        chosen = [t for t in range(first, last + 1) if heel[t - first] and toe[t - first]] or \
+                 [t for t in range(first, last + 1) if heel[t - first]]
+        on_toe = not chosen
+        chosen = chosen or list(range(first, last + 1))
+        yaws = _unwrapped([foot_yaw(foot, poses[t][0][foot.ankle]) for t in chosen])
+        yaw = _median(yaws)
+        if on_toe:
+            points = [posed_point(foot.toe_point, *poses[t]) for t in chosen]
+            toe_point = (_median([p[0] for p in points]), foot.flat_toe[1], _median([p[2] for p in points]))
+            ankle = subtract(toe_point, quat_rotate(yaw_rotation(yaw), subtract(foot.flat_toe, foot.flat_ankle)))
+        else:
+            points = [poses[t][1][foot.ankle] for t in chosen]
+            ankle = (_median([p[0] for p in points]), foot.flat_ankle[1], _median([p[2] for p in points]))
+            toe_point = flat_toe_from_ankle(foot, ankle, yaw)
+        spans.append(Span(first, last, heel, toe, ankle, toe_point, yaw))
+    return spans
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else 0.5 * (ordered[middle - 1] + ordered[middle])
+
+
+def _unwrapped(angles: Sequence[float]) -> List[float]:
+    """`angles` each moved by whole turns to within half a turn of the first (a median needs one branch)."""
+    first = angles[0]
+    return [first + math.remainder(a - first, 2.0 * math.pi) for a in angles]

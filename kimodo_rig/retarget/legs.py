@@ -1,0 +1,125 @@
+"""Per frame, each leg reaches its goal with analytic two-bone IK (the knee in the retargeted leg's own
+plane), its foot turned onto the floor about the heel or the toe its span pins, the toe bone flat while
+the toe is down; a one-bone leg is the same chain with a lower bone of length 0."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+from ..model import Skeleton
+from ..rotations import (
+    Quat,
+    Vec3,
+    add,
+    dot,
+    quat_between,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    subtract,
+    two_bone_points,
+    yaw_rotation,
+)
+from .contacts import KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, Foot, Span
+from .soles import posed_point, subtree
+
+# A goal for one foot in one frame: the ankle's world position, the foot's world rotation, and the toe
+# bone's rotation relative to the foot (None: the toe keeps the animation's).
+Goal = Tuple[Vec3, Quat, Optional[Quat]]
+
+
+def reach_limits(foot: Foot) -> Tuple[float, float]:
+    """The nearest and farthest the ankle may be from the hip: the knee folded KNEE_FOLDEST_DEG and bent
+    KNEE_STRAIGHTEST_DEG (a one-bone leg: its length, both)."""
+    a, b = foot.thigh, foot.shin
+
+    def apart(bend_deg: float) -> float:
+        return math.sqrt(max(0.0, a * a + b * b + 2.0 * a * b * math.cos(math.radians(bend_deg))))
+
+    return apart(KNEE_FOLDEST_DEG), apart(KNEE_STRAIGHTEST_DEG)
+
+
+def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
+    """The angle the foot's world `rotation` is pitched from `reference` about the pinned foot's lateral
+    axis (positive: toe down)."""
+    axis = quat_rotate(yaw_rotation(yaw), foot.lateral)
+    relative = quat_multiply(rotation, quat_conjugate(reference))
+    if relative[3] < 0.0:
+        relative = tuple(-c for c in relative)  # type: ignore[assignment]
+    return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
+
+
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat, reference: Quat) -> Goal:
+    """The foot as the span places it in `frame`: flat on its pin with heel and toe held; on its heel
+    alone, pitched toe-up about the pinned ankle by the animation's pitch (`rotation` from `reference`);
+    on its toe alone, pitched heel-up about the pinned toe point."""
+    k = frame - span.first
+    heel, toe = span.heel[k], span.toe[k]
+    flat = quat_normalize(quat_multiply(yaw_rotation(span.yaw), foot.flat_rotation))
+    toe_flat = None if foot.flat_toe_rotation is None else quat_normalize(
+        quat_multiply(quat_conjugate(foot.flat_rotation), foot.flat_toe_rotation))
+    if heel and toe:
+        return span.ankle, flat, toe_flat
+    angle = pitch(foot, rotation, reference, span.yaw)
+    angle = min(angle, 0.0) if heel else max(angle, 0.0)
+    turn = quat_from_axis_angle(quat_rotate(yaw_rotation(span.yaw), foot.lateral), angle)
+    turned = quat_normalize(quat_multiply(turn, flat))
+    if heel:
+        return span.ankle, turned, None
+    # On its toe: the toe bone stays flat on the floor while the foot turns about the toe point.
+    toe_local = None if foot.flat_toe_rotation is None else quat_normalize(
+        quat_multiply(quat_conjugate(turned), quat_multiply(yaw_rotation(span.yaw), foot.flat_toe_rotation)))
+    return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
+
+
+def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
+          towards: Vec3, floor: Optional[float] = None) -> None:
+    """Turn the leg in place (world rotations and positions of the thigh's subtree) so the ankle reaches
+    `goal`'s position, the knee in the leg's plane (`towards` where the leg is straight), then the foot
+    and toe to `goal`'s rotations; every other joint below keeps its rotation relative to its parent.
+    With `floor`, a sole that ends under it is reached again that much higher."""
+    _reach(skeleton, foot, rotations, positions, goal, towards)
+    if floor is not None:
+        under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+        if under > 0.0:
+            _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)),) + tuple(goal[1:]),
+                   towards)  # type: ignore[arg-type]
+
+
+def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
+               floor: float) -> None:
+    """A free foot whose sole is under `floor` reached that much higher, its rotations kept."""
+    toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+    solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor)
+
+
+def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
+           towards: Vec3) -> None:
+    ankle_goal, foot_rotation, toe_local = goal
+    hip, knee, ankle = foot.hip, foot.knee, foot.ankle
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards)
+    _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
+                                                            subtract(new_knee, positions[hip])))
+    if knee != ankle:
+        _turn(skeleton, knee, rotations, positions, quat_between(subtract(positions[ankle], positions[knee]),
+                                                                 subtract(new_ankle, positions[knee])))
+    _turn(skeleton, ankle, rotations, positions, quat_multiply(foot_rotation, quat_conjugate(rotations[ankle])))
+    if foot.toe is not None and toe_local is not None:
+        wanted = quat_multiply(rotations[ankle], toe_local)
+        _turn(skeleton, foot.toe, rotations, positions, quat_multiply(wanted, quat_conjugate(rotations[foot.toe])))
+
+
+def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:
+    """Turn `joint` and everything below it as one piece by the world rotation `turn` about the joint."""
+    pivot = positions[joint]
+    for j in subtree(skeleton, joint):
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+        if j != joint:
+            positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+
+
+def leg_towards(rotations: Sequence[Quat], rest_hips: Quat, forward: Vec3) -> Vec3:
+    """Where a straight leg's knee bends: the character's forward, turned as its hips are from bind."""
+    return quat_rotate(quat_multiply(rotations[0], quat_conjugate(rest_hips)), forward)

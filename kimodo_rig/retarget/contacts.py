@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..ops.fk import rest_pose
-from ..rotations import Quat, Vec3, add, cross, length, normalize, quat_multiply, quat_conjugate, quat_rotate, subtract, yaw_rotation
+from ..rotations import Quat, Vec3, add, cross, length, normalize, quat_conjugate, quat_multiply, quat_rotate, subtract
 from .mapping import SIDES, HumanoidMap
 from .soles import Point, Soles, posed_point, subtree
 
@@ -24,7 +24,7 @@ KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) bef
 
 @dataclass(frozen=True)
 class Foot:
-    """One side's leg and foot as the solver turns them: joints, and the foot lying flat at bind."""
+    """One side's leg and foot as the solver turns them: joints, sole points, lengths and axes at bind."""
 
     side: str
     hip: int  # the thigh
@@ -33,10 +33,7 @@ class Foot:
     toe: Optional[int]  # the toe bone, when the foot has one
     toe_point: Point  # Kimodo's toe contact: the toe joint, or the sole's front
     sole: Tuple[Point, ...]  # the foot's points that can be lowest (soles.Soles.feet)
-    flat_ankle: Vec3  # the ankle at bind, moved up or down so this foot's lowest sole point is on the rest floor
-    flat_toe: Vec3  # the toe point likewise
-    flat_rotation: Quat  # the foot's world rotation at bind (standing flat)
-    flat_toe_rotation: Optional[Quat]
+    bind_rotation: Quat  # the foot's world rotation at bind, whose heading is the character's forward
     lateral: Vec3  # the foot's pitch axis at bind (the character's left), horizontal
     forward: Vec3  # the character's facing at bind, horizontal
     thigh: float  # metres: hip to knee, knee to ankle
@@ -46,7 +43,8 @@ class Foot:
 @dataclass(frozen=True)
 class Span:
     """Frames first..last (inclusive) a foot is held: per frame whether its heel and its toe are pinned;
-    the pin: the flat foot's ankle and toe point (world) and its yaw from bind."""
+    the pin: the standing foot's ankle and toe point (world), its world rotation and heading from bind,
+    and its toe bone's rotation relative to it."""
 
     first: int
     last: int
@@ -55,6 +53,8 @@ class Span:
     ankle: Vec3
     toe_point: Vec3
     yaw: float  # radians about +Y
+    rotation: Quat
+    toe_local: Optional[Quat]
 
 
 def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
@@ -72,12 +72,8 @@ def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
         toe = tmap.bones.get("toe_" + side)
         toe = toe if toe is not None and toe != ankle and toe in subtree(skeleton, ankle) else None
         toe_point = soles.toe_points.get(side) or ((ankle, 1.0, (0.0, 0.0, 0.0)),)
-        lowest = min(posed_point(p, rotations, positions)[1] for p in soles.feet[side])
-        drop = (0.0, soles.rest_floor - lowest, 0.0)
         lateral = normalize(cross((0.0, 1.0, 0.0), forward))
-        result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], add(positions[ankle], drop),
-                            add(posed_point(toe_point, rotations, positions), drop), rotations[ankle],
-                            rotations[toe] if toe is not None else None, lateral, forward,
+        result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], rotations[ankle], lateral, forward,
                             length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])))
     return result
 
@@ -90,20 +86,16 @@ def held(flags: Sequence[Tuple[bool, bool]]) -> List[Tuple[bool, bool]]:
 
 def foot_yaw(foot: Foot, rotation: Quat) -> float:
     """The heading the foot's world `rotation` gives it, from its heading at bind (radians about +Y)."""
-    turned = quat_rotate(quat_multiply(rotation, quat_conjugate(foot.flat_rotation)), foot.forward)
+    turned = quat_rotate(quat_multiply(rotation, quat_conjugate(foot.bind_rotation)), foot.forward)
     return math.atan2(turned[0], turned[2]) - math.atan2(foot.forward[0], foot.forward[2])
 
 
-def flat_toe_from_ankle(foot: Foot, ankle: Vec3, yaw: float) -> Vec3:
-    """Where the toe point of a flat foot is whose ankle is at `ankle`, turned by `yaw` from bind."""
-    return add(ankle, quat_rotate(yaw_rotation(yaw), subtract(foot.flat_toe, foot.flat_ankle)))
-
-
-def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses) -> List[Span]:
+def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> List[Span]:
     """The foot's spans: maximal runs of frames whose heel or toe is held (`held`), each pinned at the
     median over its flat frames (heel and toe both held; else its heel frames, else its toe frames) of the
-    retargeted foot's ankle (or toe point) and heading: with frames evenly spaced in time, that median is
-    the time-weighted one, so the pin does not depend on the frame rate."""
+    retargeted foot's ankle (or toe point), the foot turned as in the middle one of them, its lowest point
+    on the `floor`: with frames evenly spaced in time, that median is the time-weighted one, so the pin
+    does not depend on the frame rate."""
     pinned = held(flags)
     spans = []
     frame = 0
@@ -122,17 +114,24 @@ def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses) -> List[Span]:
                  [t for t in range(first, last + 1) if heel[t - first]]
         on_toe = not chosen
         chosen = chosen or list(range(first, last + 1))
-        yaws = _unwrapped([foot_yaw(foot, poses[t][0][foot.ankle]) for t in chosen])
-        yaw = _median(yaws)
+        # The foot stands as the retargeted one does in the middle of those frames, its lowest sole point
+        # on the rest floor, where the median of those frames has it.
+        rotations, positions = poses[chosen[len(chosen) // 2]]
+        lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+        rotation = rotations[foot.ankle]
+        toe_local = None if foot.toe is None else quat_multiply(quat_conjugate(rotation), rotations[foot.toe])
+        toe_offset = subtract(posed_point(foot.toe_point, rotations, positions), positions[foot.ankle])
+        ankle_height = floor + positions[foot.ankle][1] - lowest
         if on_toe:
             points = [posed_point(foot.toe_point, *poses[t]) for t in chosen]
-            toe_point = (_median([p[0] for p in points]), foot.flat_toe[1], _median([p[2] for p in points]))
-            ankle = subtract(toe_point, quat_rotate(yaw_rotation(yaw), subtract(foot.flat_toe, foot.flat_ankle)))
+            toe_point = (_median([p[0] for p in points]), ankle_height + toe_offset[1], _median([p[2] for p in points]))
+            ankle = subtract(toe_point, toe_offset)
         else:
             points = [poses[t][1][foot.ankle] for t in chosen]
-            ankle = (_median([p[0] for p in points]), foot.flat_ankle[1], _median([p[2] for p in points]))
-            toe_point = flat_toe_from_ankle(foot, ankle, yaw)
-        spans.append(Span(first, last, heel, toe, ankle, toe_point, yaw))
+            ankle = (_median([p[0] for p in points]), ankle_height, _median([p[2] for p in points]))
+            toe_point = add(ankle, toe_offset)
+        yaw = foot_yaw(foot, rotation)
+        spans.append(Span(first, last, heel, toe, ankle, toe_point, yaw, rotation, toe_local))
     return spans
 
 
@@ -140,9 +139,3 @@ def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else 0.5 * (ordered[middle - 1] + ordered[middle])
-
-
-def _unwrapped(angles: Sequence[float]) -> List[float]:
-    """`angles` each moved by whole turns to within half a turn of the first (a median needs one branch)."""
-    first = angles[0]
-    return [first + math.remainder(a - first, 2.0 * math.pi) for a in angles]

@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Motion, Skeleton
 from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
-from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale, yaw_rotation
+from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
 from .solve import RetargetInfo, centred_average, retarget
@@ -281,16 +281,13 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         roots[frame * 3 + 2] += dz
         positions = poses[frame][1]
         positions[:] = [(p[0] + dx, p[1], p[2] + dz) for p in positions]
-    spans = {side: contact_plan.plan(foot, contacts[side], poses) for side, foot in feet_.items()}
+    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor) for side, foot in feet_.items()}
     inside: Dict[str, List] = {}
     for side, foot in feet_.items():
         inside[side] = [None] * frames
         for span in spans[side]:
-            flat = yaw_rotation(span.yaw)
             for frame in range(span.first, span.last + 1):
-                rotation = poses[frame][0][foot.ankle]
-                inside[side][frame] = legs.planned(foot, span, frame, rotation,
-                                                   quat_multiply(flat, foot.flat_rotation))
+                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle])
     rises = hips.heights(feet_, spans, inside, poses, fps)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
@@ -311,9 +308,9 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         towards = legs.leg_towards(rotations, rest_hips, info.forward)
         for side, foot in feet_.items():
             goal = goals[side][frame]
-            span_heel = inside[side][frame] is not None and pinned[side][frame][0]
-            if goal is not None:
-                legs.solve(skeleton, foot, rotations, positions, goal, towards, None if span_heel else soles.rest_floor)
+            if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
+                legs.solve(skeleton, foot, rotations, positions, goal, towards,
+                           None if inside[side][frame] is not None else soles.rest_floor)
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves

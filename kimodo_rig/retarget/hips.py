@@ -1,7 +1,7 @@
 """The hips' path, solved once for the whole clip: carried horizontally by the planted feet, and raised or
 lowered by the least change from the retargeted hips that puts the planted feet on their pins, kept
 within the closed-form bounds in which every planted leg reaches its pin without folding past
-KNEE_FOLDEST_DEG, by one smoothing over HIPS_WINDOW_S that stays within them."""
+KNEE_FOLDEST_DEG or its retargeted fold, by one smoothing over HIPS_WINDOW_S that stays within them."""
 from __future__ import annotations
 
 import math
@@ -65,12 +65,14 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
                 sums[frame][0] += miss
                 sums[frame][1] += 1
                 hip = positions[foot.hip]
+                # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
+                folded = min(near, math.dist(hip, positions[foot.ankle]))
                 across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
                 above = hip[1] - goal[0][1]
                 if across < far:
                     upper[frame] = min(upper[frame], math.sqrt(far * far - across * across) - above)
-                if across < near:
-                    lower[frame] = max(lower[frame], math.sqrt(near * near - across * across) - above)
+                if across < folded:
+                    lower[frame] = max(lower[frame], math.sqrt(folded * folded - across * across) - above)
     for frame, (total, count) in enumerate(sums):
         if count:
             wanted[frame] = total / count

@@ -51,26 +51,22 @@ def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
     return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
 
 
-def planned(foot: Foot, span: Span, frame: int, rotation: Quat, reference: Quat) -> Goal:
-    """The foot as the span places it in `frame`: flat on its pin with heel and toe held; on its heel
-    alone, pitched toe-up about the pinned ankle by the animation's pitch (`rotation` from `reference`);
-    on its toe alone, pitched heel-up about the pinned toe point."""
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat) -> Goal:
+    """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
+    alone, pitched toe-up about the pinned ankle by the animation's pitch (its world `rotation` from the
+    pin's); on its toe alone, pitched heel-up about the pinned toe point, the toe bone staying put."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
-    flat = quat_normalize(quat_multiply(yaw_rotation(span.yaw), foot.flat_rotation))
-    toe_flat = None if foot.flat_toe_rotation is None else quat_normalize(
-        quat_multiply(quat_conjugate(foot.flat_rotation), foot.flat_toe_rotation))
     if heel and toe:
-        return span.ankle, flat, toe_flat
-    angle = pitch(foot, rotation, reference, span.yaw)
+        return span.ankle, span.rotation, span.toe_local
+    angle = pitch(foot, rotation, span.rotation, span.yaw)
     angle = min(angle, 0.0) if heel else max(angle, 0.0)
     turn = quat_from_axis_angle(quat_rotate(yaw_rotation(span.yaw), foot.lateral), angle)
-    turned = quat_normalize(quat_multiply(turn, flat))
+    turned = quat_normalize(quat_multiply(turn, span.rotation))
     if heel:
         return span.ankle, turned, None
-    # On its toe: the toe bone stays flat on the floor while the foot turns about the toe point.
-    toe_local = None if foot.flat_toe_rotation is None else quat_normalize(
-        quat_multiply(quat_conjugate(turned), quat_multiply(yaw_rotation(span.yaw), foot.flat_toe_rotation)))
+    toe_local = None if span.toe_local is None else quat_normalize(
+        quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
     return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
 
 

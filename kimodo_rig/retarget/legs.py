@@ -11,6 +11,7 @@ from ..rotations import (
     Quat,
     Vec3,
     add,
+    cross,
     dot,
     quat_between,
     quat_conjugate,
@@ -22,7 +23,7 @@ from ..rotations import (
     two_bone_points,
     yaw_rotation,
 )
-from .contacts import KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, Foot, Span
+from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, Foot, Span, foot_yaw
 from .soles import posed_point, subtree
 
 # A goal for one foot in one frame: the ankle's world position, the foot's world rotation, and the toe
@@ -75,13 +76,45 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     """Turn the leg in place (world rotations and positions of the thigh's subtree) so the ankle reaches
     `goal`'s position, the knee in the leg's plane (`towards` where the leg is straight), then the foot
     and toe to `goal`'s rotations; every other joint below keeps its rotation relative to its parent.
-    With `floor`, a sole that ends under it is reached again that much higher."""
+    With `floor`, a sole that ends under it is turned up about the ankle (`clearing_pitch`), and what that
+    leaves is reached again that much higher."""
     _reach(skeleton, foot, rotations, positions, goal, towards)
-    if floor is not None:
-        under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
-        if under > 0.0:
-            _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)),) + tuple(goal[1:]),
-                   towards)  # type: ignore[arg-type]
+    if floor is None:
+        return
+    under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if under <= 0.0:
+        return
+    axis = quat_rotate(yaw_rotation(foot_yaw(foot, rotations[foot.ankle])), foot.lateral)
+    angle = clearing_pitch([subtract(posed_point(p, rotations, positions), positions[foot.ankle]) for p in foot.sole],
+                           axis, floor - positions[foot.ankle][1])
+    _turn(skeleton, foot.ankle, rotations, positions, quat_from_axis_angle(axis, angle))
+    under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if under > 0.0:
+        toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe),
+               towards)
+
+
+def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
+    """The smallest turn about the horizontal `axis` (radians, at most FOOT_PITCH_MAX_DEG either way) that
+    puts every point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
+    by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
+    end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
+    terms = [(p[1], cross(axis, p)[1]) for p in points]
+    limit = math.radians(FOOT_PITCH_MAX_DEG)
+    candidates = [0.0, limit, -limit]
+    for y, x in terms:
+        radius = math.hypot(y, x)
+        if radius > 0.0 and abs(floor) <= radius:
+            middle, half = math.atan2(x, y), math.acos(floor / radius)
+            candidates += [math.remainder(middle - half, 2.0 * math.pi), math.remainder(middle + half, 2.0 * math.pi)]
+
+    def lowest(angle: float) -> float:
+        return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
+
+    allowed = sorted((a for a in candidates if abs(a) <= limit), key=abs)
+    clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
+    return clearing[0] if clearing else max(allowed, key=lowest)
 
 
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,

@@ -71,7 +71,7 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
                 above = hip[1] - goal[0][1]
                 if across < far:
                     upper[frame] = min(upper[frame], math.sqrt(far * far - across * across) - above)
-                if across < folded:
+                if across < folded and above > 0.0:  # a hip under its goal (a kneel's foot up behind) folds no further by rising
                     lower[frame] = max(lower[frame], math.sqrt(folded * folded - across * across) - above)
     for frame, (total, count) in enumerate(sums):
         if count:

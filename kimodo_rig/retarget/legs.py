@@ -54,15 +54,19 @@ def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
 
 def planned(foot: Foot, span: Span, frame: int, rotation: Quat) -> Goal:
     """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
-    alone, pitched toe-up about the pinned ankle by the animation's pitch (its world `rotation` from the
-    pin's); on its toe alone, pitched heel-up about the pinned toe point, the toe bone staying put."""
+    alone, turned about the pinned ankle as the animation turns it from the pin (its world `rotation`),
+    or where that would put the toe point under its pin, pitched toe-up alone; on its toe alone, likewise
+    about the pinned toe point (heel-up), the toe bone staying put."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
     if heel and toe:
         return span.ankle, span.rotation, span.toe_local
-    angle = pitch(foot, rotation, span.rotation, span.yaw)
-    angle = min(angle, 0.0) if heel else max(angle, 0.0)
-    turn = quat_from_axis_angle(quat_rotate(yaw_rotation(span.yaw), foot.lateral), angle)
+    pivot, other = (span.ankle, span.toe_point) if heel else (span.toe_point, span.ankle)
+    turn = quat_normalize(quat_multiply(rotation, quat_conjugate(span.rotation)))
+    if quat_rotate(turn, subtract(other, pivot))[1] < other[1] - pivot[1]:
+        angle = pitch(foot, rotation, span.rotation, span.yaw)
+        angle = min(angle, 0.0) if heel else max(angle, 0.0)
+        turn = quat_from_axis_angle(quat_rotate(yaw_rotation(span.yaw), foot.lateral), angle)
     turned = quat_normalize(quat_multiply(turn, span.rotation))
     if heel:
         return span.ankle, turned, None

@@ -275,12 +275,10 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
     pinned = {side: contact_plan.held(contacts[side]) for side in feet_}
-    moves = hips.carried(feet_, pinned, poses, fps)
+    moves = hips.carried(skeleton, feet_, pinned, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
         roots[frame * 3 + 2] += dz
-        positions = poses[frame][1]
-        positions[:] = [(p[0] + dx, p[1], p[2] + dz) for p in positions]
     spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor) for side, foot in feet_.items()}
     inside: Dict[str, List] = {}
     for side, foot in feet_.items():

@@ -1,4 +1,4 @@
-"""The hips' path, solved once for the whole clip: carried horizontally by the planted feet, and raised or
+"""The hips' path, solved once for the whole clip: carried horizontally (and turned) by the planted feet, and raised or
 lowered by the least change from the retargeted hips that puts the planted feet on their pins, kept
 within the closed-form bounds in which every planted leg reaches its pin without folding past
 KNEE_FOLDEST_DEG or its retargeted fold, by one smoothing over HIPS_WINDOW_S that stays within them."""
@@ -7,36 +7,97 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .contacts import HIPS_WINDOW_S, Foot, Span
+from ..model import Skeleton
+from ..rotations import Vec3, quat_from_axis_angle, quat_multiply, quat_normalize
+from .contacts import HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
 from .legs import Goal, reach_limits
 from .soles import posed_point
 
 
-def carried(feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses, fps: float) -> List[Tuple[float, float]]:
-    """Per frame the horizontal move (x, z) of the whole body that keeps the planted feet where they landed:
-    a foot that lands (or rolls from its heel onto its toe) is pinned where it is, carried as far as the
-    body already is; while feet stay planted the body moves by their mean miss; with none it keeps its
-    move. Smoothed over HIPS_WINDOW_S, so a leg of other proportions than Kimodo's strides its own length."""
+def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
+            fps: float) -> List[Tuple[float, float]]:
+    """Move the body horizontally (and turn its hips about the vertical) so the planted feet stay where
+    they landed, in `poses`; returns the hips' move (x, z) per frame. A foot that lands (or rolls from its
+    heel onto its toe) is pinned where it is, carried as far as the body already is; with one foot
+    planted the body moves by its miss, with both by their mean miss and a turn of HIPS_TURN_SHARE of
+    what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
+    turned as Kimodo turns its own, swing the feet round with them), which goes back at HIPS_TURN_RETURN_DEG
+    a second while one foot alone is down; with none the body keeps its move. Smoothed over
+    HIPS_WINDOW_S. The hips and the joints between them and the thighs turn; every other joint moves
+    with the first joint below those, keeping its world rotation."""
+    thighs = [foot.hip for foot in feet.values()]
+    if not thighs:
+        return [(0.0, 0.0)] * len(poses)
     pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
-    offset = (0.0, 0.0)
+    turn, offset = 0.0, (0.0, 0.0)
+    back = math.radians(HIPS_TURN_RETURN_DEG) / fps
     raw = []
-    for frame, (rotations, positions) in enumerate(poses):
+    for rotations, positions in poses:
+        centre = _middle(positions, thighs)
         wants = []
         for side, foot in feet.items():
-            heel, toe = pinned[side][frame]
+            heel, toe = pinned[side][len(raw)]
             if not (heel or toe):
                 pins.pop(side, None)
                 continue
             point = positions[foot.ankle] if heel else posed_point(foot.toe_point, rotations, positions)
+            root = positions[foot.hip]
             pin = pins.get(side)
             if pin is None or pin[0] != heel:
-                pin = pins[side] = (heel, (point[0] + offset[0], point[2] + offset[1]))
-            wants.append((pin[1][0] - point[0], pin[1][1] - point[2]))
-        if wants:
-            offset = (sum(w[0] for w in wants) / len(wants), sum(w[1] for w in wants) / len(wants))
-        raw.append(offset)
+                moved = _carried(root, centre, turn, offset)
+                pins[side] = (heel, (point[0] + moved[0], point[2] + moved[1]))
+                continue
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2])))
+        if len(wants) == 2:
+            (ra, wa), (rb, wb) = wants
+            base = (ra[0] - rb[0], ra[1] - rb[1])
+            wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
+            turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+            offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
+        else:
+            turn -= max(-back, min(back, turn))
+            if wants:
+                (r, w), = wants
+                swing = _carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0))
+                offset = (w[0] - swing[0], w[1] - swing[1])
+        raw.append((turn, offset[0], offset[1]))
     half = _half_width(fps)
-    return list(zip(_moving_average([r[0] for r in raw], half), _moving_average([r[1] for r in raw], half)))
+    eased = [_moving_average([r[k] for r in raw], half) for k in range(3)]
+    turned = set()
+    for thigh in thighs:
+        joint = skeleton.parents[thigh]
+        while joint >= 0:
+            turned.add(joint)
+            joint = skeleton.parents[joint]
+    anchor: Dict[int, int] = {}
+    for j in range(skeleton.joint_count):  # parents before children
+        if j not in turned:
+            anchor[j] = j if skeleton.parents[j] in turned or skeleton.parents[j] < 0 else anchor[skeleton.parents[j]]
+    moves = []
+    for frame, (rotations, positions) in enumerate(poses):
+        turn, offset = eased[0][frame], (eased[1][frame], eased[2][frame])
+        centre = _middle(positions, thighs)
+        shifts = {j: _carried(positions[j], centre, turn, offset) for j in turned | set(anchor.values())}
+        moves.append(shifts[0] if 0 in shifts else offset)
+        if turn != 0.0:
+            yaw = quat_from_axis_angle((0.0, 1.0, 0.0), turn)
+            for j in turned:
+                rotations[j] = quat_normalize(quat_multiply(yaw, rotations[j]))
+        positions[:] = [(p[0] + d[0], p[1], p[2] + d[1]) for p, d in
+                        zip(positions, [shifts[j] if j in turned else shifts[anchor[j]] for j in range(skeleton.joint_count)])]
+    return moves
+
+
+def _middle(positions: Sequence[Vec3], joints: Sequence[int]) -> Tuple[float, float]:
+    return (sum(positions[j][0] for j in joints) / len(joints), sum(positions[j][2] for j in joints) / len(joints))
+
+
+def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tuple[float, float]) -> Tuple[float, float]:
+    """How far (x, z) a point moves when the body turns by `turn` about the vertical through `centre`
+    and shifts by `offset`."""
+    x, z = point[0] - centre[0], point[2] - centre[1]
+    c, s = math.cos(turn), math.sin(turn)
+    return (x * c + z * s - x + offset[0], -x * s + z * c - z + offset[1])
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,

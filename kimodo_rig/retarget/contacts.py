@@ -20,6 +20,7 @@ EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this l
 HIPS_WINDOW_S = 0.2  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
 HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
 HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
+TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 3.0  # deg: the least a locked knee stays bent (a straight knee has no plane to bend in)
 FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle to keep its sole above the floor (then the leg lifts it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise instead

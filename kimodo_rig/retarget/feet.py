@@ -285,7 +285,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         inside[side] = [None] * frames
         for span in spans[side]:
             for frame in range(span.first, span.last + 1):
-                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle])
+                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle])
     rises = hips.heights(feet_, spans, inside, poses, fps)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise

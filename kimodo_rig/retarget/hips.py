@@ -102,8 +102,8 @@ def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tupl
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
             fps: float) -> List[float]:
-    """Per frame the hips' vertical move: the mean of what puts each pinned foot's contact point (ankle on
-    a heel, else toe point) on its pin, filled between contacts by straight lines, smoothed; then kept
+    """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
+    has it, filled between contacts by straight lines, smoothed; then kept
     within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
     frames = len(poses)
     wanted: List[Optional[float]] = [None] * frames
@@ -114,15 +114,11 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
         near, far = reach_limits(foot)
         for span in spans[side]:
             for frame in range(span.first, span.last + 1):
-                rotations, positions = poses[frame]
+                positions = poses[frame][1]
                 goal = goals[side][frame]
                 if goal is None:
                     continue
-                k = frame - span.first
-                if span.heel[k]:
-                    miss = goal[0][1] - positions[foot.ankle][1]
-                else:
-                    miss = span.toe_point[1] - posed_point(foot.toe_point, rotations, positions)[1]
+                miss = goal[0][1] - positions[foot.ankle][1]
                 sums[frame][0] += miss
                 sums[frame][1] += 1
                 hip = positions[foot.hip]

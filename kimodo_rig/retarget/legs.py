@@ -23,7 +23,7 @@ from ..rotations import (
     two_bone_points,
     yaw_rotation,
 )
-from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, Foot, Span, foot_yaw
+from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, TOE_ROLL_MAX_DEG, Foot, Span, foot_yaw
 from .soles import posed_point, subtree
 
 # A goal for one foot in one frame: the ankle's world position, the foot's world rotation, and the toe
@@ -52,27 +52,29 @@ def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
     return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
 
 
-def planned(foot: Foot, span: Span, frame: int, rotation: Quat) -> Goal:
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3) -> Goal:
     """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
     alone, turned about the pinned ankle as the animation turns it from the pin (its world `rotation`),
-    or where that would put the toe point under its pin, pitched toe-up alone; on its toe alone, likewise
-    about the pinned toe point (heel-up), the toe bone staying put."""
+    or where that would put the toe point under its pin, pitched toe-up alone; on its toe alone, pitched
+    heel-up about the pinned toe point towards where the animation has the ankle (`ankle`), so the leg
+    keeps its reach however long the foot, the toe bone staying put."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
     if heel and toe:
         return span.ankle, span.rotation, span.toe_local
-    pivot, other = (span.ankle, span.toe_point) if heel else (span.toe_point, span.ankle)
-    turn = quat_normalize(quat_multiply(rotation, quat_conjugate(span.rotation)))
-    if quat_rotate(turn, subtract(other, pivot))[1] < other[1] - pivot[1]:
-        angle = pitch(foot, rotation, span.rotation, span.yaw)
-        angle = min(angle, 0.0) if heel else max(angle, 0.0)
-        turn = quat_from_axis_angle(quat_rotate(yaw_rotation(span.yaw), foot.lateral), angle)
-    turned = quat_normalize(quat_multiply(turn, span.rotation))
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
     if heel:
-        return span.ankle, turned, None
+        turn = quat_normalize(quat_multiply(rotation, quat_conjugate(span.rotation)))
+        if quat_rotate(turn, subtract(span.toe_point, span.ankle))[1] < span.toe_point[1] - span.ankle[1]:
+            turn = quat_from_axis_angle(axis, min(pitch(foot, rotation, span.rotation, span.yaw), 0.0))
+        return span.ankle, quat_normalize(quat_multiply(turn, span.rotation)), None
+    pinned, wanted = subtract(span.ankle, span.toe_point), subtract(ankle, span.toe_point)
+    angle = math.atan2(dot(cross(pinned, wanted), axis), dot(pinned, wanted) - dot(pinned, axis) * dot(wanted, axis))
+    turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
+    turned = quat_normalize(quat_multiply(turn, span.rotation))
     toe_local = None if span.toe_local is None else quat_normalize(
         quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
-    return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
+    return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
 
 
 def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,

@@ -203,7 +203,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     poses = [tuple(map(list, pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))))
              for frame in range(frames)]
     if lock and leg_solver() == "plan":
-        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots)
+        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
         return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
     if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
         hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
@@ -267,7 +267,8 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
 
 
-def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array) -> List[Tuple[float, float]]:
+def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array,
+                    source_positions) -> List[Tuple[float, float]]:
     """The foot lock of issue 40: the contact plan (contacts.py), the hips' path (hips.py), each frame's
     legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
     move per frame."""
@@ -286,7 +287,9 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         for span in spans[side]:
             for frame in range(span.first, span.last + 1):
                 inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle])
-    rises = hips.heights(feet_, spans, inside, poses, fps)
+    hips_joint = info.source_map.bones["hips"]
+    ratio = info.reach_target / info.reach_source
+    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions])
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]

@@ -101,9 +101,9 @@ def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tupl
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
-            fps: float) -> List[float]:
+            fps: float, source: Sequence[float]) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
-    has it, filled between contacts by straight lines, smoothed; then kept
+    has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
     within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
     frames = len(poses)
     wanted: List[Optional[float]] = [None] * frames
@@ -128,13 +128,19 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
                 above = hip[1] - goal[0][1]
                 if across < far:
                     upper[frame] = min(upper[frame], math.sqrt(far * far - across * across) - above)
-                if across < folded and above > 0.0:  # a hip under its goal (a kneel's foot up behind) folds no further by rising
+                # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
+                # (no knee) has no fold of its own to keep: its reach alone holds the hips.
+                if across < folded < far and above > 0.0:
                     lower[frame] = max(lower[frame], math.sqrt(folded * folded - across * across) - above)
     for frame, (total, count) in enumerate(sums):
         if count:
             wanted[frame] = total / count
     half = _half_width(fps)
-    path = _moving_average(_filled(wanted), half)
+    # Smoothed is the hips' height less the source's (`source`: Kimodo's hips height, scaled), not less the
+    # retarget's: the retarget grounds each frame on its lowest foot joint, which jumps where a rigid leg's
+    # tip takes over from the other.
+    grounded = [positions[0][1] - height for (_, positions), height in zip(poses, source)]
+    path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, _filled(wanted))], half), grounded)]
     # What the path rises over a bound, spread by a max-filter then a moving average of the same half-width
     # (never less than the raw excess), and taken off: the path stays smooth where a bound starts.
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, upper)], half))]

@@ -24,7 +24,16 @@ NPZ = ROOT / "tests" / "data" / "npz"
 
 def test_a_pin_holds_through_the_step_out_of_its_last_contact_frame():
     flags = [(False, False), (True, False), (True, True), (False, True), (False, False), (False, False)]
-    assert contacts.held(flags) == [(False, False), (True, False), (True, True), (True, True), (False, True), (False, False)]
+    assert contacts.held(flags, 30.0) == [(False, False), (True, False), (True, True), (True, True), (False, True), (False, False)]
+
+
+def test_a_contact_lifted_for_less_than_the_gap_in_seconds_stays_pinned():
+    for fps in (30, 120):
+        gap = int(0.6 * contacts.CONTACT_GAP_S * fps)  # frames lifted: shorter than the gap at any rate
+        flags = [(True, False)] * 5 + [(False, False)] * max(1, gap) + [(True, False)] * 5 + [(False, False)] * int(2 * contacts.CONTACT_GAP_S * fps)
+        pinned = contacts.held(flags, fps)
+        assert all(heel for heel, _ in pinned[:10 + max(1, gap) + 1])
+        assert not pinned[-1][0]  # a long lift is a lift
 
 
 def _leg(one_bone: bool = False):

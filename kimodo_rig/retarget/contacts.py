@@ -16,6 +16,7 @@ from .mapping import SIDES, HumanoidMap
 from .soles import Point, Soles, posed_point, subtree
 
 # The leg solver's constants: name, value, unit, why.
+CONTACT_GAP_S = 0.1  # s: a heel or toe lifted for less than this between two contacts stays pinned (speed-detected contacts flicker at 60-120 fps)
 EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
 HIPS_WINDOW_S = 0.2  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
 HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
@@ -82,10 +83,26 @@ def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
     return result
 
 
-def held(flags: Sequence[Tuple[bool, bool]]) -> List[Tuple[bool, bool]]:
-    """Per frame (heel, toe) pinned: in contact, or in contact the frame before (the step out of a contact
-    frame is part of Kimodo's skate measure, so the pin holds through it)."""
-    return [(heel or (t > 0 and flags[t - 1][0]), toe or (t > 0 and flags[t - 1][1])) for t, (heel, toe) in enumerate(flags)]
+def held(flags: Sequence[Tuple[bool, bool]], fps: float) -> List[Tuple[bool, bool]]:
+    """Per frame (heel, toe) pinned: in contact, or lifted for less than CONTACT_GAP_S between two contacts
+    (contacts detected from speeds flicker at high frame rates), or in contact the frame before (the step
+    out of a contact frame is part of Kimodo's skate measure, so the pin holds through it)."""
+    channels = [_bridged([f[c] for f in flags], CONTACT_GAP_S * fps) for c in (0, 1)]
+    return [(heel or (t > 0 and channels[0][t - 1]), toe or (t > 0 and channels[1][t - 1]))
+            for t, (heel, toe) in enumerate(zip(*channels))]
+
+
+def _bridged(down: Sequence[bool], longest: float) -> List[bool]:
+    """`down` with each run of False shorter than `longest` frames between two True runs made True."""
+    result = list(down)
+    last = None  # the last True frame so far
+    for t, value in enumerate(down):
+        if value:
+            if last is not None and 1 < t - last and t - last - 1 < longest:
+                for u in range(last + 1, t):
+                    result[u] = True
+            last = t
+    return result
 
 
 def foot_yaw(foot: Foot, rotation: Quat) -> float:
@@ -94,13 +111,13 @@ def foot_yaw(foot: Foot, rotation: Quat) -> float:
     return math.atan2(turned[0], turned[2]) - math.atan2(foot.forward[0], foot.forward[2])
 
 
-def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float) -> List[Span]:
+def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fps: float) -> List[Span]:
     """The foot's spans: maximal runs of frames whose heel or toe is held (`held`), each pinned at the
     median over its flat frames (heel and toe both held; else its heel frames, else its toe frames) of the
     retargeted foot's ankle (or toe point), the foot turned as in the middle one of them, its lowest point
     on the `floor`: with frames evenly spaced in time, that median is the time-weighted one, so the pin
     does not depend on the frame rate."""
-    pinned = held(flags)
+    pinned = held(flags, fps)
     spans = []
     frame = 0
     count = len(pinned)

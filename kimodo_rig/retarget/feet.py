@@ -275,12 +275,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
-    pinned = {side: contact_plan.held(contacts[side]) for side in feet_}
+    pinned = {side: contact_plan.held(contacts[side], fps) for side in feet_}
     moves = hips.carried(skeleton, feet_, pinned, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
         roots[frame * 3 + 2] += dz
-    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor) for side, foot in feet_.items()}
+    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
     inside: Dict[str, List] = {}
     for side, foot in feet_.items():
         inside[side] = [None] * frames

@@ -285,8 +285,11 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     for side, foot in feet_.items():
         inside[side] = [None] * frames
         for span in spans[side]:
+            flats = [t for t in range(span.first, span.last + 1) if span.heel[t - span.first] and span.toe[t - span.first]]
             for frame in range(span.first, span.last + 1):
-                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle])
+                nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
+                flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
+                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
     rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions])

@@ -23,7 +23,7 @@ from ..rotations import (
     two_bone_points,
     yaw_rotation,
 )
-from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_STRAIGHTEST_DEG, TOE_ROLL_MAX_DEG, Foot, Span, foot_yaw
+from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_LEAN_DEG, KNEE_STRAIGHTEST_DEG, TOE_ROLL_MAX_DEG, Foot, Span, foot_yaw
 from .soles import posed_point, subtree
 
 # A goal for one foot in one frame: the ankle's world position, the foot's world rotation, and the toe
@@ -52,29 +52,39 @@ def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
     return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
 
 
-def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3) -> Goal:
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, flat: Optional[Tuple[Quat, Vec3]]) -> Goal:
     """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
-    alone, turned about the pinned ankle as the animation turns it from the pin (its world `rotation`),
-    or where that would put the toe point under its pin, pitched toe-up alone; on its toe alone, pitched
-    heel-up about the pinned toe point towards where the animation has the ankle (`ankle`), so the leg
-    keeps its reach however long the foot, the toe bone staying put."""
+    alone, turned about the pinned ankle as the animation turns it (its world `rotation`) from where it
+    stands flat (`flat`: the animated foot's rotation and ankle on the span's flat frame nearest this
+    one; none, from the pin's), or where that would put the toe point under its pin, pitched toe-up alone;
+    on its toe alone, pitched heel-up about the pinned toe point as far as the animation's ankle (`ankle`)
+    has turned about it since it stood flat, so the leg keeps its reach however long the foot, the toe
+    bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
     if heel and toe:
         return span.ankle, span.rotation, span.toe_local
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
     if heel:
-        turn = quat_normalize(quat_multiply(rotation, quat_conjugate(span.rotation)))
+        reference = flat[0] if flat is not None else span.rotation
+        turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
         if quat_rotate(turn, subtract(span.toe_point, span.ankle))[1] < span.toe_point[1] - span.ankle[1]:
-            turn = quat_from_axis_angle(axis, min(pitch(foot, rotation, span.rotation, span.yaw), 0.0))
+            turn = quat_from_axis_angle(axis, min(pitch(foot, rotation, reference, span.yaw), 0.0))
         return span.ankle, quat_normalize(quat_multiply(turn, span.rotation)), None
-    pinned, wanted = subtract(span.ankle, span.toe_point), subtract(ankle, span.toe_point)
-    angle = math.atan2(dot(cross(pinned, wanted), axis), dot(pinned, wanted) - dot(pinned, axis) * dot(wanted, axis))
+    pinned = subtract(span.ankle, span.toe_point)
+    angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
+    if flat is not None:
+        angle -= _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
     turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
     turned = quat_normalize(quat_multiply(turn, span.rotation))
     toe_local = None if span.toe_local is None else quat_normalize(
         quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
     return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
+
+
+def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
+    """The angle from `a` to `b` about `axis` (unit), both seen along it."""
+    return math.atan2(dot(cross(a, b), axis), dot(a, b) - dot(a, axis) * dot(b, axis))
 
 
 def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
@@ -134,7 +144,8 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
            towards: Vec3) -> None:
     ankle_goal, foot_rotation, toe_local = goal
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
-    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards)
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
+                                          math.sin(math.radians(KNEE_LEAN_DEG)))
     _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
                                                             subtract(new_knee, positions[hip])))
     if knee != ankle:

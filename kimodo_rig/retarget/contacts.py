@@ -1,9 +1,9 @@
 """The contact plan: per foot, the spans in which Kimodo has its heel or toe down (held through the step out
-of the last contact frame, which Kimodo's skate measure counts), each with one pin, the foot lying flat on
-the rest floor where the retargeted foot stands over the span.
+of the last contact frame, which Kimodo's skate measure counts), each with one pin, the foot standing as
+the retargeted one stands over the span, its lowest sole point on the rest floor (docs/leg-solver.md).
 
 This module also holds the leg solver's one table of constants (contacts, hips, legs, ease), in seconds,
-metres per 1.7 m of character and degrees; nothing is counted in frames."""
+degrees and shares; nothing is counted in frames."""
 from __future__ import annotations
 
 import math
@@ -24,8 +24,8 @@ HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
 FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle to keep its sole above the floor (then the leg lifts it)
-KNEE_FOLDEST_DEG = 150.0
-KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)  # deg: the most a locked knee folds (a deep squat) before the hips rise instead
+KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
+KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
 
 
 @dataclass(frozen=True)

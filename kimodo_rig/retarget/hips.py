@@ -1,7 +1,8 @@
-"""The hips' path, solved once for the whole clip: carried horizontally (and turned) by the planted feet, and raised or
-lowered by the least change from the retargeted hips that puts the planted feet on their pins, kept
-within the closed-form bounds in which every planted leg reaches its pin without folding past
-KNEE_FOLDEST_DEG or its retargeted fold, by one smoothing over HIPS_WINDOW_S that stays within them."""
+"""The hips' path, solved once for the whole clip: carried horizontally (and turned) by the planted feet,
+and raised or lowered by the least change from Kimodo's (scaled) hips height that puts the pinned ankles
+on their pins, smoothed over HIPS_WINDOW_S and kept within the closed-form bounds in which every planted
+leg reaches its pin (knee bent at least KNEE_STRAIGHTEST_DEG) without folding past KNEE_FOLDEST_DEG or its
+retargeted fold."""
 from __future__ import annotations
 
 import math

@@ -86,11 +86,10 @@ def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
 
 def held(flags: Sequence[Tuple[bool, bool]], fps: float) -> List[Tuple[bool, bool]]:
     """Per frame (heel, toe) pinned: in contact, or lifted for less than CONTACT_GAP_S between two contacts
-    (contacts detected from speeds flicker at high frame rates), or in contact the frame before (the step
-    out of a contact frame is part of Kimodo's skate measure, so the pin holds through it)."""
-    channels = [_bridged([f[c] for f in flags], CONTACT_GAP_S * fps) for c in (0, 1)]
-    return [(heel or (t > 0 and channels[0][t - 1]), toe or (t > 0 and channels[1][t - 1]))
-            for t, (heel, toe) in enumerate(zip(*channels))]
+    (contacts detected from speeds flicker at high frame rates), or either the frame before (the step out
+    of a contact frame is part of Kimodo's skate measure, so the pin holds through it)."""
+    down = list(zip(*[_bridged([f[c] for f in flags], CONTACT_GAP_S * fps) for c in (0, 1)]))
+    return [(heel or (t > 0 and down[t - 1][0]), toe or (t > 0 and down[t - 1][1])) for t, (heel, toe) in enumerate(down)]
 
 
 def _bridged(down: Sequence[bool], longest: float) -> List[bool]:

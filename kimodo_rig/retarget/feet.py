@@ -276,7 +276,10 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
     pinned = {side: contact_plan.held(contacts[side], fps) for side in feet_}
-    moves = hips.carried(skeleton, feet_, pinned, poses, fps)
+    # The feet carry the body on their contact frames alone, not through the step out or the short lifts
+    # the pins hold: there the foot moves, and the body followed it by a frame's length (the robot's body
+    # drifted 20 cm apart between 30 and 60 fps in 3 s).
+    moves = hips.carried(skeleton, feet_, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
         roots[frame * 3 + 2] += dz

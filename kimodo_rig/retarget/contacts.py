@@ -23,7 +23,7 @@ HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they la
 HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
-FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle to keep its sole above the floor (then the leg lifts it)
+FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns toe-up about its ankle to keep its sole above the floor (then the leg lifts it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
 

@@ -112,13 +112,14 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
 
 
 def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
-    """The smallest turn about the horizontal `axis` (radians, at most FOOT_PITCH_MAX_DEG either way) that
-    puts every point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
+    """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
+    FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
+    point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
     by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
     end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
     terms = [(p[1], cross(axis, p)[1]) for p in points]
     limit = math.radians(FOOT_PITCH_MAX_DEG)
-    candidates = [0.0, limit, -limit]
+    candidates = [0.0, -limit]
     for y, x in terms:
         radius = math.hypot(y, x)
         if radius > 0.0 and abs(floor) <= radius:
@@ -128,7 +129,7 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     def lowest(angle: float) -> float:
         return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
 
-    allowed = sorted((a for a in candidates if abs(a) <= limit), key=abs)
+    allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
     return clearing[0] if clearing else max(allowed, key=lowest)
 

@@ -30,26 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from gltf_judge import Glb, read_raw_clip, write_raw_clip  # noqa: E402
+from leg_figures import slerp  # noqa: E402
 
 CLIPS = ROOT / "tests" / "data" / "clips"
 RIGS = ROOT / "tests" / "data" / "rigs"
 CHARACTERS = {"mannequin": "mannequin", "mixamo": "mixamo", "robot": str(RIGS / "quaternius" / "RobotExpressive.glb"),
               "dress": str(RIGS / "quaternius" / "quaternius_female_dress.glb")}
 SOURCE_FPS = 30
-
-
-def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per row, the unit quaternion t of the way from a to b (the shorter way), xyzw."""
-    dot = np.sum(a * b, -1, keepdims=True)
-    b = np.where(dot < 0.0, -b, b)
-    dot = np.abs(dot)
-    theta = np.arccos(np.clip(dot, -1.0, 1.0))
-    small = theta < 1e-6
-    sin = np.where(small, 1.0, np.sin(theta))
-    wa = np.where(small, 1.0 - t, np.sin((1.0 - t) * theta) / sin)
-    wb = np.where(small, t, np.sin(t * theta) / sin)
-    out = wa * a + wb * b
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
 
 
 def resample(quats: np.ndarray, roots: np.ndarray, fps: int):

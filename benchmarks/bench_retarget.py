@@ -8,8 +8,9 @@ character and onto a ~700-bone one against a ~50-bone one.
 The clip: 300 frames (10 s at 30 fps) of Kimodo's own motion with its foot contacts, made once by this
 tree's `join` (soma_02 then soma_01, cross-faded) and `trim`; `--clip FILE` uses another. Each run is a
 whole `python3 -m kimodo_rig retarget` process, as a user runs it (reading and writing included); its CPU
-seconds (user + system, from the children's rusage) are what is timed, median of `--repeats`, the runs of
-a case alternated so both meet the same load on a shared machine. Ratios come from the same session:
+seconds (user + system, from the children's rusage) are what is timed, median of `--repeats` after one
+untimed warm-up run per tree (Python's bytecode cache allowed and written, as a user's install has it),
+the runs of a case alternated so both meet the same load on a shared machine. Ratios come from the same session:
 - lock / free: the foot lock against `--no-foot-lock` on the same character (the issue's bar: the free
   run at most 25 % faster, i.e. free / lock >= 0.75);
 - big / small: the ~700-bone character (tests/rig_variants.rigify_like on the mannequin with mechanism
@@ -47,6 +48,9 @@ CHARACTERS = {
     "dress": str(RIGS / "quaternius" / "quaternius_female_dress.glb"),
 }
 BIG_BONES = 700
+# As a user runs it: Python may write and use its bytecode cache (a shell that turned that off for
+# itself would time the compiling of every module, every run).
+USER_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 CLIP_FRAMES = 300
 CLIP_FPS = 30.0
 
@@ -101,7 +105,8 @@ def make_big_character(folder: Path) -> Path:
 
 def cpu_seconds(tree: Path, argv) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = subprocess.run([sys.executable, "-m", "kimodo_rig"] + argv, cwd=str(tree), capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "kimodo_rig"] + argv, cwd=str(tree), capture_output=True, text=True,
+                            env=USER_ENV)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit("{}: {} failed: {}".format(tree, " ".join(argv), result.stderr.strip()[-500:]))
@@ -154,6 +159,9 @@ def main() -> int:
     trees = [ROOT] + ([Path(args.against).resolve()] if args.against else [])
     print("clip {} ({:.2f} s), {} repeats, load {}".format(clip.name, seconds, args.repeats,
                                                          " ".join("{:.2f}".format(x) for x in os.getloadavg())))
+    first = next(iter(targets.values()))
+    for tree in trees:  # a warm-up run per tree: its bytecode cache written, as an installed package has it
+        cpu_seconds(tree, retarget_argv(clip, first, OUT / "retarget_warm_up.glb", False))
     times = {}  # (tree, name, lock) -> [cpu s]
     for _ in range(args.repeats):
         for name, target in targets.items():

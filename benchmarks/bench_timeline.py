@@ -42,7 +42,7 @@ def time_convert(paths, extension: str) -> float:
 
 def time_join(paths, extension: str):
     started = time.perf_counter()
-    joined = timeline.join([formats.read_file(path) for path in paths], blend=timeline.DEFAULT_BLEND_FRAMES)
+    joined = timeline.join([formats.read_file(path) for path in paths], blend=timeline.default_blend(30.0))
     formats.write_file(joined.motion, OUT / ("joined" + extension))
     return time.perf_counter() - started, joined.motion.frame_count
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Any, Optional, Sequence, Tuple
+    from typing import Any, Callable, Optional, Sequence, Tuple
 
 from .rotations import IDENTITY, Quat, Vec3
 
@@ -106,6 +106,14 @@ class Skeleton(FrozenRecord):
     def children(self, joint: int) -> Tuple[int, ...]:
         """Joints whose parent is `joint`, in index order (a lookup: writers ask this of every joint)."""
         return self._children[joint]  # type: ignore[attr-defined]
+
+    def derived(self, key: str, compute: Callable[["Skeleton"], Any]) -> Any:
+        """`compute(self)`, worked out once per skeleton and `key` (its fields never change): a value many
+        stages ask of one rig, such as its rest pose. Callers must not change what comes back."""
+        values = self.__dict__.setdefault("_derived", {})
+        if key not in values:
+            values[key] = compute(self)
+        return values[key]
 
     def renamed(self, names: Sequence[str]) -> "Skeleton":
         return Skeleton(self.name, tuple(names), self.parents, self.rest_offsets, self.rest_rotations, self.label)

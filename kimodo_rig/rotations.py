@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import List, Sequence, Tuple
+    from typing import Iterable, List, Sequence, Tuple
 
     Quat = Tuple[float, float, float, float]
     Vec3 = Tuple[float, float, float]
@@ -40,7 +40,7 @@ def quat_norm(q: Sequence[float]) -> float:
 
 
 def quat_normalize(q: Sequence[float]) -> Quat:
-    n = quat_norm(q)
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])  # quat_norm, in place (hot)
     if n == 0.0:
         return IDENTITY
     return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
@@ -79,23 +79,42 @@ def quat_to_matrix(q: Sequence[float]) -> Mat3:
 
 def matrix_to_quat(m: Sequence[Sequence[float]]) -> Quat:
     """Unit quaternion (w >= 0) of a rotation matrix (Shepperd's method, stable for every angle)."""
-    m00, m01, m02 = m[0][0], m[0][1], m[0][2]
-    m10, m11, m12 = m[1][0], m[1][1], m[1][2]
-    m20, m21, m22 = m[2][0], m[2][1], m[2][2]
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m[0][:3], m[1][:3], m[2][:3]
+    return rotation_quat(m00, m01, m02, m10, m11, m12, m20, m21, m22)
+
+
+def rotation_quat(m00: float, m01: float, m02: float, m10: float, m11: float, m12: float,
+                  m20: float, m21: float, m22: float) -> Quat:
+    """matrix_to_quat of the matrix given by its entries, row by row (no rows to build: it runs per
+    joint per frame where a clip is read or a .glb written)."""
     trace = m00 + m11 + m22
     if trace > 0.0:
         s = math.sqrt(trace + 1.0) * 2.0
-        q = ((m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s)
+        x, y, z, w = (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s
     elif m00 > m11 and m00 > m22:
         s = math.sqrt(1.0 + m00 - m11 - m22) * 2.0
-        q = (0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
+        x, y, z, w = 0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s
     elif m11 > m22:
         s = math.sqrt(1.0 + m11 - m00 - m22) * 2.0
-        q = ((m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s)
+        x, y, z, w = (m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s
     else:
         s = math.sqrt(1.0 + m22 - m00 - m11) * 2.0
-        q = ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
-    return quat_canonical(quat_normalize(q))
+        x, y, z, w = (m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s
+    # quat_canonical(quat_normalize(...)), written out
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if n == 0.0:
+        return IDENTITY
+    if w / n < 0.0:
+        return (-(x / n), -(y / n), -(z / n), -(w / n))
+    return (x / n, y / n, z / n, w / n)
+
+
+def matrices_to_quats(matrices: Iterable[Sequence[float]]) -> List[float]:
+    """matrix_to_quat of each flat row-major 3x3 (m00, m01, m02, m10, ... m22), x, y, z, w of each end to end."""
+    out: List[float] = []
+    for m in matrices:
+        out.extend(rotation_quat(*m))
+    return out
 
 
 def quat_from_axis_angle(axis: Sequence[float], angle: float) -> Quat:

@@ -145,7 +145,7 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
     motion_fbx = fbx.encode(motion)
     shutil.rmtree(folder)
     rig_path = DATA / "rigs" / "mpfb2" / "mpfb2_mixamo.glb"
-    rig_fbx = fbx.encode_gltf(gd.read_file(rig_path), take="rig", fps=30.0)
+    rig_fbx = fbx.encode_gltf(_dressed(gd.read_file(rig_path)), take="rig", fps=30.0)
     current = _cut_npz(reference / "soma_01_single_text_prompt_somaskel77.npz")
     gltf, binary = split_glb(motion_glb)
     gltf["buffers"] = [{"byteLength": len(binary), "uri": "data:application/octet-stream;base64,"
@@ -172,6 +172,50 @@ def build_seeds(work: Path) -> Dict[str, Dict[str, bytes]]:
     }
     seeds.update(build_new_seeds(work, clip))
     return seeds
+
+
+# A 1x1 PNG: the dressed rig's base colour texture.
+TINY_PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8cf"
+                         "c0000003010100c9fe92ef0000000049454e44ae426082")
+
+
+def _dressed(document):
+    """The MPFB2 Mixamo rig dressed as FBX characters come, so the FBX seed reaches the reader's meshes and
+    materials: UVs, two materials on the body (one with an embedded PNG texture, one at half alpha), and a
+    box with no skin under the head bone."""
+    import copy
+
+    from kimodo_rig.formats import gltf_document as gd
+
+    gltf = copy.deepcopy(document.gltf)
+    builder = gd.DocumentBuilder()
+    builder.gltf, builder.binary = gltf, bytearray(document.binary)
+    body = gltf["meshes"][0]["primitives"][0]
+    points = document.accessor(body["attributes"]["POSITION"])
+    body["attributes"]["TEXCOORD_0"] = builder.add_accessor([(p[0] + 0.5, p[1] * 0.5) for p in points], "VEC2")
+    indices = [int(i[0]) for i in document.accessor(body["indices"])]
+    half = len(indices) // 6 * 3
+    second = dict(body, indices=builder.add_components(indices[half:], "SCALAR", gd.UNSIGNED_INT), material=1)
+    body.update(indices=builder.add_components(indices[:half], "SCALAR", gd.UNSIGNED_INT), material=0)
+    gltf["meshes"][0]["primitives"].append(second)
+    while len(builder.binary) % 4:
+        builder.binary.append(0)
+    gltf["bufferViews"].append({"buffer": 0, "byteOffset": len(builder.binary), "byteLength": len(TINY_PNG)})
+    builder.binary += TINY_PNG
+    gltf["images"] = [{"name": "cloth", "bufferView": len(gltf["bufferViews"]) - 1, "mimeType": "image/png"}]
+    gltf["textures"] = [{"source": 0}]
+    gltf["materials"] = [{"name": "Cloth", "pbrMetallicRoughness": {"baseColorTexture": {"index": 0}}},
+                         {"name": "Skin", "pbrMetallicRoughness": {"baseColorFactor": [0.8, 0.45, 0.3, 0.5]}},
+                         {"name": "Felt", "pbrMetallicRoughness": {"baseColorFactor": [0.1, 0.2, 0.9, 1.0]}}]
+    box = [(x, y, z) for x in (-0.1, 0.1) for y in (0.0, 0.2) for z in (-0.1, 0.1)]
+    faces = [0, 1, 3, 0, 3, 2, 4, 6, 7, 4, 7, 5, 0, 4, 5, 0, 5, 1, 2, 3, 7, 2, 7, 6, 0, 2, 6, 0, 6, 4, 1, 5, 7, 1, 7, 3]
+    gltf["meshes"].append({"name": "hat", "primitives": [{
+        "attributes": {"POSITION": builder.add_accessor(box, "VEC3", with_bounds=True)},
+        "indices": builder.add_components(faces, "SCALAR", gd.UNSIGNED_INT), "material": 2}]})
+    head = next(i for i, node in enumerate(gltf["nodes"]) if node.get("name") == "mixamorig:Head")
+    gltf["nodes"].append({"name": "Hat", "mesh": len(gltf["meshes"]) - 1, "translation": [0.0, 0.15, 0.0]})
+    gltf["nodes"][head].setdefault("children", []).append(len(gltf["nodes"]) - 1)
+    return gd.parse_glb(builder.to_glb(), "dressed.glb")
 
 
 def split_glb(data: bytes) -> Tuple[dict, bytes]:

@@ -82,7 +82,7 @@ CUT_POPS = [
     ("soma_01_single_text_prompt", "robot", "l", 12.0,
      "a long arm kept above the floor as the hand passes under the shoulder (the swing's axis a quarter turn "
      "on in a frame): each eased frame swung about its own axis, the arm 37 deg in a frame where Kimodo's "
-     "turned 16 (21.1 deg; hands._keep_above about the eased need's own axis: 8.3)"),
+     "turned 16 (21.1 deg; hands._swing_arm about the eased need's own axis: 8.3)"),
     ("raw:g1_02_multi_text_ee_constraint", "dress", "l", 8.0,
      "a foot tucked under at a kneel's end, down from its toe onto its heel: held flat in the heel's first "
      "frame, the ankle fell 26 cm in it where Kimodo's comes down over four (13.1 deg; lock.SETTLE_DEG: 6.6)"),

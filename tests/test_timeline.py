@@ -195,6 +195,18 @@ def test_join_places_the_next_clip_rigidly_and_crossfades_the_seam(tmp_path, fir
     check_seam(joined, la - blend - 2, la + 2, (a, b), FPS)
 
 
+def test_the_default_blend_is_a_third_of_a_second_at_any_frame_rate(tmp_path):
+    """Without --blend, the cross-fade lasts 1/3 s: 10 frames at 30 fps, 20 at 60 (never 10 frames whatever the rate)."""
+    first, second = JOIN_PAIRS[0]
+    skeleton = skeleton_name(first)
+    la, lb = (len(raw_positions(CLIPS / c, skeleton)) for c in (first, second))
+    for fps, blend in ((30, 10), (60, 20), (120, 40)):
+        out = tmp_path / "joined_{}".format(fps)
+        stdout = ok(run_cli("join", CLIPS / first, CLIPS / second, "-o", out, "--fps", fps))
+        assert len(raw_positions(out, skeleton)) == la + lb - blend, fps
+        assert stdout.splitlines()[0].endswith(", {}-frame blends".format(blend)), stdout
+
+
 def test_join_three_npz_clips_carries_foot_contacts_and_writes_npz(tmp_path):
     clips = ["soma_01_single_text_prompt", "soma_02_multi_text_prompt", "soma_03_full_body_keyframes"]
     blend = 8
@@ -427,9 +439,10 @@ def test_loop_on_a_turning_bvh_rig_takes_the_turn_out_in_place(tmp_path):
     source = source_bvh.positions(CMU_UNIT_M)
     fps = 120.0
     turning, still = tmp_path / "turning.bvh", tmp_path / "still.bvh"
-    report = LOOP_LINE.match(ok(run_cli("loop", CMU, turning)).splitlines()[0])
+    # 10 frames of blend (1/12 s at 120 fps, not the default 1/3 s): a cut that turns.
+    report = LOOP_LINE.match(ok(run_cli("loop", CMU, turning, "--blend", 10)).splitlines()[0])
     start, end = int(report["start"]), int(report["end"])
-    assert LOOP_LINE.match(ok(run_cli("loop", CMU, still, "--in-place")).splitlines()[0])["start"] == str(start)
+    assert LOOP_LINE.match(ok(run_cli("loop", CMU, still, "--in-place", "--blend", 10)).splitlines()[0])["start"] == str(start)
     heading = cmu_hip_headings(source_bvh, source)
     cycle_turn = math.remainder(heading[end] - heading[start], 2 * math.pi)
     assert abs(math.degrees(cycle_turn)) > 5  # this cut turns: there is a turn to take out

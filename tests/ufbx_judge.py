@@ -52,7 +52,8 @@ def describe(path, fps):
         "positions": None,
     }
     for mesh in kept(scene.meshes):
-        report["meshes"].append({"vertices": mesh.num_vertices, "faces": mesh.num_faces,
+        report["meshes"].append({"vertices": mesh.num_vertices, "faces": mesh.num_faces, "triangles": mesh.num_triangles,
+                                 "corners": mesh.num_indices,
                                  "skinned": len(kept(mesh.skin_deformers)) > 0})
     for skin in kept(scene.skin_deformers):
         for cluster in kept(skin.clusters):

@@ -16,8 +16,9 @@ def add_parser(commands) -> None:
     parser.add_argument("output", help="any format `convert` writes")
     parser.add_argument("--min-length", type=positive_float, default=timeline.DEFAULT_LOOP_SECONDS, metavar="S",
                         help="shortest loop in seconds (default {:g})".format(timeline.DEFAULT_LOOP_SECONDS))
-    parser.add_argument("--blend", type=non_negative_int, default=timeline.DEFAULT_BLEND_FRAMES, metavar="N",
-                        help="frames cross-faded at the seam (default {})".format(timeline.DEFAULT_BLEND_FRAMES))
+    parser.add_argument("--blend", type=non_negative_int, metavar="N",
+                        help="frames cross-faded at the seam (default: {:.2g} s, {} frames at 30 fps)".format(
+                            timeline.DEFAULT_BLEND_S, timeline.default_blend(30.0)))
     parser.add_argument("--in-place", action="store_true", help="take the travel of a cycle out")
     add_output_arguments(parser)
     parser.set_defaults(run=run_loop)

@@ -75,7 +75,7 @@ _LOG = logging.getLogger("kimodo_rig")
 class BvhJoint:
     """One JOINT/ROOT as declared: offset and channels in file units, first value column in a frame."""
 
-    __slots__ = ("name", "parent", "offset", "channels", "first_value", "end_sites", "line")
+    __slots__ = ("name", "parent", "offset", "channels", "first_value", "end_sites", "line", "_plan")
 
     def __init__(self, name: str, parent: int, line: int) -> None:
         self.name = name
@@ -85,6 +85,7 @@ class BvhJoint:
         self.first_value = 0
         self.end_sites: List[Vec3] = []
         self.line = line
+        self._plan: Optional[Tuple] = None  # local_transform's channel plan, for these channels and columns
 
     @property
     def rotation_order(self) -> str:
@@ -96,16 +97,17 @@ class BvhJoint:
 
     def local_transform(self, values: Sequence[float]) -> Tuple[Vec3, Quat]:
         """Translation (file units) and rotation of this joint for one frame's values."""
+        plan = self._plan
+        if plan is None or plan[0] is not self.channels or plan[1] != self.first_value:
+            kinds = [(_CHANNELS[channel.lower()], self.first_value + i) for i, channel in enumerate(self.channels)]
+            plan = self._plan = (self.channels, self.first_value, self.rotation_order,
+                                 tuple((axis, column) for (kind, axis), column in kinds if kind == "position"),
+                                 tuple(column for (kind, _), column in kinds if kind == "rotation"))
+        order, positions, rotations = plan[2:]
         translation = list(self.offset)
-        angles = []
-        for i, channel in enumerate(self.channels):
-            kind, axis = _CHANNELS[channel.lower()]
-            value = values[self.first_value + i]
-            if kind == "position":
-                translation[axis] = value
-            else:
-                angles.append(value)
-        rotation = euler_to_quat(self.rotation_order, angles) if angles else IDENTITY
+        for axis, column in positions:
+            translation[axis] = values[column]
+        rotation = euler_to_quat(order, [values[column] for column in rotations]) if rotations else IDENTITY
         return (translation[0], translation[1], translation[2]), rotation
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from ..errors import KimodoError
 from ..files import read_input
-from ..rotations import Quat, Vec3, matrix_to_quat
+from ..rotations import Quat, Vec3, rotation_quat
 from . import draco, meshopt
 from .limits import parse_json
 
@@ -230,8 +230,12 @@ class Document:
             raise KimodoError("{}: accessor {} reads {} items past the end of buffer view {} ({} of {} bytes)".format(
                 self.source, index, count, accessor["bufferView"], end, view_length))
         self._spend(index, count)
-        items = [struct.unpack_from("<{}{}".format(width, fmt), data, view_start + start + i * stride)
-                 for i in range(count)]
+        if stride == size * width:  # items end to end: one unpack, cut into items
+            flat = struct.unpack_from("<{}{}".format(count * width, fmt), data, view_start + start)
+            items = list(zip(*[iter(flat)] * width)) if width > 1 else [(c,) for c in flat]
+        else:
+            items = [struct.unpack_from("<{}{}".format(width, fmt), data, view_start + start + i * stride)
+                     for i in range(count)]
         if accessor.get("normalized"):
             scale = float((1 << (8 * size - (1 if fmt.islower() else 0))) - 1)
             items = [tuple(max(c / scale, -1.0) for c in item) for item in items]
@@ -516,10 +520,11 @@ Matrix4 = List[float] if TYPE_CHECKING else list  # column-major, as glTF stores
 def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: Sequence[float]) -> Matrix4:
     x, y, z, w = rotation
     sx, sy, sz = scale
+    # Float constants (1.0 - 2.0 * a is 1 - 2 * a to the bit): float-only arithmetic runs faster.
     return [
-        (1 - 2 * (y * y + z * z)) * sx, (2 * (x * y + z * w)) * sx, (2 * (x * z - y * w)) * sx, 0.0,
-        (2 * (x * y - z * w)) * sy, (1 - 2 * (x * x + z * z)) * sy, (2 * (y * z + x * w)) * sy, 0.0,
-        (2 * (x * z + y * w)) * sz, (2 * (y * z - x * w)) * sz, (1 - 2 * (x * x + y * y)) * sz, 0.0,
+        (1.0 - 2.0 * (y * y + z * z)) * sx, (2.0 * (x * y + z * w)) * sx, (2.0 * (x * z - y * w)) * sx, 0.0,
+        (2.0 * (x * y - z * w)) * sy, (1.0 - 2.0 * (x * x + z * z)) * sy, (2.0 * (y * z + x * w)) * sy, 0.0,
+        (2.0 * (x * z + y * w)) * sz, (2.0 * (y * z - x * w)) * sz, (1.0 - 2.0 * (x * x + y * y)) * sz, 0.0,
         translation[0], translation[1], translation[2], 1.0,
     ]
 
@@ -545,6 +550,26 @@ def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
             a3 * b0 + a7 * b1 + a11 * b2 + a15 * b3,
         ))
     return out
+
+
+def multiply4_trs(a: Matrix4, translation: Sequence[float], rotation: Sequence[float],
+                  scale: Sequence[float]) -> Matrix4:
+    """multiply4(a, trs_matrix(translation, rotation, scale)), in one step where `a` is affine (the same
+    arithmetic: a node's world from its parent's and its own TRS, per node per keyframe)."""
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    if not (a3 == a7 == a11 == 0.0 and a15 == 1.0):
+        return multiply4(a, trs_matrix(translation, rotation, scale))
+    x, y, z, w = rotation
+    sx, sy, sz = scale
+    b0, b1, b2 = (1.0 - 2.0 * (y * y + z * z)) * sx, (2.0 * (x * y + z * w)) * sx, (2.0 * (x * z - y * w)) * sx
+    b4, b5, b6 = (2.0 * (x * y - z * w)) * sy, (1.0 - 2.0 * (x * x + z * z)) * sy, (2.0 * (y * z + x * w)) * sy
+    b8, b9, b10 = (2.0 * (x * z + y * w)) * sz, (2.0 * (y * z - x * w)) * sz, (1.0 - 2.0 * (x * x + y * y)) * sz
+    b12, b13, b14 = translation[0], translation[1], translation[2]
+    return [a0 * b0 + a4 * b1 + a8 * b2, a1 * b0 + a5 * b1 + a9 * b2, a2 * b0 + a6 * b1 + a10 * b2, 0.0,
+            a0 * b4 + a4 * b5 + a8 * b6, a1 * b4 + a5 * b5 + a9 * b6, a2 * b4 + a6 * b5 + a10 * b6, 0.0,
+            a0 * b8 + a4 * b9 + a8 * b10, a1 * b8 + a5 * b9 + a9 * b10, a2 * b8 + a6 * b9 + a10 * b10, 0.0,
+            a0 * b12 + a4 * b13 + a8 * b14 + a12, a1 * b12 + a5 * b13 + a9 * b14 + a13,
+            a2 * b12 + a6 * b13 + a10 * b14 + a14, 1.0]
 
 
 def apply4(m: Sequence[float], v: Sequence[float]) -> Tuple[float, float, float]:
@@ -636,6 +661,48 @@ def animation_keyframes(document: Document, animation_index: int = 0) -> Tuple[L
             values = cubic_values[sampler["output"]]
         channels.setdefault(target["node"], {})[target["path"]] = values
     return times or [], channels
+
+
+def keyframe_world_matrices(gltf: Dict[str, Any], channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frames: int,
+                            wanted: Sequence[int], parents: Optional[Sequence[int]] = None) -> Iterator[List[Matrix4]]:
+    """For each of `frames` keys of `animation_keyframes`' channels, the world matrices of the `wanted`
+    nodes: `world_matrices` with that key's `keyframe_overrides`, the same products, with each node's
+    local source (its channels or its own TRS or matrix) looked up once, and the nodes nothing animates
+    at or above them evaluated once for all keys."""
+    nodes = gltf.get("nodes", [])
+    parents = node_parents(gltf) if parents is None else parents
+    fixed: Dict[int, Matrix4] = {}  # world matrices no key changes
+    plan = []  # (node, parent, local matrix or None, then per path: per-key values or None, the node's own)
+    placed = set()
+    for node in wanted:
+        chain = []
+        while node >= 0 and node not in placed:
+            chain.append(node)
+            node = parents[node]
+        for member in reversed(chain):
+            placed.add(member)
+            record, parent, paths = nodes[member], parents[member], channels.get(member)
+            if not paths:
+                local = node_local_matrix(record)
+                if parent < 0 or parent in fixed:
+                    fixed[member] = local if parent < 0 else multiply4(fixed[parent], local)
+                else:
+                    plan.append((member, parent, local, None, None, None, None, None, None))
+                continue
+            plan.append((member, parent, None,
+                         paths.get("translation"), record.get("translation", (0.0, 0.0, 0.0)),
+                         paths.get("rotation"), record.get("rotation", (0.0, 0.0, 0.0, 1.0)),
+                         paths.get("scale"), record.get("scale", (1.0, 1.0, 1.0))))
+    for frame in range(frames):
+        world = dict(fixed)
+        for node, parent, local, translations, translation, rotations, rotation, scales, scale in plan:
+            if local is not None:
+                world[node] = local if parent < 0 else multiply4(world[parent], local)
+                continue
+            keyed = (translation if translations is None else translations[frame],
+                     rotation if rotations is None else rotations[frame], scale if scales is None else scales[frame])
+            world[node] = trs_matrix(*keyed) if parent < 0 else multiply4_trs(world[parent], *keyed)
+        yield [world[node] for node in wanted]
 
 
 def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frame: int) -> Dict[int, Dict[str, Sequence[float]]]:
@@ -784,36 +851,58 @@ def is_finite(values: Sequence[float]) -> bool:
 
 
 def invert4(m: Sequence[float]) -> Matrix4:
-    """Inverse of a column-major 4x4 affine matrix."""
-    a = [[m[c * 4 + r] for c in range(3)] for r in range(3)]
-    det = (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
-           + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
+    """Inverse of a column-major 4x4 affine matrix (cofactors over the determinant, unrolled: it runs per
+    node per keyframe)."""
+    a00, a10, a20, a01, a11, a21, a02, a12, a22 = m[0], m[1], m[2], m[4], m[5], m[6], m[8], m[9], m[10]
+    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
     if abs(det) < 1e-30:
         raise ValueError("singular matrix")
-    inverse = [[0.0] * 3 for _ in range(3)]
-    for r in range(3):
-        for c in range(3):
-            r1, r2 = (c + 1) % 3, (c + 2) % 3
-            c1, c2 = (r + 1) % 3, (r + 2) % 3
-            inverse[r][c] = (a[r1][c1] * a[r2][c2] - a[r1][c2] * a[r2][c1]) / det
-    out = [0.0] * 16
-    for c in range(3):
-        for r in range(3):
-            out[c * 4 + r] = inverse[r][c]
-    for r in range(3):
-        out[12 + r] = -(inverse[r][0] * m[12] + inverse[r][1] * m[13] + inverse[r][2] * m[14])
-    out[15] = 1.0
-    return out
+    i00 = (a11 * a22 - a12 * a21) / det
+    i01 = (a21 * a02 - a22 * a01) / det
+    i02 = (a01 * a12 - a02 * a11) / det
+    i10 = (a12 * a20 - a10 * a22) / det
+    i11 = (a22 * a00 - a20 * a02) / det
+    i12 = (a02 * a10 - a00 * a12) / det
+    i20 = (a10 * a21 - a11 * a20) / det
+    i21 = (a20 * a01 - a21 * a00) / det
+    i22 = (a00 * a11 - a01 * a10) / det
+    tx, ty, tz = m[12], m[13], m[14]
+    return [i00, i10, i20, 0.0, i01, i11, i21, 0.0, i02, i12, i22, 0.0,
+            -(i00 * tx + i01 * ty + i02 * tz), -(i10 * tx + i11 * ty + i12 * tz),
+            -(i20 * tx + i21 * ty + i22 * tz), 1.0]
+
+
+def decompose_product(a: Sequence[float], b: Sequence[float]) -> Tuple[Vec3, Quat, Vec3]:
+    """decompose4(multiply4(a, b)), in one step where both are affine (the same arithmetic: a node's
+    local TRS from its parent's inverse world and its own world, per node per keyframe)."""
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+    b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15 = b
+    if not (a3 == a7 == a11 == 0.0 and a15 == 1.0 and b3 == b7 == b11 == 0.0 and b15 == 1.0):
+        return decompose4(multiply4(a, b))  # type: ignore[arg-type]
+    m0, m1, m2 = a0 * b0 + a4 * b1 + a8 * b2, a1 * b0 + a5 * b1 + a9 * b2, a2 * b0 + a6 * b1 + a10 * b2
+    m4, m5, m6 = a0 * b4 + a4 * b5 + a8 * b6, a1 * b4 + a5 * b5 + a9 * b6, a2 * b4 + a6 * b5 + a10 * b6
+    m8, m9, m10 = a0 * b8 + a4 * b9 + a8 * b10, a1 * b8 + a5 * b9 + a9 * b10, a2 * b8 + a6 * b9 + a10 * b10
+    translation = (a0 * b12 + a4 * b13 + a8 * b14 + a12, a1 * b12 + a5 * b13 + a9 * b14 + a13,
+                   a2 * b12 + a6 * b13 + a10 * b14 + a14)
+    rotation, scale = _rotation_and_scale(m0, m1, m2, m4, m5, m6, m8, m9, m10)
+    return translation, rotation, scale
 
 
 def decompose4(m: Sequence[float]) -> Tuple[Vec3, Quat, Vec3]:
-    """Translation, rotation (xyzw) and scale of a column-major 4x4 without shear."""
-    columns = [(m[c * 4], m[c * 4 + 1], m[c * 4 + 2]) for c in range(3)]
-    scale = [math.sqrt(sum(v * v for v in column)) for column in columns]
-    det = (columns[0][0] * (columns[1][1] * columns[2][2] - columns[1][2] * columns[2][1])
-           - columns[1][0] * (columns[0][1] * columns[2][2] - columns[0][2] * columns[2][1])
-           + columns[2][0] * (columns[0][1] * columns[1][2] - columns[0][2] * columns[1][1]))
-    if det < 0:
-        scale[0] = -scale[0]
-    rows = tuple(tuple(columns[c][r] / (scale[c] or 1.0) for c in range(3)) for r in range(3))
-    return (m[12], m[13], m[14]), matrix_to_quat(rows), (scale[0], scale[1], scale[2])
+    """Translation, rotation (xyzw) and scale of a column-major 4x4 without shear (unrolled: it runs per
+    node per keyframe)."""
+    rotation, scale = _rotation_and_scale(m[0], m[1], m[2], m[4], m[5], m[6], m[8], m[9], m[10])
+    return (m[12], m[13], m[14]), rotation, scale
+
+
+def _rotation_and_scale(m0: float, m1: float, m2: float, m4: float, m5: float, m6: float, m8: float, m9: float,
+                        m10: float) -> Tuple[Quat, Vec3]:
+    """decompose4's rotation and scale from a matrix's upper 3x3 (its columns: m0-m2, m4-m6, m8-m10)."""
+    s0 = math.sqrt(m0 * m0 + m1 * m1 + m2 * m2)
+    s1 = math.sqrt(m4 * m4 + m5 * m5 + m6 * m6)
+    s2 = math.sqrt(m8 * m8 + m9 * m9 + m10 * m10)
+    if m0 * (m5 * m10 - m6 * m9) - m4 * (m1 * m10 - m2 * m9) + m8 * (m1 * m6 - m2 * m5) < 0:
+        s0 = -s0
+    d0, d1, d2 = s0 or 1.0, s1 or 1.0, s2 or 1.0
+    rotation = rotation_quat(m0 / d0, m4 / d1, m8 / d2, m1 / d0, m5 / d1, m9 / d2, m2 / d0, m6 / d1, m10 / d2)
+    return rotation, (s0, s1, s2)

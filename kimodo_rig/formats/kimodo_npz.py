@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from array import array
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import skeletons
 from ..errors import KimodoError
@@ -25,7 +25,7 @@ from ..model import Motion
 from ..ops import derived_channels
 from ..ops.expand import soma30_to_soma77
 from ..ops.fk import global_rotations_and_positions
-from ..rotations import Mat3, matrix_to_quat, matrix_transpose, matrix_multiply, quat_to_matrix
+from ..rotations import matrices_to_quats, quat_to_matrix
 from . import npy
 from .limits import frame_rate, parse_json
 from .options import DEFAULT, WriteOptions
@@ -53,21 +53,50 @@ def recognises(path) -> bool:
     return holds(npy.npz_names(path))
 
 
-def matrices(path, name: str, values: Sequence[float], count: int) -> List[Mat3]:
-    """`count` row-major 3x3 rotation matrices from flat values; refuses non-finite or non-rotations."""
-    result = []
-    for index in range(count):
-        base = index * 9
-        m = tuple(tuple(values[base + row * 3 + c] for c in range(3)) for row in range(3))
-        if not all(math.isfinite(c) for row in m for c in row):
+def matrices(path, name: str, values: Sequence[float], count: int) -> List[Tuple[float, ...]]:
+    """`count` row-major 3x3 rotation matrices from flat values, each as its 9 values (m00, m01, ... m22);
+    refuses non-finite values or non-rotations, naming the first matrix that holds either."""
+    flat = values[:count * 9]
+    items = list(zip(*[iter(flat.tolist() if isinstance(flat, array) else flat)] * 9))
+    finite = math.isfinite(sum(flat))  # else a NaN or an infinity somewhere (or finite values past 1e308)
+    for index, m in enumerate(items):
+        if not finite and not all(math.isfinite(c) for c in m):
             raise KimodoError("{}: {}: matrix {} holds a value that is not a finite number".format(path, name, index))
-        (a, b, c), (d, e, f), (g, h, i) = m
-        error = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0), abs(c * c + f * f + i * i - 1.0),
-                    abs(a * b + d * e + g * h), abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
-        determinant = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-        if error > ORTHONORMAL_TOLERANCE or determinant < 0.0:  # orthonormal columns, and no mirror
+        if not _is_rotation(m):
             raise KimodoError("{}: {}: matrix {} is not a rotation".format(path, name, index))
-        result.append(m)  # type: ignore[arg-type]
+    return items
+
+
+def _is_rotation(m: Sequence[float]) -> bool:
+    """Orthonormal columns (within ORTHONORMAL_TOLERANCE), and no mirror."""
+    a, b, c, d, e, f, g, h, i = m
+    tolerance = ORTHONORMAL_TOLERANCE
+    return (abs(a * a + d * d + g * g - 1.0) <= tolerance and abs(b * b + e * e + h * h - 1.0) <= tolerance
+            and abs(c * c + f * f + i * i - 1.0) <= tolerance and abs(a * b + d * e + g * h) <= tolerance
+            and abs(a * c + d * f + g * i) <= tolerance and abs(b * c + e * f + h * i) <= tolerance
+            and not a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) < 0.0)
+
+
+def local_rotations_from_globals(globals_: Sequence[Tuple[float, ...]],
+                                 parents: Sequence[int]) -> List[Tuple[float, ...]]:
+    """Each joint's rotation in its parent's frame, G[parent]^T G[joint] (flat row-major 3x3s, frame after
+    frame): matrix_multiply(matrix_transpose(...), ...) written out, with its sum()'s leading 0 kept
+    (0 + -0.0 is 0.0: the quaternions come out the same to the sign of a zero)."""
+    joints = len(parents)
+    result = []
+    for base in range(0, len(globals_), joints):
+        for joint, parent in enumerate(parents):
+            g = globals_[base + joint]
+            if parent < 0:
+                result.append(g)
+                continue
+            p0, p1, p2, p3, p4, p5, p6, p7, p8 = globals_[base + parent]
+            g0, g1, g2, g3, g4, g5, g6, g7, g8 = g
+            result.append((0 + p0 * g0 + p3 * g3 + p6 * g6, 0 + p0 * g1 + p3 * g4 + p6 * g7,
+                           0 + p0 * g2 + p3 * g5 + p6 * g8, 0 + p1 * g0 + p4 * g3 + p7 * g6,
+                           0 + p1 * g1 + p4 * g4 + p7 * g7, 0 + p1 * g2 + p4 * g5 + p7 * g8,
+                           0 + p2 * g0 + p5 * g3 + p8 * g6, 0 + p2 * g1 + p5 * g4 + p8 * g7,
+                           0 + p2 * g2 + p5 * g5 + p8 * g8))
     return result
 
 
@@ -119,9 +148,7 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         roots = array("d", arrays["root_positions"].values)
         require_finite(path, "root_positions", roots)
         skeleton = _skeleton_for(path, joints)
-        rotations = array("d")
-        for m in locals_:
-            rotations.extend(matrix_to_quat(m))
+        rotations = array("d", matrices_to_quats(locals_))
     else:
         frames, joints = _shape(path, arrays, "posed_joints", (None, None, 3))[:2]
         _shape(path, arrays, "global_rot_mats", (frames, joints, 3, 3))
@@ -129,14 +156,10 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
         posed = arrays["posed_joints"].values
         require_finite(path, "posed_joints", posed)
         skeleton = _skeleton_for(path, joints)
-        rotations = array("d")
+        rotations = array("d", matrices_to_quats(local_rotations_from_globals(globals_, skeleton.parents)))
         roots = array("d")
         for frame in range(frames):
             base = frame * joints
-            for joint, parent in enumerate(skeleton.parents):
-                g = globals_[base + joint]
-                local = g if parent < 0 else matrix_multiply(matrix_transpose(globals_[base + parent]), g)
-                rotations.extend(matrix_to_quat(local))
             roots.extend(posed[base * 3:base * 3 + 3])
     if frames == 0:
         raise KimodoError("{}: holds no frames".format(path))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Iterator, List, Sequence, Tuple
+    from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..model import Motion, Skeleton
 from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract
@@ -30,17 +30,54 @@ def pose_globals(
     return rotations, positions
 
 
-def global_rotations_and_positions(motion: Motion) -> Tuple[List[List[Quat]], List[List[Vec3]]]:
-    """Per frame: global rotations and world positions of every joint."""
+def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int]] = None
+                                   ) -> Tuple[List[List[Quat]], List[List[Vec3]]]:
+    """Per frame: global rotations and world positions of every joint (with `joints`, of those and the
+    joints above them only, the others None). pose_globals of each frame, with quat_multiply and
+    quat_rotate written out in place (the same arithmetic, in the same order): it runs per joint per
+    frame, several times a retarget."""
+    skeleton = motion.skeleton
+    count = skeleton.joint_count
+    parents = skeleton.parents
+    needed = range(count) if joints is None else sorted(_with_ancestors(parents, joints))
+    plan = [(joint, parents[joint]) + tuple(skeleton.rest_offsets[joint]) for joint in needed]
+    rotations, roots = motion.local_rotations, motion.root_positions
+    width = 4 * count
     all_rotations = []
     all_positions = []
     for frame in range(motion.frame_count):
-        rotations, positions = pose_globals(
-            motion.skeleton, motion.frame_rotations(frame), motion.root_position(frame)
-        )
-        all_rotations.append(rotations)
+        q = rotations[frame * width:(frame + 1) * width].tolist()  # one frame, as floats, in one call
+        frame_rotations = list(zip(q[0::4], q[1::4], q[2::4], q[3::4]))
+        root = (roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2])
+        globals_: List[Optional[Quat]] = [None] * count
+        positions: List[Optional[Vec3]] = [None] * count
+        for joint, parent, vx, vy, vz in plan:
+            if parent < 0:
+                globals_[joint] = frame_rotations[joint]
+                positions[joint] = root
+                continue
+            ax, ay, az, aw = globals_[parent]  # type: ignore[misc]
+            tx = 2.0 * (ay * vz - az * vy)
+            ty = 2.0 * (az * vx - ax * vz)
+            tz = 2.0 * (ax * vy - ay * vx)
+            px, py, pz = positions[parent]  # type: ignore[misc]
+            positions[joint] = (px + (vx + aw * tx + (ay * tz - az * ty)), py + (vy + aw * ty + (az * tx - ax * tz)),
+                                pz + (vz + aw * tz + (ax * ty - ay * tx)))
+            bx, by, bz, bw = frame_rotations[joint]
+            globals_[joint] = (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                               aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+        all_rotations.append(globals_)
         all_positions.append(positions)
-    return all_rotations, all_positions
+    return all_rotations, all_positions  # type: ignore[return-value]
+
+
+def _with_ancestors(parents: Sequence[int], joints: Sequence[int]) -> Set[int]:
+    found: Set[int] = set()
+    for joint in joints:
+        while joint >= 0 and joint not in found:
+            found.add(joint)
+            joint = parents[joint]
+    return found
 
 
 def world_positions(motion: Motion) -> List[List[Vec3]]:
@@ -99,8 +136,15 @@ def position_columns_by_frame(motion: Motion) -> Iterator[Tuple[List[float], Lis
 
 
 def rest_pose(skeleton: Skeleton) -> Tuple[List[Quat], List[Vec3]]:
-    """Global rotations and world positions of the rest pose with the root at its rest offset."""
-    return pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
+    """Global rotations and world positions of the rest pose with the root at its rest offset (worked out
+    once per skeleton: a retarget asks it of the same rigs some thirty times; new lists each call)."""
+    rotations, positions = skeleton.derived("rest_pose", _rest_pose)
+    return list(rotations), list(positions)
+
+
+def _rest_pose(skeleton: Skeleton) -> Tuple[Tuple[Quat, ...], Tuple[Vec3, ...]]:
+    rotations, positions = pose_globals(skeleton, skeleton.rest_rotations, skeleton.rest_offsets[0])
+    return tuple(rotations), tuple(positions)
 
 
 def rest_positions(skeleton: Skeleton) -> List[Vec3]:

@@ -28,7 +28,7 @@ from ..rotations import Quat, Vec3, quat_multiply, quat_rotate, quat_slerp, quat
 from . import derived_channels
 from .fk import global_rotations_and_positions, pose_globals, rest_global_rotations, rest_positions, world_positions
 
-DEFAULT_BLEND_FRAMES = 10
+DEFAULT_BLEND_S = 1.0 / 3.0  # s: the cross-fade at a seam when none is asked (10 frames at Kimodo's 30 fps)
 DEFAULT_LOOP_SECONDS = 1.0
 VELOCITY_WEIGHT_S = 0.1  # loop search: a 1 m/s velocity difference weighs as much as 0.1 m of pose difference
 SEARCH_JOINT_SPACING_M = 0.05  # loop search: joints closer than this at rest to one already compared are skipped
@@ -212,11 +212,19 @@ def check_joinable(motions: Sequence[Motion], sources: Sequence[str]) -> None:
                               "joined".format(source, motion.fps, first_source, first.fps))
 
 
-def join(motions: Sequence[Motion], *, blend: int = DEFAULT_BLEND_FRAMES, sources: Sequence[str] = ()) -> Joined:
+def default_blend(fps: float) -> int:
+    """Frames of the default cross-fade (DEFAULT_BLEND_S) at this frame rate."""
+    return max(1, int(round(DEFAULT_BLEND_S * fps)))
+
+
+def join(motions: Sequence[Motion], *, blend: Optional[int] = None, sources: Sequence[str] = ()) -> Joined:
     """The clips one after another, each placed where the one before ends (`placement_after`) and
-    cross-faded with it over `blend` frames: sum(len) - blend * (len(motions) - 1) frames."""
+    cross-faded with it over `blend` frames (None: `default_blend` of the first's rate):
+    sum(len) - blend * (len(motions) - 1) frames."""
     if not motions:
         raise ValueError("join needs at least one motion")
+    if blend is None:
+        blend = default_blend(motions[0].fps)
     if blend < 0:
         raise ValueError("blend must be 0 or more frames")
     names = list(sources) or [m.name or m.skeleton.name for m in motions]
@@ -341,15 +349,18 @@ def _best_pair(features: Sequence[Sequence[float]], first: int, last: int, gap: 
     return best[1], best[2]
 
 
-def find_loop(motion: Motion, *, min_length_s: float = DEFAULT_LOOP_SECONDS, blend: int = DEFAULT_BLEND_FRAMES,
+def find_loop(motion: Motion, *, min_length_s: float = DEFAULT_LOOP_SECONDS, blend: Optional[int] = None,
               in_place: bool = False, source: str = "") -> Loop:
     """A seamless loop cut from `motion`: the frames i < j at least `min_length_s` apart (and `blend` frames
     after the start, for the seam) whose poses are most alike; the loop plays i .. j-1 and its last `blend`
     frames are cross-faded into the frames before i, placed by the cycle's own turn and move, so its last
     frame runs into its first. That turn and move (frame i onto frame j) is kept as root motion, or taken
-    out evenly over the cycle with `in_place`, so the loop starts and ends on one spot."""
+    out evenly over the cycle with `in_place`, so the loop starts and ends on one spot. `blend` None:
+    `default_blend` of the motion's rate."""
     name = source or motion.name or motion.skeleton.name
     count, fps = motion.frame_count, motion.fps
+    if blend is None:
+        blend = default_blend(fps)
     if not math.isfinite(min_length_s * fps):  # 1e308 s or inf: no frame count to compare
         raise KimodoError("{}: {} frames ({:.2f} s) hold no loop of at least {:g} s".format(
             name, count, motion.duration, min_length_s))

@@ -10,8 +10,8 @@ parts use, so no orphaned animation data is left for validators to flag.
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
+import math
 import os
 import posixpath
 import re
@@ -344,11 +344,13 @@ def encode(
     skin_to_world: Optional[Sequence[float]] = None,
     bind_worlds: Optional[Dict[str, Matrix4]] = None,
     inverse_binds: Optional[Dict[int, Sequence[float]]] = None,
+    poses: Optional[Tuple[Sequence[Sequence[Quat]], Sequence[Sequence[Vec3]]]] = None,
 ) -> bytes:
     """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
     `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
     With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it; `inverse_binds`
-    (node -> matrix) replaces those nodes' inverse bind matrices in every skin that holds them."""
+    (node -> matrix) replaces those nodes' inverse bind matrices in every skin that holds them; `poses`,
+    the motion's global_rotations_and_positions where the caller has them."""
     gltf, binary = _compact(document.gltf, document.binary, document.source)
     _self_contained(gltf, binary, document.source)
     builder = gd.DocumentBuilder()
@@ -372,7 +374,7 @@ def encode(
     hips_node = joint_nodes[skeleton.joint_names[0]]
 
     animated: Dict[int, List[Matrix4]] = {}
-    rotations, positions = global_rotations_and_positions(motion)
+    rotations, positions = poses if poses is not None else global_rotations_and_positions(motion)
     for joint, name in enumerate(skeleton.joint_names):
         if name not in joint_nodes:
             continue  # a tip joint: a plain node under its bone, carried by it
@@ -396,56 +398,71 @@ def encode(
 
     parents = gd.node_parents(gltf)
     frames = motion.frame_count
-    locals_: Dict[int, List[Tuple[Vec3, Quat, Vec3]]] = {node: [] for node in animated}
-    static_locals: Dict[int, Matrix4] = {}  # a node no key moves has one local matrix all clip long
-    for frame in range(frames):
-        world: Dict[int, Matrix4] = {}
-        inverses: Dict[int, Matrix4] = {}  # a parent's world inverted once a frame, however many children it has
-
-        def world_of(node: int) -> Matrix4:
-            chain = []  # nodes not known yet, walked up without recursion (a rig under 3,000 nodes)
-            while node >= 0 and node not in world and node not in animated:
-                chain.append(node)
-                node = parents[node]
-            if node >= 0 and node not in world:
-                world[node] = animated[node][frame]
-            value = world[node] if node >= 0 else None
-            for known in reversed(chain):
-                local = static_locals.get(known)
-                if local is None:
-                    local = static_locals[known] = gd.node_local_matrix(nodes[known])
-                value = local if value is None else gd.multiply4(value, local)
-                world[known] = value
-            return value  # type: ignore[return-value]
-
-        for node in animated:
-            parent = parents[node]
-            desired = animated[node][frame]
-            if parent >= 0 and parent not in inverses:
-                inverses[parent] = _inverse(world_of(parent), document.source)
-            local = desired if parent < 0 else gd.multiply4(inverses[parent], desired)
-            locals_[node].append(gd.decompose4(local))
-
+    inverse_worlds = _inverse_parent_worlds(gltf, animated, parents, frames, document.source)
     times = builder.add_accessor([(f / motion.fps,) for f in range(frames)], "SCALAR", with_bounds=True)
     samplers: List[Dict[str, Any]] = []
     channels: List[Dict[str, Any]] = []
     for node in sorted(animated):
+        parent = parents[node]
+        if parent < 0:
+            keys = [gd.decompose4(desired) for desired in animated[node]]
+        else:
+            keys = [gd.decompose_product(inverse, desired)
+                    for inverse, desired in zip(inverse_worlds[parent], animated[node])]
         node_record = nodes[node]
         if "matrix" in node_record:  # an animated node must use TRS
             translation, rotation, scale = gd.decompose4(node_record.pop("matrix"))
             node_record.update({"translation": list(translation), "rotation": list(rotation), "scale": list(scale)})
-        keys = locals_[node]
         static_scale = node_record.get("scale", (1.0, 1.0, 1.0))
         paths = [("translation", 0, "VEC3"), ("rotation", 1, "VEC4")]
-        if any(abs(k[2][i] - static_scale[i]) > 1e-4 * max(1.0, abs(static_scale[i])) for k in keys for i in range(3)):
+        if any(_strays([k[2][i] for k in keys], static_scale[i], 1e-4 * max(1.0, abs(static_scale[i])))
+               for i in range(3)):
             paths.append(("scale", 2, "VEC3"))
         for path, slot, kind in paths:
-            values = [tuple(float(c) for c in key[slot]) for key in keys]
-            samplers.append({"input": times, "output": builder.add_accessor(values, kind), "interpolation": "LINEAR"})
+            flat = [c for key in keys for c in key[slot]]
+            samplers.append({"input": times, "output": builder.add_components(flat, kind), "interpolation": "LINEAR"})
             channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": path}})
     gltf["animations"] = [{"name": motion.name or "retargeted", "samplers": samplers, "channels": channels}]
     gltf["asset"]["generator"] = "kimodo-rig"
     return builder.to_glb()
+
+
+def _inverse_parent_worlds(gltf: Dict[str, Any], animated: Dict[int, List[Matrix4]], parents: Sequence[int],
+                           frames: int, source: str) -> Dict[int, List[Matrix4]]:
+    """Per parent of an animated node, its world matrix inverted at each frame: an animated parent's
+    from its keys, a node between it and its nearest animated ancestor carried by that one (ancestor's
+    world times the nodes' own matrices, parent before child), a parent with none above it inverted once."""
+    nodes = gltf["nodes"]
+    inverses: Dict[int, List[Matrix4]] = {}
+    for node in animated:
+        parent = parents[node]
+        if parent < 0 or parent in inverses:
+            continue
+        chain = []  # the nodes no key moves, from the parent up to the nearest animated ancestor
+        above = parent
+        while above >= 0 and above not in animated:
+            chain.append(above)
+            above = parents[above]
+        locals_ = [gd.node_local_matrix(nodes[known]) for known in reversed(chain)]
+        if above < 0:
+            world = locals_[0]
+            for local in locals_[1:]:
+                world = gd.multiply4(world, local)
+            inverses[parent] = [_inverse(world, source)] * frames if frames else []  # no frame, nothing inverted
+            continue
+        worlds = animated[above]
+        for local in locals_:
+            worlds = [gd.multiply4(world, local) for world in worlds]
+        inverses[parent] = [_inverse(world, source) for world in worlds]
+    return inverses
+
+
+def _strays(values: Sequence[float], value: float, tolerance: float) -> bool:
+    """Whether any of `values` lies more than `tolerance` from `value` (a NaN never does)."""
+    low, high = min(values, default=value), max(values, default=value)
+    if math.isnan(low) or math.isnan(high):  # a NaN first hides the rest from min and max
+        return any(abs(v - value) > tolerance for v in values)
+    return high - value > tolerance or value - low > tolerance
 
 
 def nodes_by_name(gltf: Dict[str, Any]) -> Dict[str, int]:
@@ -456,9 +473,22 @@ def nodes_by_name(gltf: Dict[str, Any]) -> Dict[str, int]:
     return by_name
 
 
-# The last evaluation, by the bytes' digest, the names and the nodes: the self-check of a written .glb and
-# the report read back the same bytes, and on a 700-bone rig each evaluation was a second of the retarget.
+# The last evaluation, by the bytes, the names and the nodes, and the last bytes parsed: the self-check of
+# a written .glb and the report read back the same bytes (the report from the file: equal bytes, another
+# object), and on a 700-bone rig each evaluation was a second of the retarget.
 _LAST_EVALUATED: Dict[Tuple[Any, ...], List[List[Vec3]]] = {}
+_LAST_PARSED: Dict[bytes, gd.Document] = {}
+
+
+def parsed_glb(data: bytes, source: str) -> gd.Document:
+    """gd.parse_glb of a written .glb, parsed (and its accessors decoded) once for the self-check and the
+    report. The document is shared: read it, never change it."""
+    data = bytes(data)
+    if data not in _LAST_PARSED:
+        document = gd.parse_glb(data, source)
+        _LAST_PARSED.clear()
+        _LAST_PARSED[data] = document
+    return _LAST_PARSED[data]
 
 
 def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str = "output",
@@ -467,7 +497,7 @@ def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str =
     its first animation with 4x4 matrices (independent of the model's quaternion FK). `node_of` (joint name
     -> node index) says which node is which joint in a file this package wrote on a character, whose node
     names stay the character's own (empty, or repeated); without it, the nodes are found by name."""
-    key = (hashlib.sha256(data).digest(), tuple(joint_names), None if node_of is None else tuple(sorted(node_of.items())))
+    key = (bytes(data), tuple(joint_names), None if node_of is None else tuple(sorted(node_of.items())))
     if key not in _LAST_EVALUATED:
         positions = _joint_world_positions(data, joint_names, source, node_of)
         _LAST_EVALUATED.clear()
@@ -477,7 +507,7 @@ def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str =
 
 def _joint_world_positions(data: bytes, joint_names: Sequence[str], source: str,
                            node_of: Optional[Dict[str, int]]) -> List[List[Vec3]]:
-    document = gd.parse_glb(data, source)
+    document = parsed_glb(data, source)
     gltf = document.gltf
     lookup = node_of if node_of is not None else nodes_by_name(gltf)
     count = len(gltf.get("nodes", []))
@@ -487,9 +517,5 @@ def _joint_world_positions(data: bytes, joint_names: Sequence[str], source: str,
     times, channels = gd.animation_keyframes(document)
     wanted = [lookup[n] for n in joint_names]
     parents = gd.node_parents(gltf)
-    result = []
-    for frame in range(len(times)):
-        overrides = gd.keyframe_overrides(channels, frame)
-        matrices = gd.world_matrices(gltf, overrides, wanted, parents)
-        result.append([(m[12], m[13], m[14]) for m in matrices])
-    return result
+    return [[(m[12], m[13], m[14]) for m in matrices]
+            for matrices in gd.keyframe_world_matrices(gltf, channels, len(times), wanted, parents)]

@@ -29,8 +29,8 @@ contacts, the feet placed on the floor and locked where they land.
 - Hands: a hand (or forearm) that would go under the rest floor (a long-armed character, in a walk as
   much as picking something up) is lifted onto it, first by what the limbs' directions do not include:
   the torso turned up about the spine's base, then the hand turned up at the wrist; then by the whole
-  arm swinging up about its shoulder, and only what is left by folding the elbow (each eased over
-  ARM_EASE_FRAMES).
+  arm swinging up about its shoulder: each the least turn, in closed form, eased over ARM_EASE_S
+  (`hands.keep_hands_above`).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ from .soles import (
 )
 from .lock import _follow_planted_feet, _foot_goals, _hold_flat_feet, _pitch_onto_floor, _reach_budget, _reach_goals
 from .one_bone import _bridged, _pin_one_bone_legs, hike_hips
-from .hands import _keep_above, _lift_torso, _pitch_hand
+from .hands import keep_hands_above
 from . import contacts as contact_plan, ease, hips, legs
 
 # The leg solver the foot lock runs: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) or
@@ -328,11 +328,7 @@ def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array
     skeleton = retargeted.skeleton
     tmap = info.target_map
     floor = soles.rest_floor
-    _lift_torso(skeleton, tmap, soles, poses, floor)
-    for side in SIDES:
-        _pitch_hand(tmap, soles, side, poses, floor)
-    for side in SIDES:
-        _keep_above(skeleton, tmap, soles, side, poses, floor)
+    keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps)
 
     local_rotations = array("d")
     for rotations, _ in poses:

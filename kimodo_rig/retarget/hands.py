@@ -1,18 +1,32 @@
-"""Hands (and forearms) kept above the floor: the torso turned up, the wrist turned, the arm swung
-up, the elbow folded last. Used by kimodo_rig.retarget.feet."""
+"""Hands above the floor, one stage: a hand or forearm that would go under the character's rest floor is
+lifted onto it by the least turn, each found in closed form, of first its back (never left further from
+upright than the clip bends it), then its wrist, then its whole arm about the shoulder, each turn eased in
+and out over ARM_EASE_S. Used by kimodo_rig.retarget.feet.
+
+The constraint is one inequality per frame, the lowest hand point at or above the floor. Turned by t
+about a unit axis k through a pivot, a point at r from the pivot stands at
+    pivot_y + k_y (k.r) + (r_y - k_y (k.r)) cos t + (k x r)_y sin t,
+so the least t that brings it onto the floor is an arccosine (`_least_turn`); the hand's is the largest
+of its points'. The back goes first because it changes no limb direction (the arms ride along keeping
+their world rotations), the wrist next because the forearm ends there, and the arm last, the one turn
+the limb measure sees; the arm swings whole about the shoulder (the elbow's bend kept, so upper and
+lower arm turn by the same least angle: folding the elbow turns the upper arm twice as far).
+"""
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..rotations import (
+    Quat,
     Vec3,
     add,
     cross,
     dot,
     length,
     normalize,
+    quat_conjugate,
     quat_from_axis_angle,
     quat_multiply,
     quat_normalize,
@@ -21,221 +35,272 @@ from ..rotations import (
     subtract,
 )
 from .mapping import SIDES, HumanoidMap
-from .solve import centred_average
-from .soles import (
-    _ease,
-    _eased_from,
-    hand_joint,
-    _lowest,
-    Point,
-    posed_point,
-    Soles,
-    _solve_chain,
-    subtree,
-    _turn_rigidly,
-    wrist_joints,
-)
-from .lock import LIFT_STEPS
+from .soles import Point, hand_joint, posed_point, subtree, wrist_joints
 
-PITCH_STEPS = 6
-TORSO_LIFT_MAX_DEG = 80.0
-TORSO_GRID = 32
-TORSO_AXES = 36
-WRIST_PITCH_MAX_DEG = 60.0
-ARM_SWING_MAX_DEG = 90.0
-ARM_EASE_FRAMES = 2
-ARM_SWING_OUTWARD = 0.25  # of the arm's length: how far out to the side a hanging arm swings, against its own lean
+# The stage's constants: name, value, unit, why.
+ARM_EASE_S = 0.1  # s: each lift eases in before and out after the frames that need it over this long (2 frames
+#                   either side at 30 fps, as the 2-frame ease before), so the arm does not jump; the hand rides
+#                   a little above the floor there
+TORSO_LIFT_MAX_DEG = 80.0  # deg: the most the back turns up (and never so far its lean ends further from upright)
+WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a hand laid flat on the floor)
+ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
+ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
+#                           against its own lean, so an arm hanging straight down swings out, not into the body
+ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
+
+Pose = Tuple[List[Quat], List[Vec3]]  # world rotations and positions of every joint, changed in place
+UP = (0.0, 1.0, 0.0)
 
 
-def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, poses, floor: float) -> None:
-    """A hand that would go under the rest floor (a long-armed character picking something up) is lifted
-    first by the torso: the body above the hips turns about the spine's base, about the horizontal axis
-    (of TORSO_AXES) and by the least angle (at most TORSO_LIFT_MAX_DEG) that brings both hands onto the
-    floor, or where none does, that brings the lower of them highest (a hand reaching down alone: the
-    torso leans over to the other side), never bending the back further from upright than the clip has
-    it; eased and averaged over ARM_EASE_FRAMES. The arms are carried along keeping their world
-    directions, so the limbs stay as the clip has them and the back bends less deep; what is left the
-    wrist (`_pitch_hand`) and the arm's swing (`_keep_above`) lift. A spine that carries the legs is
-    not turned (the legs are the lock's)."""
+def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Sequence[Point]],
+                     poses: Sequence[Pose], floor: float, fps: float) -> None:
+    """Lift every hand (`hands`: its points per side, forearm included) that would go under `floor`
+    onto it, in `poses` (see the module's sentence). A clip whose hands stay above does no more than one
+    bound per joint and frame."""
+    bounds = {side: _HandBound(points) for side, points in hands.items() if points}
+    if not any(bound.under(pose, floor) for bound in bounds.values() for pose in poses):
+        return
+    _lift_torso(skeleton, tmap, hands, bounds, poses, floor, fps)
+    for side in SIDES:
+        if side in bounds:
+            _pitch_hand(tmap, side, hands[side], bounds[side], poses, floor, fps)
+    for side in SIDES:
+        if side in bounds:
+            _swing_arm(skeleton, tmap, side, hands[side], bounds[side], poses, floor, fps)
+
+
+class _HandBound:
+    """A cheap lower bound of a hand's points' heights: each joint's height less the farthest any point
+    it carries sits from it (a point is a weighted mean of such places), so most frames are cleared
+    without posing a single point."""
+
+    def __init__(self, points: Sequence[Point]) -> None:
+        reach: Dict[int, float] = {}
+        for point in points:
+            for joint, _, offset in point:
+                reach[joint] = max(reach.get(joint, 0.0), length(offset))
+        self.reach = sorted(reach.items())
+
+    def under(self, pose: Pose, floor: float) -> bool:
+        """Whether some point may be under `floor` in `pose`."""
+        positions = pose[1]
+        return any(positions[joint][1] - reach < floor for joint, reach in self.reach)
+
+
+def _height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> float:
+    """`posed_point(...)[1]` alone (quat_rotate's y written out): a third of the work, and most points
+    need no more."""
+    y = 0.0
+    for joint, weight, (vx, vy, vz) in point:
+        qx, qy, qz, qw = rotations[joint]
+        tx = 2.0 * (qy * vz - qz * vy)
+        ty = 2.0 * (qz * vx - qx * vz)
+        tz = 2.0 * (qx * vy - qy * vx)
+        y += weight * (positions[joint][1] + vy + qw * ty + (qz * tx - qx * tz))
+    return y
+
+
+def _under(points: Sequence[Point], pose: Pose, floor: float) -> List[Vec3]:
+    """Where the points under `floor` are in `pose` (the lowest among them)."""
+    rotations, positions = pose
+    return [posed_point(p, rotations, positions) for p in points if _height(p, rotations, positions) < floor - ON_FLOOR]
+
+
+def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, limit: float) -> float:
+    """The least turn (radians, at most `limit`) about the unit `axis` through `pivot` that brings every
+    one of `points` onto `floor` or above; a point no turn brings there asks for the turn that raises
+    it highest. Closed form per point (the module's formula); the largest of them."""
+    turn = 0.0
+    for p in points:
+        if p[1] >= floor - ON_FLOOR:
+            continue
+        r = subtract(p, pivot)
+        along = axis[1] * dot(axis, r)
+        a, b = r[1] - along, cross(axis, r)[1]
+        rise = math.hypot(a, b)
+        if rise < 1e-12:
+            continue
+        highest = math.atan2(b, a) % (2.0 * math.pi)
+        wanted = (floor - pivot[1] - along) / rise
+        angle = (highest - math.acos(wanted)) % (2.0 * math.pi) if wanted < 1.0 else highest
+        if angle > limit:  # out of reach: as high as the turns up to `limit` take it
+            angle = highest if highest <= limit else (limit if math.cos(limit - highest) > math.cos(highest) else 0.0)
+        turn = max(turn, angle)
+    return turn
+
+
+def _eased(needs: Mapping[int, float], frames: int, fps: float) -> List[Tuple[float, int]]:
+    """Per frame, the largest of the needs (frame -> angle) eased in and out over ARM_EASE_S either side
+    of their frames (smoothstep), with the frame whose need it is (its own where none reaches it)."""
+    window = ARM_EASE_S * fps
+    reach = int(math.ceil(window)) - 1
+    eased = [(0.0, frame) for frame in range(frames)]
+    for source, need in needs.items():
+        if need <= 0.0:
+            continue
+        for frame in range(max(0, source - reach), min(frames, source + reach + 1)):
+            x = 1.0 - abs(frame - source) / window
+            value = need * x * x * (3.0 - 2.0 * x)
+            if value > eased[frame][0]:
+                eased[frame] = (value, source)
+    return eased
+
+
+def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> None:
+    """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
+    rotations, positions = pose
+    for j in joints:
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+
+
+def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Sequence[Point]],
+                bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float) -> None:
+    """The back's share: the body above the spine's base turns about it, about the horizontal axis that
+    raises the shoulders of the hands under the floor fastest (across their lean from the base, each
+    weighted by its hand's depth: a hand reaching down alone leans the back over to the other side), by
+    the least angle that brings both hands onto the floor (at most TORSO_LIFT_MAX_DEG, and never leaving
+    the back further from upright than the clip has it); the arms ride along keeping their world
+    rotations. An eased frame turns about the axis of the frame whose need it eases. A spine that
+    carries the legs is not turned (the legs are the lock's)."""
     pivot = tmap.bones.get("spine_0")
-    sides = [side for side in SIDES if tmap.has("upperarm_" + side) and soles.hands.get(side)]
+    sides = [side for side in SIDES if tmap.has("upperarm_" + side) and side in bounds]
     upper_body = subtree(skeleton, pivot) if pivot is not None else []
     if pivot is None or not sides or any(tmap.bones.get("thigh_" + side) in upper_body for side in SIDES):
         return
     shoulders = [tmap.bones["upperarm_" + side] for side in sides]
-    turns = [_torso_turn(soles, sides, shoulders, pivot, rotations, positions, floor) for rotations, positions in poses]
-    # Eased, then averaged over ARM_EASE_FRAMES either side, the axis too (as one rotation vector), so the
-    # back does not wobble from frame to frame; what the average leaves the arm's swing lifts.
-    angles = centred_average(_ease([angle for _, angle in turns], ARM_EASE_FRAMES), ARM_EASE_FRAMES)
-    vectors = [scale(axis, angle) if axis is not None else (0.0, 0.0, 0.0) for axis, angle in turns]
-    averaged = [centred_average([v[k] for v in vectors], ARM_EASE_FRAMES) for k in range(3)]
-    eased = []
-    for frame, angle in enumerate(angles):
-        axis = (averaged[0][frame], averaged[1][frame], averaged[2][frame])
-        eased.append((normalize(axis), angle) if angle > 1e-9 and length(axis) > 1e-12 else (None, 0.0))
-    arms = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
-    for (rotations, positions), (axis, angle) in zip(poses, eased):
-        if axis is None:
+    carried = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
+    needs, axes = {}, {}
+    for frame, pose in enumerate(poses):
+        depths = {}
+        for side, shoulder in zip(sides, shoulders):
+            if bounds[side].under(pose, floor):
+                depth = floor - min(_height(p, pose[0], pose[1]) for p in hands[side])
+                if depth > ON_FLOOR:
+                    depths[shoulder] = depth
+        if not depths:
             continue
-        turn = quat_from_axis_angle(axis, angle)
+        positions = pose[1]
         centre = positions[pivot]
-        moved = {j: add(centre, quat_rotate(turn, subtract(positions[j], centre))) for j in shoulders}
+        towards = (0.0, 0.0, 0.0)
+        for shoulder, depth in depths.items():
+            towards = add(towards, scale(subtract(positions[shoulder], centre), depth))
+        axis = cross(towards, UP)
+        if length(axis) < 1e-9 * max(1e-12, length(towards)):
+            continue
+        axis = normalize(axis)
+        most = _most_back_turn(shoulders, pivot, positions, axis)
+        # Riding along, a hand rises as its shoulder does: the least turn that raises each shoulder by
+        # its hand's depth.
+        need = max(_least_turn([positions[j]], centre, axis, positions[j][1] + depth, most)
+                   for j, depth in depths.items())
+        if need > 0.0:
+            needs[frame], axes[frame] = need, axis
+    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+        if angle <= 0.0:
+            continue
+        rotations, positions = pose
+        angle = min(angle, _most_back_turn(shoulders, pivot, positions, axes[source]))
+        if angle <= 0.0:
+            continue
+        turn = quat_from_axis_angle(axes[source], angle)
+        centre = positions[pivot]
+        shifts = {j: subtract(add(centre, quat_rotate(turn, subtract(positions[j], centre))), positions[j])
+                  for j in shoulders}
         for j in upper_body:
-            if j in arms:  # carried with its shoulder, its world rotation kept
-                positions[j] = add(positions[j], subtract(moved[arms[j]], positions[arms[j]])) if j not in moved else positions[j]
+            if j in carried:  # carried with its shoulder, its world rotation kept
+                positions[j] = add(positions[j], shifts[carried[j]])
                 continue
             rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
             positions[j] = add(centre, quat_rotate(turn, subtract(positions[j], centre)))
-        for j, place in moved.items():
-            positions[j] = place
 
 
-def _torso_turn(soles: Soles, sides: Sequence[str], shoulders: Sequence[int], pivot: int, rotations, positions,
-                floor: float) -> Tuple[Optional[Vec3], float]:
-    """The frame's torso turn (`_lift_torso`): its axis (None: none needed, or none helps) and angle."""
-    depths = [floor - _lowest(soles.hands[side], rotations, positions) for side in sides]
-    if max(depths) <= 1e-5:
-        return None, 0.0
+def _most_back_turn(shoulders: Sequence[int], pivot: int, positions: Sequence[Vec3], axis: Vec3) -> float:
+    """The most the back may turn about the horizontal `axis`: TORSO_LIFT_MAX_DEG, and no further than
+    leaves its lean (base to the shoulders' middle, height h and rise b = (axis x lean)_y) as far from
+    upright as it is: h (cos t - 1) + b sin t >= 0, so t <= 2 atan2(b, h)."""
     centre = positions[pivot]
-    arms = [subtract(positions[j], centre) for j in shoulders]
-    lean = scale(add(arms[0], arms[-1]), 0.5)
-    bent = math.atan2(math.hypot(lean[0], lean[2]), lean[1])
-    reach = max(1e-12, length(lean))
-    steps = [math.radians(TORSO_LIFT_MAX_DEG) * i / TORSO_GRID for i in range(TORSO_GRID + 1)]
-    trig = [(math.cos(t) - 1.0, math.sin(t)) for t in steps]
-    best = (-math.inf, 0.0, None)  # (the lower hand's height above the floor, capped at 0; -angle; axis)
-    for k in range(TORSO_AXES):
-        heading = 2.0 * math.pi * k / TORSO_AXES
-        axis = (math.cos(heading), 0.0, math.sin(heading))
-        # A point r turned by t about the horizontal axis rises r_y (cos t - 1) + (axis x r)_y sin t.
-        terms = [(r[1], cross(axis, r)[1], depth) for r, depth in zip(arms, depths)]
-        bow = cross(axis, lean)[1]
-        count = 0  # the back no more bent than the clip has it: the grid's first `count` angles
-        while count <= TORSO_GRID and math.acos(max(-1.0, min(1.0, (lean[1] * (trig[count][0] + 1.0) + bow * trig[count][1]) / reach))) <= bent + 1e-9:
-            count += 1
-        values = [min(a * c + b * s_ - depth for a, b, depth in terms) for c, s_ in trig[:count]]
-        reached = next((i for i, value in enumerate(values) if value >= 0.0), None)
-        if reached is not None and reached > 0:
-            low, high = steps[reached - 1], steps[reached]
-            for _ in range(LIFT_STEPS * 2):
-                middle = (low + high) / 2.0
-                if min(a * (math.cos(middle) - 1.0) + b * math.sin(middle) - depth for a, b, depth in terms) >= 0.0:
-                    high = middle
-                else:
-                    low = middle
-            candidate = (0.0, -high, axis)
-        elif values:
-            i = max(range(len(values)), key=lambda i: (values[i], -i))
-            candidate = (min(0.0, values[i]), -steps[i], axis)
-        else:
-            continue
-        best = max(best, candidate, key=lambda c: (c[0], c[1]))
-    if best[2] is None or -best[1] <= 1e-9 or best[0] <= min(-depth for depth in depths) + 1e-9:
-        return None, 0.0
-    return best[2], -best[1]
+    lean = scale(add(subtract(positions[shoulders[0]], centre), subtract(positions[shoulders[-1]], centre)), 0.5)
+    rise = cross(axis, lean)[1]
+    return min(math.radians(TORSO_LIFT_MAX_DEG), 2.0 * math.atan2(rise, lean[1])) if rise > 0.0 else 0.0
 
 
-def _pitch_hand(tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
-    """A hand still under the rest floor once the torso has lifted it (`_lift_torso`) is turned up at
-    the wrist: the points it carries turned towards the horizontal the way they already lean from the
-    wrist (a hand laid on the floor), by the least angle that brings them onto it (at most
-    WRIST_PITCH_MAX_DEG), eased and averaged over ARM_EASE_FRAMES. The forearm's direction ends at the
-    wrist, so the arm keeps Kimodo's; what is left (the wrist's limit, or what the forearm itself
-    carries) the arm's swing lifts (`_keep_above`)."""
+def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound, poses: Sequence[Pose],
+                floor: float, fps: float) -> None:
+    """The wrist's share: the hand turns up about the wrist, the points it carries towards the
+    horizontal the way they already lean from it (a hand laid on the floor), by the least angle that
+    brings them onto the floor (at most WRIST_PITCH_MAX_DEG). The axis is kept in the hand's own frame,
+    so an eased frame turns the hand as the frame it eases does."""
     joints = wrist_joints(tmap, side)
     turning = set(joints)
-    points = [p for p in soles.hands.get(side, ()) if sum(w for j, w, _ in p if j in turning) >= 0.5]
+    points = [p for p in points if sum(w for j, w, _ in p if j in turning) >= 0.5]
     if not points:
         return
-    under = [_lowest(points, rotations, positions) < floor - 1e-6 for rotations, positions in poses]
-    near = 2 * ARM_EASE_FRAMES  # the frames the easing and the average reach
-    axes = [_swing_axis(points, rotations, positions, joints[0], (0.0, 0.0, 0.0))
-            if any(under[max(0, frame - near): frame + near + 1]) else None for frame, (rotations, positions) in enumerate(poses)]
-    needs = [_swing_needed(joints, points, rotations, positions, axis, floor, WRIST_PITCH_MAX_DEG) if axis is not None else 0.0
-             for (rotations, positions), axis in zip(poses, axes)]
-    for (rotations, positions), axis, angle in zip(poses, axes, centred_average(_ease(needs, ARM_EASE_FRAMES), ARM_EASE_FRAMES)):
-        if axis is not None and angle > 0.0:
-            _turn_rigidly(joints, rotations, positions, axis, angle)
-
-
-def _keep_above(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, poses, floor: float) -> None:
-    """A hand that would go under the rest floor is lifted onto it: the whole arm swings up about its
-    shoulder as one piece (its elbow's bend kept, so upper and lower arm turn by the same least angle:
-    folding the elbow instead turns the upper arm twice as far), out to the side and along the way it
-    already leans (at most ARM_SWING_MAX_DEG), the swing eased in and out over ARM_EASE_FRAMES so the arm
-    does not jump (eased, the hand rides a little above the floor either side); what is left, two-bone
-    IK on the arm (the elbow bends in the arm's plane, the hand keeps its world rotation)."""
-    upper, lower = "upperarm_" + side, "lowerarm_" + side
-    hand = hand_joint(tmap, side)
-    if not (tmap.has(upper) and tmap.has(lower) and hand is not None and soles.hands.get(side)):
-        return
-    shoulder, elbow = tmap.bones[upper], tmap.bones[lower]
-    other = "upperarm_" + ("r" if side == "l" else "l")
-    arm = subtree(skeleton, shoulder)
-    points = soles.hands[side]
-    axes = []
-    for rotations, positions in poses:
-        outward = subtract(positions[shoulder], positions[tmap.bones[other]]) if tmap.has(other) else (0.0, 0.0, 0.0)
-        axes.append(_swing_axis(points, rotations, positions, shoulder, (outward[0], 0.0, outward[2])))
-    needs = [_swing_needed(arm, points, rotations, positions, axis, floor) if axis is not None else 0.0
-             for (rotations, positions), axis in zip(poses, axes)]
-    # Each eased frame turns about the axis of the frame whose need it eases: about its own, a hand
-    # passing under the shoulder (its axis a quarter turn on in a frame) swung the arm 37 deg in one
-    # (the robot, soma_01: Kimodo's turned 16).
-    for (rotations, positions), (angle, source) in zip(poses, _eased_from(needs, ARM_EASE_FRAMES)):
-        axis = axes[source]
-        if axis is not None and angle > 0.0:
-            _turn_rigidly(arm, rotations, positions, axis, angle)
-        low = _lowest(points, rotations, positions)
-        if low >= floor - 1e-6:
+    wrist = joints[0]
+    limit = math.radians(WRIST_PITCH_MAX_DEG)
+    needs, axes = {}, {}
+    for frame, pose in enumerate(poses):
+        if not bound.under(pose, floor):
             continue
-        goal = add(positions[hand], (0.0, floor - low, 0.0))
-        lateral = cross(subtract(positions[elbow], positions[shoulder]), (0.0, 1.0, 0.0))
-        if length(lateral) < 1e-9:
-            lateral = (1.0, 0.0, 0.0)
-        _solve_chain(skeleton, rotations, positions, shoulder, elbow, hand, goal, lateral,
-                     subtree(skeleton, elbow), subtree(skeleton, hand))
+        under = _under(points, pose, floor)
+        axis = _swing_axis(min(under, key=lambda q: q[1]), pose[1][wrist], (0.0, 0.0, 0.0)) if under else None
+        if axis is None:
+            continue
+        need = _least_turn(under, pose[1][wrist], axis, floor, limit)
+        if need > 0.0:
+            needs[frame] = need
+            axes[frame] = quat_rotate(quat_conjugate(pose[0][wrist]), axis)
+    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+        if angle > 0.0:
+            axis = quat_rotate(pose[0][wrist], axes[source])
+            _turn_about(joints, pose, pose[1][wrist], quat_from_axis_angle(axis, angle))
 
 
-def _swing_axis(hand: Sequence[Point], rotations, positions, shoulder: int, outward: Vec3) -> Optional[Vec3]:
-    """The axis through the shoulder (or the wrist) about which an arm (or a hand) swings its hand up: the shoulder-to-lowest-point
-    line turned towards the horizontal it leans to, pushed out along `outward` (ARM_SWING_OUTWARD of the
-    arm's length), so an arm hanging straight down swings out to the side; None for a degenerate arm."""
-    lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])
-    r = subtract(lowest, positions[shoulder])
+def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound,
+               poses: Sequence[Pose], floor: float, fps: float) -> None:
+    """The arm's share: the whole arm swings up about its shoulder as one piece, out to the side and along
+    the way it already leans, by the least angle that brings the hand onto the floor (at most
+    ARM_SWING_MAX_DEG). An eased frame turns about the world axis of the frame whose need it eases: about
+    its own, a hand passing under the shoulder (its axis a quarter turn on in a frame) swung the arm
+    37 deg in one (the robot, soma_01: Kimodo's turned 16). Where that other axis leaves the hand under,
+    the frame's own axis lifts the rest."""
+    upper, other = "upperarm_" + side, "upperarm_" + ("r" if side == "l" else "l")
+    if not (tmap.has(upper) and hand_joint(tmap, side) is not None):
+        return
+    shoulder = tmap.bones[upper]
+    arm = subtree(skeleton, shoulder)
+    limit = math.radians(ARM_SWING_MAX_DEG)
+
+    def own_need(pose: Pose) -> Tuple[Optional[Vec3], float]:
+        positions = pose[1]
+        under = _under(points, pose, floor)
+        if not under:
+            return None, 0.0
+        outward = subtract(positions[shoulder], positions[tmap.bones[other]]) if tmap.has(other) else (0.0, 0.0, 0.0)
+        axis = _swing_axis(min(under, key=lambda q: q[1]), positions[shoulder], (outward[0], 0.0, outward[2]))
+        return axis, (_least_turn(under, positions[shoulder], axis, floor, limit) if axis is not None else 0.0)
+
+    needs, axes = {}, {}
+    for frame, pose in enumerate(poses):
+        if bound.under(pose, floor):
+            axis, need = own_need(pose)
+            if need > 0.0:
+                needs[frame], axes[frame] = need, axis
+    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+        if angle > 0.0:
+            _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
+        if bound.under(pose, floor):
+            axis, rest = own_need(pose)
+            if axis is not None and rest > 0.0:
+                _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axis, rest))
+
+
+def _swing_axis(lowest: Vec3, pivot: Vec3, outward: Vec3) -> Optional[Vec3]:
+    """The axis through `pivot` (a shoulder or a wrist) about which a limb swings its lowest point up:
+    the pivot-to-lowest line turned towards the horizontal it leans to, pushed out along `outward`
+    (ARM_SWING_OUTWARD of the reach); None for a degenerate limb."""
+    r = subtract(lowest, pivot)
     reach = length(r)
     side_out = normalize(outward) if length(outward) > 1e-9 else (0.0, 0.0, 0.0)
     axis = cross(r, add((r[0], 0.0, r[2]), scale(side_out, ARM_SWING_OUTWARD * reach)))
     return normalize(axis) if reach > 1e-9 and length(axis) > 1e-9 * reach * reach else None
-
-
-def _swing_needed(arm: List[int], hand: Sequence[Point], rotations, positions, axis: Vec3, floor: float,
-                  limit_deg: float = ARM_SWING_MAX_DEG) -> float:
-    """The least turn of the joints `arm` (a shoulder and all below it, or a wrist and the hand) about
-    `axis` through the first that brings the lowest of the `hand` points onto the floor (at most
-    `limit_deg`); the pose is left as it is."""
-    rotations, positions = list(rotations), list(positions)
-    pivot = positions[arm[0]]
-    limit = math.radians(limit_deg)
-    turned = 0.0
-    for _ in range(PITCH_STEPS):
-        lowest = min((posed_point(p, rotations, positions) for p in hand), key=lambda q: q[1])
-        depth = floor - lowest[1]
-        if depth <= 1e-6 or turned >= limit - 1e-9:
-            break
-        # The lowest point's height turned by t about the axis: along + rise cos(t - highest).
-        r = subtract(lowest, pivot)
-        along = scale(axis, dot(r, axis))
-        a, b = r[1] - along[1], cross(axis, r)[1]
-        rise = math.hypot(a, b)
-        if rise < 1e-9:
-            break
-        highest = math.atan2(b, a) % (2.0 * math.pi)
-        wanted = (r[1] + depth - along[1]) / rise
-        angle = (highest - math.acos(wanted)) % (2.0 * math.pi) if wanted < 1.0 else highest
-        angle = min(angle, limit - turned)
-        if angle <= 1e-9:
-            break
-        turned += angle
-        _turn_rigidly(arm, rotations, positions, axis, angle)
-    return turned

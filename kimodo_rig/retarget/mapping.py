@@ -91,9 +91,21 @@ class HumanoidMap:
         ends = self.ends.get(part)
         if part not in self.bones or not ends:
             return None
-        end = tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))
-        vector = subtract(end, positions[self.anchor(part)])
+        vector = subtract(mean_point(positions, ends), positions[self.anchor(part)])
         return vector if vector[0] ** 2 + vector[1] ** 2 + vector[2] ** 2 > 1e-12 else None
+
+
+def mean_point(positions: Sequence[Vec3], joints: Sequence[int]) -> Vec3:
+    """The mean of the joints' positions: sum() per axis, divided by the count, written out (the report
+    asks it per limb per frame)."""
+    x = y = z = 0.0  # sum()'s start: 0 + v is 0.0 + v
+    for joint in joints:
+        p = positions[joint]
+        x += p[0]
+        y += p[1]
+        z += p[2]
+    count = len(joints)
+    return (x / count, y / count, z / count)
 
 
 def finger_part(finger: str, index: int, side: str) -> str:

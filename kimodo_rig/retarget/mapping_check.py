@@ -12,7 +12,7 @@ the reason and the fix.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 from ..model import Skeleton
@@ -162,14 +162,20 @@ def _mirror_problem(hmap: HumanoidMap, positions: Sequence[Vec3], scale: float) 
     normal = (hmap.forward[2], 0.0, -hmap.forward[0])
     middle = sum(positions[hmap.bones["hips"]][i] * normal[i] for i in range(3))
     tolerance = CHECK_TOLERANCES["mirror_position"][0] * scale
+    twins: Dict[int, Optional[int]] = {}  # each joint's twin, searched for once (a search visits every joint)
 
     def twin(joint: int) -> Optional[int]:
         """The joint at `joint`'s mirror image, or None."""
+        if joint in twins:
+            return twins[joint]
         at = positions[joint]
         along = sum(at[i] * normal[i] for i in range(3)) - middle
-        mirrored = tuple(at[i] - 2.0 * along * normal[i] for i in range(3))
-        best = min(range(len(positions)), key=lambda j: _distance(positions[j], mirrored))
-        return best if _distance(positions[best], mirrored) <= tolerance else None
+        mx, my, mz = (at[i] - 2.0 * along * normal[i] for i in range(3))
+        # _distance to every joint, written out (sum() of the three squares: 0 + s is s for s >= 0)
+        distances = [math.sqrt((p[0] - mx) ** 2 + (p[1] - my) ** 2 + (p[2] - mz) ** 2) for p in positions]
+        best = min(range(len(positions)), key=distances.__getitem__)
+        twins[joint] = best if distances[best] <= tolerance else None
+        return twins[joint]
 
     def mirrored_pair(left: int, right: int) -> bool:
         """Both joints have mirror twins (the rig is symmetric there)."""

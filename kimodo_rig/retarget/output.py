@@ -12,11 +12,11 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 from .. import formats
 from ..errors import KimodoError
 from ..files import file_name, write_bytes_atomic
-from ..formats import draco, fbx, glb
+from ..formats import draco
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
-from ..ops.fk import rest_pose, world_positions
-from ..rotations import Vec3, sphere_directions, subtract
+from ..ops.fk import global_rotations_and_positions, rest_pose, world_positions
+from ..rotations import Quat, Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
 from .character import Target, skinned_joints
 from .mapping import SIDES
@@ -25,6 +25,7 @@ from .report import (REFERENCE_HEIGHT_CM, FeetFigures, KimodoFeet, Report, facin
 from .solve import RetargetInfo
 
 Matrix4 = gd.Matrix4
+Poses = Tuple[List[List[Quat]], List[List[Vec3]]]  # global_rotations_and_positions: per frame, per joint
 
 LOG = logging.getLogger("kimodo_rig")
 OUTPUT_EXTENSIONS = (".glb", ".fbx", ".bvh")
@@ -37,9 +38,9 @@ def check_output_path(path) -> str:
     return extension
 
 
-def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
+def encode_glb(motion: Motion, info: RetargetInfo, target: Target, poses: Optional[Poses] = None) -> bytes:
     """The character with the new animation when the target carries a mesh, else a box rig of the
-    target skeleton."""
+    target skeleton. `poses`: the motion's global_rotations_and_positions, when known."""
     if target.document is not None and target.has_mesh:
         document = _written_document(target, _added_nodes(info, target))
         names = target.skeleton.joint_names
@@ -48,6 +49,8 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
         skin_to_world: Sequence[float] = target.skin_to_world
         inverse_binds = dict(target.mended)
     else:
+        from ..formats import glb  # a character with a mesh (most runs) needs no box rig
+
         rig = info.target
         data = glb.encode(rest_motion(rig), names="native")
         document = gd.parse_glb(data, target.source)
@@ -63,6 +66,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target) -> bytes:
     return character_glb.encode(
         document, motion, joint_nodes, scales, root_track=info.root_track, root_node_name=info.root_bone,
         new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds, inverse_binds=inverse_binds,
+        poses=poses,
     )
 
 
@@ -122,9 +126,10 @@ def written_nodes(info: RetargetInfo, target: Optional[Target]) -> Optional[Dict
 def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) -> bytes:
     """encode_glb's bytes, read back and compared with the retarget (the self-check); a failure names
     `shown`, the user's own output (a preview embeds these bytes in its page: no file of their own)."""
-    data = encode_glb(motion, info, target)
+    poses = global_rotations_and_positions(motion)  # once: what is written, and where the check wants it
+    data = encode_glb(motion, info, target, poses)
     positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown, written_nodes(info, target))
-    worst = _worst_distance(positions, world_positions(motion))
+    worst = _worst_distance(positions, poses[1])
     if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
         raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
                           "retarget has it".format(file_name(shown), worst))
@@ -140,6 +145,8 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> Optional[
         write_bytes_atomic(path, data)
         return data
     if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
+        from ..formats import fbx  # loaded for .fbx output only
+
         data = checked_glb(motion, info, target, str(path))
         document = gd.parse_glb(data, str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
@@ -496,7 +503,7 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str,
     animation, skinned vertices as sum(w * world(joint) * inverseBind * v) (meshes hanging under a joint
     node move with it); the bind pose is where every joint matrix world(joint) * inverseBind equals the
     skin's top joint's, as saved. `node_of`: which node is which joint (written_nodes), else by name."""
-    document = gd.parse_glb(data, source)
+    document = character_glb.parsed_glb(data, source)
     gltf = document.gltf
     nodes = gltf.get("nodes", [])
     by_name = node_of if node_of is not None else character_glb.nodes_by_name(gltf)
@@ -654,10 +661,9 @@ def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str,
     if with_mesh:
         measured |= {node for side in SIDES for _, _, terms in list(points[side]) + [front[side]] for node, _, _ in terms}  # type: ignore[operator]
     measured_nodes = sorted(measured)
-    for frame in range(frames):
+    for matrices in gd.keyframe_world_matrices(gltf, channels, frames, measured_nodes, parents):
         world: List[Optional[Sequence[float]]] = [None] * len(nodes)
-        for node, matrix in zip(measured_nodes, gd.world_matrices(gltf, gd.keyframe_overrides(channels, frame),
-                                                                   measured_nodes, parents)):
+        for node, matrix in zip(measured_nodes, matrices):
             world[node] = matrix
         joint_matrices: Dict = {}
         for side in SIDES:

@@ -20,7 +20,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..ops.fk import rest_positions
 from ..rotations import IDENTITY, Quat, Vec3, cross, dot, length, normalize, quat_from_axis_angle, quat_rotate, scale, subtract
-from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts
+from .mapping import ARM_REPORT_PARTS, LEG_REPORT_PARTS, LIMB_REPORT_PARTS, HumanoidMap, floor_parts, mean_point
 from .report_limbs import find_limbs
 
 LEFT_AT_REST_SHOWN = 2
@@ -293,8 +293,7 @@ def _segment(hmap: HumanoidMap, part: str, ends: Tuple[int, ...], positions: Seq
     """A limb segment's direction (not normalised): to `ends` (`_segment_end`), else as the map has it."""
     if not ends:
         return hmap.segment(part, positions)
-    end = tuple(sum(positions[j][i] for j in ends) / len(ends) for i in range(3))
-    vector = subtract(end, positions[hmap.anchor(part)])  # type: ignore[arg-type]
+    vector = subtract(mean_point(positions, ends), positions[hmap.anchor(part)])  # type: ignore[arg-type]
     return vector if dot(vector, vector) > 1e-12 else None
 
 

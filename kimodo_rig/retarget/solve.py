@@ -15,6 +15,7 @@ Order of work, parent before child on the target:
 """
 from __future__ import annotations
 
+import math
 from array import array
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -51,6 +52,7 @@ from .mapping import (
 
 ROOT_MOTION_MODES = ("hips", "root")
 NEW_ROOT_NAME = "root"
+IN_PLACE_WINDOW_S = 0.5  # s: --in-place removes the hips' path averaged over this, so a step's sway stays
 
 
 @dataclass(frozen=True)
@@ -228,12 +230,31 @@ def retarget(
     count = skeleton.joint_count
     target_rest_world = rest_positions(skeleton)
 
+    parents = skeleton.parents
+    plan = [(joint, parents[joint], links.get(joint), skeleton.rest_rotations[joint]) for joint in range(count)]
     local_rotations = array("d")
     for frame in range(frames):
         globals_: List[Quat] = []
         frame_globals = source_globals[frame]
-        for joint in range(count):
-            link = links.get(joint)
+        for joint, parent, link, rest_rotation in plan:
+            if link is None and parent >= 0:
+                # A bone the clip does not drive keeps its rest turn under its parent: global G R, local
+                # normalised G* (G R), quat_multiply and quat_conjugate written out (most of a big rig's bones).
+                ax, ay, az, aw = globals_[parent]
+                bx, by, bz, bw = rest_rotation
+                x = aw * bx + ax * bw + ay * bz - az * by
+                y = aw * by - ax * bz + ay * bw + az * bx
+                z = aw * bz + ax * by - ay * bx + az * bw
+                w = aw * bw - ax * bx - ay * by - az * bz
+                globals_.append((x, y, z, w))
+                ax, ay, az = -ax, -ay, -az
+                lx = aw * x + ax * w + ay * z - az * y
+                ly = aw * y - ax * z + ay * w + az * x
+                lz = aw * z + ax * y - ay * x + az * w
+                lw = aw * w - ax * x - ay * y - az * z
+                n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)
+                local_rotations.extend((lx / n, ly / n, lz / n, lw / n) if n != 0.0 else IDENTITY)
+                continue
             if link is not None and link.span:
                 # A one-bone limb: the turn taking the source's rest root-to-end line to this frame's.
                 start, end = link.span
@@ -249,9 +270,8 @@ def retarget(
                 delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
                 rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
             else:
-                rotation = quat_multiply(globals_[skeleton.parents[joint]], skeleton.rest_rotations[joint])
+                rotation = quat_multiply(globals_[parent], rest_rotation)
             globals_.append(rotation)
-            parent = skeleton.parents[joint]
             local = rotation if parent < 0 else quat_multiply(quat_conjugate(globals_[parent]), rotation)
             local_rotations.extend(quat_normalize(local))
 
@@ -267,13 +287,13 @@ def retarget(
         path.append([hips_bind[0] + horizontal[0], bind_floor + p[1] * ratio, hips_bind[2] + horizontal[2]])
     if in_place and frames:
         for axis in (0, 2):
-            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * 0.5))))
+            smooth = centred_average([p[axis] for p in path], max(1, int(round(motion.fps * IN_PLACE_WINDOW_S))))
             for frame in range(frames):
                 path[frame][axis] -= smooth[frame] - smooth[0]
 
     roots = array("d", (c for p in path for c in p))
     draft = Motion(skeleton, local_rotations, roots, motion.fps)
-    target_positions = global_rotations_and_positions(draft)[1]
+    target_positions = global_rotations_and_positions(draft, target_floor_joints)[1]
     # Ground every frame: legs of other proportions bent by the same angles (a robot's long shins in a
     # landing crouch) would dip through the floor or float; the hips move so the target's lowest foot sits
     # as far from its bind height as the source's lowest foot sits from Kimodo's floor, in the target's

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import leg_figures  # noqa: E402
 from gltf_judge import Glb  # noqa: E402
 from kimodo_rig.model import Skeleton  # noqa: E402
 from kimodo_rig.ops.fk import pose_globals  # noqa: E402
@@ -123,3 +125,19 @@ def test_the_plan_keeps_kimodos_contact_joints_still_on_their_contact_frames(tmp
         moves = np.linalg.norm(np.diff(track, axis=0), axis=1)
         steps += list(moves[flags[:-1, channel]])
     assert 100.0 * float(np.mean(steps)) <= 0.01
+
+
+@pytest.mark.parametrize("name", ["one_bone_limbs", "footless_shins"])
+def test_a_leg_whose_sole_rides_on_its_last_bone_is_not_pushed_under_the_floor(tmp_path, name):
+    """soma_02 onto the mannequin with one-bone legs (Kenney's `leg-left`) or shins without a foot bone, the
+    plan's output judged by tests/leg_figures.py: no foot or hand vertex under -2 cm per 1.7 m (the plan
+    stood neither the leg bone's sole nor the hips on the pins: 4.8 cm under; the pin now turns that bone
+    as the foot, on its sole's lowest point, and the hips stay high enough for it)."""
+    character = leg_figures.build_characters(tmp_path / "characters", [name])[name]
+    clip = NPZ / "soma_02_multi_text_prompt" / "motion.npz"
+    out = tmp_path / "plan.glb"
+    env = dict(os.environ, KIMODO_LEG_SOLVER="plan")
+    subprocess.run([sys.executable, "-m", "kimodo_rig", "retarget", str(clip), "--target", character.target, "-o", str(out)],
+                   check=True, capture_output=True, cwd=str(ROOT), env=env)
+    got = leg_figures.figures(out, character, leg_figures.read_clip(clip))
+    assert got["lowest_cm"] >= -leg_figures.SINK_CM, got

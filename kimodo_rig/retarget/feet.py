@@ -295,7 +295,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
-    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions])
+    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions],
+                         soles.rest_floor)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]
@@ -310,6 +311,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
 
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
                                     animated(foot)) for side, foot in feet_.items()}
+    standing = {side: ease.standing_shares(spans[side], frames, fps) for side in feet_}
     rest_hips = rest_pose(skeleton)[0][0]
     for frame, (rotations, positions) in enumerate(poses):
         towards = legs.leg_towards(rotations, rest_hips, info.forward)
@@ -317,7 +319,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             goal = goals[side][frame]
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
-                           None if inside[side][frame] is not None else soles.rest_floor)
+                           None if inside[side][frame] is not None else soles.rest_floor, standing[side][frame])
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves

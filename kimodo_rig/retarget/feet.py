@@ -301,9 +301,10 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]
         positions[:] = [(p[0], p[1] + rise, p[2]) for p in positions]
-    # On the toe alone the leg extends no further than the animated leg does, nor faster from one frame to
-    # the next, the heel rolling up for it: the body moves on while the toe holds (the robot's knee went
-    # straight on its pin and popped 26 deg as it let go, then caught up with the animated leg at once).
+    # On the toe alone the leg extends no further than the animated leg does, or where it came onto its toe
+    # more bent than that, no more than the animated leg extends from there, the heel rolling up for it: the
+    # body moves on while the toe holds (the robot's knee went straight on its pin and popped 26 deg as it
+    # let go), and a leg that caught up with the animated one at once popped as much.
     for side, foot in feet_.items():
         for span in spans[side]:
             before = None  # the previous frame's extension (goal's and animated)
@@ -312,7 +313,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 hip = positions[foot.hip]
                 own = math.dist(hip, positions[foot.ankle])
                 if span.toe[frame - span.first] and not span.heel[frame - span.first]:
-                    reach = own if before is None else min(own, before[0] + max(0.0, own - before[1]))
+                    reach = own if before is None else before[0] + own - before[1]
                     inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
                 before = (math.dist(hip, inside[side][frame][0]), own)
 

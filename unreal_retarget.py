@@ -1,14 +1,17 @@
-"""Kimodo .glb clips onto the Unreal mannequin (or your character), inside the Unreal Editor.
+"""Kimodo .glb (or .fbx) clips onto the Unreal mannequin (or your character), inside the Unreal Editor.
 
 In the Output Log's Cmd box (`py` runs a Python file with arguments):
     py "C:/path/to/unreal_retarget.py" "C:/path/to/walk_150.glb"
-    py "C:/path/to/unreal_retarget.py"                                  # every .glb beside this script
+    py "C:/path/to/unreal_retarget.py"                                  # every .glb and .fbx clip beside this script
     py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
     py "C:/path/to/unreal_retarget.py" --root-motion root "C:/path/walk_150.glb"  # travel on the root bone
     py "C:/path/to/unreal_retarget.py" --map "C:/path/bones.json" "C:/path/walk_150.glb" /Game/MyChars/SK_Hero
+    py "C:/path/to/unreal_retarget.py" "C:/path/walk_150.fbx" --target "C:/chars/hero.fbx"  # a character file
 The options go anywhere. --map is the offline retarget's: which bone of the character plays which part, as
 `kimodo-rig map RIG --json` prints it, edited, for a character the automatic map refuses or gets wrong.
 
+A --target character.fbx is imported by the editor's FBX import (a Skeletal Mesh, no animation) into
+/Game/Kimodo/Characters/<name>, and mapped by our FBX reader as `kimodo-rig retarget --target` maps it.
 Each clip: Interchange import to /Game/Kimodo/Source/<name> (of the .glb, or of the plan's copy of it turned
 to the character's facing or given a root bone for --root-motion root), a source IK Rig and an IK Retargeter in
 /Game/Kimodo/Rigs, a retarget pose holding the two corrections, a bake to /Game/Kimodo/Retargeted/A_<name>,
@@ -52,15 +55,23 @@ def main(arguments: Sequence[str]) -> int:
     try:
         request = plan.parse_arguments(arguments, HERE)
         require_features()
-        target = find_target(request.target)
-        target_plan = plan.plan_target(engine_skeleton(target), user_map=request.user_map,
-                                       map_source=request.map_source,
-                                       skinned_bones=engine_skinned_bones(target) if request.user_map is None else None)
+        if request.character_file is not None:  # planned from the file by our reader, as offline, then imported
+            target_plan = plan.plan_character_file(request.character_file, user_map=request.user_map,
+                                                   map_source=request.map_source)
+            target = import_character(request.character_file)
+            plan.check_imported_character(request.character_file, target_plan, engine_skeleton(target))
+        else:
+            target = find_target(request.target)
+            target_plan = plan.plan_target(engine_skeleton(target), user_map=request.user_map,
+                                           map_source=request.map_source,
+                                           skinned_bones=engine_skinned_bones(target) if request.user_map is None else None)
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():
             raise EngineError(NO_ROOT_MOTION_OP + "; nothing was imported")  # once, before any import
-        target_rig = target_ik_rig(target, target_plan if request.user_map is not None else None)
+        # The plan's own chains where the plan is not the engine's reading: a --map, or a character file.
+        planned_chains = request.user_map is not None or request.character_file is not None
+        target_rig = target_ik_rig(target, target_plan if planned_chains else None)
         unreal.log("kimodo: target {} ({} bones), root motion in the {}".format(
             target.get_path_name(), target_plan.skeleton.joint_count,
             "pelvis" if request.root_motion == "hips" else "root"))
@@ -298,6 +309,34 @@ def wait_for(job: ClipJob, then: Callable[[ClipJob, bool], None]) -> None:
 
 
 # The character
+
+def import_character(character_file: Path) -> unreal.SkeletalMesh:
+    """The editor's own FBX import of a character file: a Skeletal Mesh with its materials, no animation,
+    into /Game/Kimodo/Characters/<name> (an earlier import of it replaced)."""
+    folder = plan.character_folder(character_file)
+    options = unreal.FbxImportUI()
+    options.import_mesh = True
+    options.import_as_skeletal = True
+    options.mesh_type_to_import = unreal.FBXImportType.FBXIT_SKELETAL_MESH
+    options.import_animations = False
+    options.import_materials = True
+    options.import_textures = True
+    options.create_physics_asset = False
+    task = unreal.AssetImportTask()
+    task.filename = str(character_file)
+    task.destination_path = folder
+    task.automated = True
+    if hasattr(task, "replace_existing"):  # an earlier import of the character is replaced
+        task.replace_existing = True
+    task.save = True
+    task.options = options
+    asset_tools().import_asset_tasks([task])
+    meshes = [asset for asset in assets_in(folder) if isinstance(asset, unreal.SkeletalMesh)]
+    if not meshes:
+        raise EngineError("{}: the editor's FBX import made no Skeletal Mesh in {} (is it a skinned character?)"
+                          .format(character_file, folder))
+    return meshes[0]
+
 
 def find_target(path: Optional[str]) -> unreal.SkeletalMesh:
     if path is not None:

@@ -18,7 +18,7 @@ from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
 from . import blender_data
-from .kimodo_rig import formats, naming
+from .kimodo_rig import naming
 from .kimodo_rig.errors import KimodoError
 from .kimodo_rig.formats import raw
 from .kimodo_rig.retarget import api
@@ -48,7 +48,7 @@ RIGID_PARTS_WARNING = ("{} is one of {} rigid parts with no armature: the motion
 def clip_path(filepath: str) -> Path:
     """The clip the user picked: a file inside a kimodo.cpp clip folder means the folder."""
     path = Path(filepath)
-    if path.is_file() and path.suffix.lower() in (".f32", ".txt") and raw.clip_files(path.parent) is not None:
+    if path.is_file() and path.suffix.lower() in api.CLIP_FOLDER_FILES and raw.clip_files(path.parent) is not None:
         return path.parent
     return path
 
@@ -117,7 +117,7 @@ def rigid_parts(obj) -> int:
 def import_motion(context, filepath: str, options: api.RetargetOptions, set_scene: bool):
     """Returns (armature object, action, report text). Raises KimodoError with nothing left behind."""
     path = clip_path(filepath)
-    motion = formats.read_file(path)
+    motion = api.read_motion(path)
     name = naming.clip_stem(motion.prompt, motion.name, motion.frame_count)
     made = []  # objects and datablocks to remove on failure
     obj = target_armature(context)
@@ -221,7 +221,7 @@ class KIMODO_OT_import_motion(bpy.types.Operator, ImportHelper):
     bl_label = "Import Kimodo motion"
     bl_options = {"REGISTER", "UNDO"}
 
-    filter_glob: StringProperty(default="*.npz;*.bvh;*.csv;*.glb;*.f32;*.txt", options={"HIDDEN"})
+    filter_glob: StringProperty(default=api.motion_file_patterns(), options={"HIDDEN"})
     in_place: BoolProperty(name="In place", description="Remove the horizontal travel", default=False)
     root_motion: EnumProperty(
         name="Root motion",

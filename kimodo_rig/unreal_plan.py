@@ -1,5 +1,7 @@
-"""Everything the Unreal step decides without the editor: which clips, which asset paths and names, which
-characters to look for, which bone plays which part (the automatic map, or a --map file as offline), the
+"""Everything the Unreal step decides without the editor: which clips (.glb, or .fbx motions read by our
+FBX reader), which asset paths and names, which characters to look for (or the character file to import:
+an .fbx the editor imports natively, planned from our own FBX reader as `kimodo-rig retarget --target`
+reads it), which bone plays which part (the automatic map, or a --map file as offline), the
 frame change between glTF and Unreal, the numbers that go into the retarget pose, how root motion is set
 up, the clip the engine imports (turned to the character's facing; for `--root-motion root`, with a bone
 above the hips carrying the heading and travel), and the report read back from the bake (the clip sampled
@@ -25,13 +27,13 @@ from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
 from .errors import KimodoError
 from .files import open_input, read_input
-from .formats import glb
+from .formats import fbx, glb
 from .formats import gltf_document as gd
 from .formats.options import WriteOptions
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
 from .ops.fk import pose_globals, rest_pose, rest_positions, world_positions
-from .retarget.character import read_user_map
+from .retarget.character import load_target, map_target, read_user_map
 from .retarget.mapping import (
     ARM_PARTS,
     SIDES,
@@ -93,11 +95,15 @@ NO_TARGET_MESSAGE = (
     "Third Person) or pass a Skeletal Mesh path last, e.g. /Game/MyChars/SK_Hero"
 )
 GLB_EXTENSIONS = (".glb",)
-USAGE = "give .glb files, then optionally a /Game/... Skeletal Mesh path last; --root-motion hips|root and --map " \
-        "bones.json go anywhere"
+CLIP_EXTENSIONS = (".glb", ".fbx")  # a .glb from kimodo_to_glb.py, or an FBX motion (`kimodo-rig convert CLIP walk.fbx`)
+CHARACTER_EXTENSIONS = (".fbx",)  # a character file the editor imports natively (--target)
+CHARACTERS_ROOT = KIMODO_ROOT + "/Characters"
+USAGE = "give .glb or .fbx clips, then optionally a /Game/... Skeletal Mesh path last (or --target character.fbx); " \
+        "--root-motion hips|root and --map bones.json go anywhere"
 ROOT_MOTION_OPTION = "--root-motion"
 MAP_OPTION = "--map"
-OPTIONS = (ROOT_MOTION_OPTION, MAP_OPTION)  # each takes a value, `--name value` or `--name=value`, anywhere
+TARGET_OPTION = "--target"
+OPTIONS = (ROOT_MOTION_OPTION, MAP_OPTION, TARGET_OPTION)  # each takes a value, `--name value` or `--name=value`, anywhere
 
 
 def one_line(error: BaseException) -> str:
@@ -144,11 +150,13 @@ class Request:
     root_motion: str = "hips"  # as the offline --root-motion: hips (Kimodo's way) or root
     user_map: Optional[Dict[str, str]] = None  # as the offline --map: canonical part -> bone name
     map_source: str = ""  # the --map file as given, for messages
+    character_file: Optional[Path] = None  # --target character.fbx: imported by the editor, planned by our reader
 
 
 def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
-    """`[--root-motion hips|root] [--map bones.json] [glb ...] [/Game/Path/SK_Target]`: .glb files, then
-    optionally a Skeletal Mesh path last, the options anywhere. No file arguments: every .glb beside the
+    """`[--root-motion hips|root] [--map bones.json] [--target character.fbx] [clip ...] [/Game/Path/SK_Target]`:
+    .glb or .fbx clips, then optionally a Skeletal Mesh path last (or a character file as --target, the
+    offline retarget's option), the options anywhere. No clip arguments: every .glb and .fbx beside the
     script. The --map file is read here, once, by the offline reader, so a bad one stops the run before
     anything is imported."""
     arguments, options = _options([a for a in arguments if a.strip()])
@@ -162,21 +170,32 @@ def parse_arguments(arguments: Sequence[str], script_folder: Path) -> Request:
                           "prints)".format(MAP_OPTION, MAP_OPTION))
     user_map = read_user_map(map_source) if map_source is not None else None
     target = None  # type: Optional[str]
-    if arguments and not arguments[-1].lower().endswith(GLB_EXTENSIONS) and arguments[-1].startswith("/"):
+    character_file = None  # type: Optional[Path]
+    given = options.get(TARGET_OPTION)
+    if given is not None:
+        if not given.lower().endswith(CHARACTER_EXTENSIONS):
+            raise KimodoError("{}: expected a character file ({}) after {}, or a /Game/... path last".format(
+                given or TARGET_OPTION, ", ".join(CHARACTER_EXTENSIONS), TARGET_OPTION))
+        open_input(Path(given), given).close()
+        character_file = Path(given)
+    if arguments and not arguments[-1].lower().endswith(CLIP_EXTENSIONS) and arguments[-1].startswith("/"):
         target = asset_path(arguments.pop())
+    if target is not None and character_file is not None:
+        raise KimodoError("{}: one character: a /Game/... path or {} {}, not both".format(target, TARGET_OPTION, given))
     clips = []  # type: List[Path]
     for argument in arguments:
         path = Path(argument)
-        if not argument.lower().endswith(GLB_EXTENSIONS):
-            raise KimodoError("{}: not a .glb file ({})".format(argument, USAGE))
+        if not argument.lower().endswith(CLIP_EXTENSIONS):
+            raise KimodoError("{}: not a .glb or .fbx clip ({})".format(argument, USAGE))
         open_input(path, argument).close()  # refused as every reader refuses: missing, a folder, a FIFO, a device
         clips.append(path)
     if not clips:
-        clips = sorted(p for p in Path(script_folder).iterdir() if p.is_file() and p.suffix.lower() == ".glb")
+        clips = sorted(p for p in Path(script_folder).iterdir() if p.is_file() and p.suffix.lower() in CLIP_EXTENSIONS
+                       and (character_file is None or p.resolve() != character_file.resolve()))
         if not clips:
-            raise KimodoError("{}: no .glb files beside the script; give .glb paths (make them with kimodo_to_glb.py)"
-                              .format(script_folder))
-    return Request(tuple(clips), target, root_motion, user_map, map_source or "")
+            raise KimodoError("{}: no .glb or .fbx clips beside the script; give clip paths (make them with "
+                              "kimodo_to_glb.py)".format(script_folder))
+    return Request(tuple(clips), target, root_motion, user_map, map_source or "", character_file)
 
 
 def _options(arguments: List[str]) -> Tuple[List[str], Dict[str, str]]:
@@ -217,6 +236,11 @@ def asset_path(text: str) -> str:
 def clip_name(clip: Path) -> str:
     """The asset-safe name of a clip: its file stem with anything but letters, digits and _ replaced."""
     return sanitise_asset_name(Path(clip).stem)
+
+
+def character_folder(character_file: Path) -> str:
+    """Where the editor's FBX import puts a --target character: /Game/Kimodo/Characters/<its name>."""
+    return "{}/{}".format(CHARACTERS_ROOT, sanitise_asset_name(Path(character_file).stem, "Character"))
 
 
 def source_folder(name: str) -> str:
@@ -299,6 +323,7 @@ class SourcePlan:
     chains: Tuple[Chain, ...]
     retarget_root: str
     leg_reach_m: float
+    imported_as_is: bool = True  # False for an .fbx clip: the engine imports the plan's .glb copy of it
 
     @property
     def root_lift_cm(self) -> Vec3:
@@ -308,9 +333,13 @@ class SourcePlan:
 
 
 def read_source(clip: Path) -> SourcePlan:
-    """Read a .glb written by kimodo_to_glb.py and plan its IK Rig with the offline retarget's tables."""
-    motion = glb.read(clip)
-    engine_names = glb_joint_names(clip, motion.skeleton)
+    """Read a .glb written by kimodo_to_glb.py, or an FBX motion on a Kimodo skeleton (by our FBX reader,
+    as `kimodo-rig convert` reads it), and plan its IK Rig with the offline retarget's tables. An .fbx is
+    imported into the engine as the plan's .glb copy of what our reader reads (engine_source), so the
+    engine meets the glTF frame change checked here, never a second one."""
+    is_fbx = Path(clip).suffix.lower() == ".fbx"
+    motion = fbx.read(clip) if is_fbx else glb.read(clip)
+    engine_names = motion.skeleton.joint_names if is_fbx else glb_joint_names(clip, motion.skeleton)
     humanoid = map_humanoid(motion.skeleton, str(clip))
     chains, root = retarget_chains(humanoid)
     rename = dict(zip(motion.skeleton.joint_names, engine_names))
@@ -321,6 +350,7 @@ def read_source(clip: Path) -> SourcePlan:
         chains=tuple(Chain(c.name, rename[c.start], rename[c.end]) for c in chains),
         retarget_root=rename[root],
         leg_reach_m=rest_leg_reach(humanoid),
+        imported_as_is=not is_fbx,
     )
 
 
@@ -373,6 +403,42 @@ def skeleton_from_engine(name: str, bone_names: Sequence[str], parent_names: Seq
         )
     except ValueError as error:
         raise KimodoError("{}: unusable reference skeleton ({})".format(name, error)) from error
+
+
+# A character file (--target character.fbx): planned from the file by our reader, as offline.
+
+def plan_character_file(character_file: Path, *, user_map: Optional[Dict[str, str]] = None,
+                        map_source: str = "") -> "TargetPlan":
+    """The character in `character_file` as `kimodo-rig retarget --target FILE` reads and maps it
+    (load_target: our FBX reader; map_target: the automatic map, or the --map), so the plan is the offline
+    map; the editor imports the same file natively (as a Skeletal Mesh, no animation), and
+    check_imported_character holds the import to the skeleton planned here."""
+    target = load_target(str(character_file))
+    humanoid = map_target(target, user_map, map_source or MAP_OPTION)
+    chains, pelvis = retarget_chains(humanoid)
+    root = find_root_bone(target.skeleton, humanoid.bones["hips"])
+    return TargetPlan(target.skeleton, humanoid, tuple(chains), pelvis,
+                      None if root is None else target.skeleton.joint_names[root])
+
+
+def check_imported_character(character_file: Path, target: "TargetPlan", imported: Skeleton) -> None:
+    """The editor's import of a character file (its skeleton from the engine, in Kimodo's frame) must hold
+    every bone the plan maps, resting where our reader has it relative to the pelvis: otherwise the IK
+    Rig would be built on bones the plan never read, or its corrections turned by another frame change."""
+    mapped = sorted({target.skeleton.joint_names[joint] for joint in target.humanoid.bones.values()} | {target.pelvis})
+    planned = dict(zip(target.skeleton.joint_names, rest_positions(target.skeleton)))
+    found = dict(zip(imported.joint_names, rest_positions(imported)))
+    missing = [bone for bone in mapped if bone not in found]
+    if missing:
+        raise KimodoError("{}: the editor's import lacks {} of the bones the map uses ({}, ...): it renamed or "
+                          "dropped them; import it yourself and pass its /Game path".format(
+                              character_file, len(missing), missing[0]))
+    for bone in mapped:
+        off = length(subtract(subtract(planned[bone], planned[target.pelvis]), subtract(found[bone], found[target.pelvis])))
+        if off > IMPORT_TOLERANCE_M:
+            raise KimodoError("{}: the editor's import does not rest as the file does ({} is {:.1f} cm off, relative "
+                              "to {}): its FBX import changes frames differently from the (x, z, y) * 100 mirror "
+                              "assumed here".format(character_file, bone, 100.0 * off, target.pelvis))
 
 
 # The character's humanoid reading, made once with the offline retarget's own functions (map_humanoid, or
@@ -533,7 +599,7 @@ def engine_source(source: SourcePlan, pose: RetargetPose, root_motion: RootMotio
     skeleton = motion.skeleton.renamed(source.bone_names)
     if not turned and not root_motion.root_motion_op:
         return EngineSource(Motion(skeleton, motion.local_rotations, motion.root_positions, motion.fps,
-                                   name=motion.name, prompt=motion.prompt), None, turn_deg, False)
+                                   name=motion.name, prompt=motion.prompt), None, turn_deg, not source.imported_as_is)
     count = skeleton.joint_count
     hips_rest_rotation = quat_multiply(facing, skeleton.rest_rotations[0])
     hips_rest_position = quat_rotate(facing, skeleton.rest_offsets[0])

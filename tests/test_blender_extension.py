@@ -60,12 +60,17 @@ def imported(rig, clip):
     return "_".join([rig] + [str(value).lower() for _, value in sorted(options.items())])
 
 
-# (case, rig, clip, operator options, what is selected): every shared clip on every rig.
+# Cases whose character is an FBX file, imported by Blender's FBX importer, and whose clip is given as the
+# FBX motion `kimodo-rig convert CLIP walk.fbx` writes: the command line retargets that .fbx motion onto
+# the same .fbx character. The Quaternius female's original FBX (Blender 2.79's exporter, saved in
+# another pose than its bind pose).
+FBX_CASES = {"female_fbx_soma_01": RIGS / "quaternius" / "quaternius_female_dress.fbx"}
+# (case, rig, clip, operator options, what is selected): every shared clip on every rig, and the FBX cases.
 CASES = [
     ("{}_{}".format(rig, short(clip)), rig, clip, OPTIONS.get((rig, short(clip)), {}),
      "mesh" if (rig, short(clip)) in MESH_SELECTED else "armature")
     for rig in RIG_NAMES for clip in CLIP_NAMES
-]
+] + [("female_fbx_soma_01", "female", "soma_01_single_text_prompt", {}, "armature")]
 # Rigify's metarig has no mesh: on the G1 clips it stays so (the core then stands it on its joints); on
 # the SOMA clips it carries a body of one box per bone, made in Blender, whose soles are measured.
 SKINNED_RIGIFY = {name for name, rig, clip, _, _ in CASES if rig == "rigify" and clip.startswith("soma")}
@@ -73,7 +78,8 @@ SOLE_CASES = [name for name, rig, _, _, _ in CASES if rig != "rigify" or name in
 # On bpy 4.2 LTS, to show that it works without running everything twice: every rig (Rigify bare), both
 # Kimodo skeletons, each option (in place, root motion on a root bone), a selected mesh and the map edits
 # (test_the_cases_run_every_shared_clip_on_every_rig_and_4_2_covers_each_rig_skeleton_and_option checks it).
-LTS_CASES = {"mannequin_soma_01", "mixamo_g1_01", "rigify_g1_02", "robot_g1_02", "female_soma_02", "female_soma_04"}
+LTS_CASES = {"mannequin_soma_01", "mixamo_g1_01", "rigify_g1_02", "robot_g1_02", "female_soma_02", "female_soma_04",
+             "female_fbx_soma_01"}
 BLENDERS = ("newest", "4.2")
 
 
@@ -199,8 +205,30 @@ def digest(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
 
 
-def retarget_arguments(clip, target, options, output, bone_map=None):
-    arguments = ["retarget", CLIPS / clip, "--target", target, "-o", output]
+def motion_file(name, clip, work):
+    """The clip a case imports: its folder, or for an FBX case the .fbx motion `convert` writes of it."""
+    if name not in FBX_CASES:
+        return CLIPS / clip
+    path = work / (clip + ".fbx")
+    if not path.is_file():
+        result = run_cli("convert", CLIPS / clip, path)
+        assert result.returncode == 0, result.stderr
+    return path
+
+
+def character_file(name, rig, targets):
+    """The character file a case's command line retargets onto (an FBX case: its .fbx)."""
+    if name in FBX_CASES:
+        return FBX_CASES[name]
+    return targets["rigify_skinned" if name in SKINNED_RIGIFY else rig if rig not in EXPORTED else imported(rig, clip_of(name))]
+
+
+def clip_of(name):
+    return next(c[2] for c in CASES if c[0] == name)
+
+
+def retarget_arguments(motion, target, options, output, bone_map=None):
+    arguments = ["retarget", motion, "--target", target, "-o", output]
     if options.get("in_place"):
         arguments.append("--in-place")
     if options.get("root_motion") == "ROOT":
@@ -210,7 +238,7 @@ def retarget_arguments(clip, target, options, output, bone_map=None):
     return arguments
 
 
-def submit_retargets(command_line, cases, targets):
+def submit_retargets(command_line, cases, targets, motions):
     """Futures {case: (output file, CompletedProcess)}: `kimodo-rig retarget` of each case's clip onto its
     rig file with the same options, `map RIG --json` of each case's rig file ("map:<case>": Rigify's metarig
     bare and with a body map differently), and for a case whose map is edited in Blender, the retarget with
@@ -218,17 +246,18 @@ def submit_retargets(command_line, cases, targets):
     work, submit = command_line
     futures = {}
     for name, rig, clip, options, _ in cases:
-        target = targets["rigify_skinned" if name in SKINNED_RIGIFY else rig if rig not in EXPORTED else imported(rig, clip)]
+        target = character_file(name, rig, targets)
+        motion = motions[name]
         key = digest(target)
         printed = submit("map_" + key, lambda target=target: run_cli("map", target, "--json"))
         futures["map:" + name] = (None, printed)
         output = work / "{}_{}.glb".format(name, key)
-        futures[name] = (output, submit(output.name, lambda a=retarget_arguments(clip, target, options, output): run_cli(*a)))
+        futures[name] = (output, submit(output.name, lambda a=retarget_arguments(motion, target, options, output): run_cli(*a)))
         if name not in EDITS:
             continue
         edited_output = work / "{}_{}_edited.glb".format(name, key)
 
-        def edited(name=name, clip=clip, target=target, options=options, printed=printed, output=edited_output):
+        def edited(name=name, motion=motion, target=target, options=options, printed=printed, output=edited_output):
             bone_map = json.loads(printed.result().stdout)  # submitted before, so already done
             for part, bone in EDITS[name]:
                 if bone:
@@ -237,7 +266,7 @@ def submit_retargets(command_line, cases, targets):
                     del bone_map[part]
             path = output.with_suffix(".json")
             path.write_text(json.dumps(bone_map, indent=2), encoding="utf-8")
-            return run_cli(*retarget_arguments(clip, target, options, output, path))
+            return run_cli(*retarget_arguments(motion, target, options, output, path))
         futures[name + "_edited"] = (edited_output, submit(edited_output.name, edited))
     return futures
 
@@ -286,14 +315,15 @@ def run_blender_cases(version, built, command_line, exported):
     zip_path = built[1]
     work = built[0] / version
     run = [c for c in CASES if version == "newest" or c[0] in LTS_CASES]
-    futures = submit_retargets(command_line, run, dict(RIG_FILES, **exported))
+    motions = {name: motion_file(name, clip, work) for name, _, clip, _, _ in run}
+    futures = submit_retargets(command_line, run, dict(RIG_FILES, **exported), motions)
     cases = []
     for name, rig, clip, options, select in run:
-        case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(CLIPS / clip),
+        case = {"name": name, "rig": "rigify" if rig == "rigify" else "glb", "clip": str(motions[name]),
                 "options": options, "select": select, "soles": name in SOLE_CASES, "skin": name in SKINNED_RIGIFY,
                 "forward": BUILT_FORWARD}
         if rig != "rigify":
-            case["path"] = str(RIG_FILES[rig])
+            case["path"] = str(FBX_CASES.get(name, RIG_FILES[rig]))
             case["import"] = IMPORTS.get((rig, short(clip)), {})
         if name in EDITS:
             case["edits"] = EDITS[name]
@@ -352,7 +382,7 @@ def blender_positions(record):
 
 
 def test_the_cases_run_every_shared_clip_on_every_rig_and_4_2_covers_each_rig_skeleton_and_option():
-    assert len(CLIP_NAMES) == 8 and len(CASES) == len(RIG_NAMES) * len(CLIP_NAMES)
+    assert len(CLIP_NAMES) == 8 and len(CASES) == len(RIG_NAMES) * len(CLIP_NAMES) + len(FBX_CASES)
     assert {(rig, clip) for _, rig, clip, _, _ in CASES} == {(rig, clip) for rig in RIG_NAMES for clip in CLIP_NAMES}
     lts = [c for c in CASES if c[0] in LTS_CASES]
     assert len(lts) == len(LTS_CASES)
@@ -384,6 +414,21 @@ def test_the_zip_is_the_same_bytes_every_build(built, tmp_path):
     subprocess.run([sys.executable, str(ROOT / "scripts" / "build_blender_extension.py"), str(again)], check=True,
                    capture_output=True)
     assert again.read_bytes() == zip_path.read_bytes()
+
+
+def test_the_file_browser_offers_every_clip_the_command_line_reads_fbx_included(blender, cli_outputs):
+    """File > Import > Kimodo motion's filter lists every extension `convert` reads, .fbx among them; and an
+    .fbx motion picked there, onto a character imported with Blender's FBX importer, gives the command
+    line's report for the same two .fbx files (the poses: test_blender_bones_match_kimodo_rig_retarget...)."""
+    from kimodo_rig import formats
+
+    offered = set(blender["filter_glob"].split(";"))
+    readable = {"*" + extension for module in formats.FORMATS.values() for extension in module.EXTENSIONS}
+    assert "*.fbx" in offered and readable <= offered
+    for name in FBX_CASES:
+        record = blender["cases"][name]
+        assert record["result"] == ["FINISHED"], record["output"]
+        assert report_lines(record["report"]) == report_lines(cli_outputs[name][1])
 
 
 def test_blender_installs_registers_and_unregisters_the_extension(blender, version):

@@ -92,11 +92,12 @@ def converted(tmp_path_factory) -> Dict[str, Case]:
 CASE_NAMES = ["soma_01", "g1_01", "g1_01_at_60fps", "soma77", "smplx_dance"]
 
 
-def ufbx_report(path: Path, fps: float = 0.0) -> dict:
+def ufbx_report(path: Path, fps: float = 0.0, feet: str = "") -> dict:
     """What ufbx reads from `path` (tests/ufbx_judge.py, in its own process); with `fps`, every node's world
-    origin at each frame, axes and units normalised to Y up and metres."""
-    result = subprocess.run([sys.executable, str(Path(__file__).parent / "ufbx_judge.py"), str(path), str(fps)],
-                            capture_output=True, text=True, timeout=600)
+    origin at each frame, axes and units normalised to Y up and metres; with `feet` (foot bones, comma
+    separated), those feet's skinned vertices at bind and their lowest at every frame."""
+    result = subprocess.run([sys.executable, str(Path(__file__).parent / "ufbx_judge.py"), str(path), str(fps)]
+                            + ([feet] if feet else []), capture_output=True, text=True, timeout=600)
     if result.returncode != 0:
         pytest.fail("ufbx could not read {} (exit {}):\n{}".format(path.name, result.returncode, result.stderr[-3000:]))
     return json.loads(result.stdout)
@@ -481,6 +482,32 @@ def test_an_fbx_take_too_long_to_sample_is_refused_in_one_line(converted, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
 
 
+@pytest.mark.parametrize("change", ["repeated", "earlier", "not_a_number"])
+def test_an_fbx_motion_whose_key_times_do_not_increase_is_refused_in_one_line(converted, change, tmp_path):
+    """As a .glb's are: a key time repeated, one earlier than the one before, or (stored as doubles) NaN,
+    which compares false with every time and so passed an 'earlier' test."""
+    nodes = fbx_binary.decode(converted["soma_01"].output.read_bytes(), "walk.fbx")
+    objects = next(n for n in nodes if n.name == "Objects")
+    curve = next(n for n in objects.children if n.name == "AnimationCurve")
+    key_time = curve.find("KeyTime")
+    times = key_time.properties[0]
+    if change == "repeated":
+        times[2] = times[1]
+    elif change == "earlier":
+        times[2] = times[0]
+    else:
+        key_time.properties[0] = array("d", [float(t) for t in times])
+        key_time.properties[0][2] = float("nan")
+    source = tmp_path / "walk.fbx"
+    source.write_bytes(fbx_binary.encode(nodes))
+    for verb in (("convert", source, tmp_path / "walk.glb"), ("inspect", source)):
+        result = run_cli(*verb)
+        assert result.returncode == 1
+        assert result.stderr == "{}: curve {}: its key times are not increasing finite numbers\n".format(
+            source, curve.properties[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.fbx"]
+
+
 @pytest.mark.parametrize("option", ["--root-motion=root", "--in-place"])
 def test_root_motion_and_in_place_reach_the_fbx_as_the_glb(option, tmp_path):
     from gltf_judge import Glb
@@ -538,3 +565,98 @@ def test_a_textured_character_keeps_its_texture_embedded_in_the_fbx(tmp_path):
     assert result.returncode == 0, result.stderr
     report = ufbx_report(output)
     assert [bytes(texture["content"]) for texture in report["textures"]] == [image]
+
+
+# --- the report of `retarget -o walk.fbx`, measured from the written file ---------------------------------
+
+def _retarget_in_process(output: Path) -> dict:
+    """`kimodo-rig retarget` in this process (so a test can plant a writer bug), its --report JSON."""
+    from kimodo_rig.cli import main
+
+    clip = NPZ / "soma_01_single_text_prompt" / "motion.npz"
+    assert main(["retarget", str(clip), "--target", str(RETARGET_TARGETS["quaternius_female"]), "-o", str(output),
+                 "--report", str(output.with_suffix(".json"))]) == 0
+    return json.loads(output.with_suffix(".json").read_text())
+
+
+def _figures_by_ufbx(output: Path) -> dict:
+    """The report's numbers as ufbx's own evaluation of the written .fbx gives them (the Quaternius
+    character's parts: tests/test_feet_judges.py's DRESS_PARTS), against Kimodo's posed joints."""
+    import test_feet_judges as judges
+
+    case = judges.Case("soma_01_single_text_prompt", judges._dress, judges._parts(judges.DRESS_PARTS))
+    report = ufbx_report(output, 30.0, "Foot.L,Foot.R")
+    points = {name: np.array(track) for name, track in report["positions"].items()}
+    source, _ = judges._source(case)
+    frames = min(len(source["hips"]), len(points[case.parts["hips"]]))
+    arms, legs = [], []
+    for s in "lr":
+        for a, b in judges.LIMBS:
+            want = source[b + "_" + s][:frames] - source[a + "_" + s][:frames]
+            have = points[case.parts[b + "_" + s]][:frames] - points[case.parts[a + "_" + s]][:frames]
+            (arms if a in judges.ARM_STARTS else legs).append(judges._cosines(want, have).mean())
+    hips = points[case.parts["hips"]][:frames]
+    floor = min(np.array(report["feet"][foot]["rest"])[:, 1].min() for foot in ("Foot.L", "Foot.R"))
+    lowest = min(min(report["feet"][foot]["frames"][:frames]) for foot in ("Foot.L", "Foot.R"))
+    return {"scale": report["rest_height"] / judges.REFERENCE_HEIGHT_M, "height_cm": report["rest_height"] * 100.0,
+            "pelvis_cm": hips[:, 1].mean() * 100.0, "lowest_toe_cm": (lowest - floor) * 100.0,
+            "travelled_cm": np.linalg.norm((hips[-1] - hips[0])[[0, 2]]) * 100.0,
+            "arms_match": float(np.mean(arms)), "legs_match": float(np.mean(legs)),
+            "duration_s": (len(report["feet"]["Foot.L"]["frames"]) - 1) / 30.0}
+
+
+def _assert_report_is_ufbx(report: dict, got: dict) -> None:
+    """Each number within the tolerance tests/test_feet_judges.py holds reports to (lengths per 1.7 m)."""
+    import test_feet_judges as judges
+
+    scale = got["scale"]
+    assert report["height_cm"] == pytest.approx(got["height_cm"], rel=judges.HEIGHT_TOLERANCE)
+    for key in ("pelvis_cm", "lowest_toe_cm", "travelled_cm"):
+        tolerance = judges.TOLERANCE["lowest_toe_cm" if key == "lowest_toe_cm" else key] * scale
+        assert report[key] == pytest.approx(got[key], abs=tolerance), key
+    for key in ("arms_match", "legs_match"):
+        assert report[key] == pytest.approx(got[key], abs=judges.COSINE_TOLERANCE), key
+    assert report["duration_s"] == pytest.approx(got["duration_s"], abs=judges.DURATION_TOLERANCE_S)
+
+
+def test_the_fbx_report_is_what_ufbx_evaluates_in_the_written_file_writer_bugs_included(tmp_path, monkeypatch):
+    """The report of `retarget -o walk.fbx` against ufbx's own evaluation of that file; then with the FBX
+    writer made to lift every translation key 30 cm (a bug the .glb scene it is written from does not
+    have): the report, read from the .fbx, says what ufbx sees in it, not what the retarget meant."""
+    good = tmp_path / "good.fbx"
+    good_report = _retarget_in_process(good)
+    _assert_report_is_ufbx(good_report, _figures_by_ufbx(good))
+    write_curve_node = fbx._curve_node
+
+    def lifted(scene, layer_id, model_id, short, prop, times, columns):
+        if short == "T":
+            columns = [columns[0], [value + 30.0 for value in columns[1]], columns[2]]
+        write_curve_node(scene, layer_id, model_id, short, prop, times, columns)
+
+    monkeypatch.setattr(fbx, "_curve_node", lifted)
+    output = tmp_path / "lifted.fbx"
+    report = _retarget_in_process(output)
+    got = _figures_by_ufbx(output)
+    assert got["pelvis_cm"] - good_report["pelvis_cm"] > 10.0  # the bug is there, in the file
+    _assert_report_is_ufbx(report, got)
+
+
+def test_meshes_hanging_under_bones_read_back_from_the_fbx_and_its_report_is_the_glbs(tmp_path):
+    """RobotExpressive's hands and feet are meshes parented to its bones, without a skin: the .fbx read
+    back holds every mesh and vertex the .glb of the same run holds, so its report (the feet measured on
+    those meshes) is the .glb's, number for number (read without them: its soles 197 cm under the floor)."""
+    from gltf_judge import Glb
+
+    reports, outputs = {}, {}
+    for extension in (".glb", ".fbx"):
+        outputs[extension] = tmp_path / ("walk" + extension)
+        result = run_cli("retarget", NPZ / "soma_01_single_text_prompt" / "motion.npz", "--target",
+                         RETARGET_TARGETS["robot"], "-o", outputs[extension], "--report", tmp_path / (extension[1:] + ".json"))
+        assert result.returncode == 0, result.stderr
+        reports[extension] = json.loads((tmp_path / (extension[1:] + ".json")).read_text())
+    glb_file = Glb(outputs[".glb"])
+    read = fbx.read_motion_document(outputs[".fbx"], fps=30.0)
+    glb_counts = sorted(len(glb_file.accessor(p.attributes.POSITION)) for m in glb_file.gltf.meshes for p in m.primitives)
+    fbx_counts = sorted(len(read.accessor(p["attributes"]["POSITION"])) for m in read.gltf["meshes"] for p in m["primitives"])
+    assert fbx_counts == glb_counts and len(glb_counts) == 19
+    assert reports[".fbx"] == reports[".glb"]

@@ -120,6 +120,9 @@ MUTANTS = {
                                               "job.imported = start_import(clip, folder)"),
     "plugin_target_not_checked_first.py": ("        plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())\n",
                                            ""),
+    "character_imported_with_animations.py": ("    options.import_animations = False\n", "    options.import_animations = True\n"),
+    "imported_character_not_checked.py": (
+        "            plan.check_imported_character(request.character_file, target_plan, engine_skeleton(target))\n", ""),
 }
 MUTANTS_56 = {"unknown_attribute.py": "reportAttributeAccessIssue", "extra_argument.py": "reportCallIssue",
               "unknown_class.py": "reportAttributeAccessIssue"}
@@ -380,6 +383,16 @@ def _structural_problems(text):
     calls = [ast.unparse(n) for n in ast.walk(main) if isinstance(n, ast.Call)]
     if not any(c.startswith("plan.check_target_folder(") for c in calls):
         problems.append("main: a character outside /Game is not checked before the clips are imported")
+    # A character file is imported by the editor's FBX import as a Skeletal Mesh without animation (its
+    # own takes would land as Anim Sequences nobody asked for), and the import is held to the plan's skeleton.
+    body = _function_source("import_character", text)
+    for setting in ("options.import_as_skeletal = True", "options.import_animations = False",
+                    "options.mesh_type_to_import = unreal.FBXImportType.FBXIT_SKELETAL_MESH"):
+        if setting not in body:
+            problems.append("import_character: the character file is not imported as a Skeletal Mesh without "
+                            "animation (`{}` missing)".format(setting))
+    if not any(c.startswith("plan.check_imported_character(") for c in calls):
+        problems.append("main: the editor's import of a character file is not held to the plan's skeleton")
     return problems
 
 
@@ -397,6 +410,8 @@ def test_the_script_has_none_of_the_old_mistakes_a_stub_cannot_show():
     ("no_wait_before_55.py", "a background import (before 5.5) is not waited for"),
     ("imports_the_glb_not_the_plans_copy.py", "the .glb is imported even where the plan made"),
     ("plugin_target_not_checked_first.py", "a character outside /Game is not checked before"),
+    ("character_imported_with_animations.py", "not imported as a Skeletal Mesh without animation"),
+    ("imported_character_not_checked.py", "not held to the plan's skeleton"),
 ])
 def test_each_old_mistake_is_caught(mutant, expected):
     good, bad = MUTANTS[mutant]
@@ -854,12 +869,16 @@ def test_the_plan_refuses_a_quadruped_as_the_offline_map_does(tmp_path):
 
 # --- arguments, names and paths --------------------------------------------------------------------------
 
-def test_no_arguments_means_every_glb_beside_the_script(tmp_path):
-    for name in ("b_walk.glb", "a_run.glb", "notes.txt", "c.GLB"):
+def test_no_arguments_means_every_glb_and_fbx_clip_beside_the_script(tmp_path):
+    for name in ("b_walk.glb", "a_run.glb", "notes.txt", "c.GLB", "d_jump.fbx", "hero.fbx"):
         (tmp_path / name).write_bytes(b"x")
     request = plan.parse_arguments([], tmp_path)
-    assert [p.name for p in request.clips] == ["a_run.glb", "b_walk.glb", "c.GLB"]
-    assert request.target is None
+    assert [p.name for p in request.clips] == ["a_run.glb", "b_walk.glb", "c.GLB", "d_jump.fbx", "hero.fbx"]
+    assert request.target is None and request.character_file is None
+    # The character file given as --target is not taken for a clip.
+    request = plan.parse_arguments(["--target", str(tmp_path / "hero.fbx")], tmp_path)
+    assert [p.name for p in request.clips] == ["a_run.glb", "b_walk.glb", "c.GLB", "d_jump.fbx"]
+    assert request.character_file == tmp_path / "hero.fbx" and request.target is None
 
 
 def test_clips_then_a_character_path_last(tmp_path):
@@ -873,14 +892,29 @@ def test_clips_then_a_character_path_last(tmp_path):
 def test_bad_arguments_get_one_clear_line(tmp_path):
     with pytest.raises(KimodoError) as error:
         plan.parse_arguments([], tmp_path)
-    assert str(error.value) == "{}: no .glb files beside the script; give .glb paths (make them with kimodo_to_glb.py)".format(tmp_path)
+    assert str(error.value) == ("{}: no .glb or .fbx clips beside the script; give clip paths (make them with "
+                                "kimodo_to_glb.py)".format(tmp_path))
     with pytest.raises(KimodoError) as error:
         plan.parse_arguments([str(tmp_path / "missing.glb")], tmp_path)
     assert str(error.value) == "{}: no such file".format(tmp_path / "missing.glb")
     with pytest.raises(KimodoError) as error:
-        plan.parse_arguments(["walk.fbx"], tmp_path)
-    assert str(error.value) == ("walk.fbx: not a .glb file (give .glb files, then optionally a /Game/... Skeletal Mesh "
-                                "path last; --root-motion hips|root and --map bones.json go anywhere)")
+        plan.parse_arguments(["walk.bvh"], tmp_path)
+    assert str(error.value) == ("walk.bvh: not a .glb or .fbx clip (give .glb or .fbx clips, then optionally a "
+                                "/Game/... Skeletal Mesh path last (or --target character.fbx); --root-motion "
+                                "hips|root and --map bones.json go anywhere)")
+    clip = tmp_path / "walk.glb"
+    clip.write_bytes(b"x")
+    with pytest.raises(KimodoError) as error:
+        plan.parse_arguments([str(clip), "--target", "hero.glb"], tmp_path)
+    assert str(error.value) == "hero.glb: expected a character file (.fbx) after --target, or a /Game/... path last"
+    with pytest.raises(KimodoError) as error:
+        plan.parse_arguments([str(clip), "--target", str(tmp_path / "missing.fbx")], tmp_path)
+    assert str(error.value) == "{}: no such file".format(tmp_path / "missing.fbx")
+    (tmp_path / "hero.fbx").write_bytes(b"x")
+    with pytest.raises(KimodoError) as error:
+        plan.parse_arguments([str(clip), "--target", str(tmp_path / "hero.fbx"), "/Game/MyChars/SK_Hero"], tmp_path)
+    assert str(error.value) == "/Game/MyChars/SK_Hero: one character: a /Game/... path or --target {}, not both".format(
+        tmp_path / "hero.fbx")
     for bad in ("/Game/../Engine/SK_X", "/Game/My Chars/SK_Hero", "/SK_Hero", "/Game/a//b", "/Game/SK_A.SK_B"):
         with pytest.raises(KimodoError) as error:
             plan.asset_path(bad)
@@ -1579,3 +1613,73 @@ def test_run_outside_the_editor_it_says_in_one_line_how_to_run_it_there(tmp_path
         assert (result.returncode, result.stdout) == (1, ""), result.stderr
         assert result.stderr == 'unreal_retarget.py runs inside the Unreal Editor, not from a shell: in the editor\'s ' \
             'Output Log, Cmd box, type  py "{}" CLIP.glb\n'.format(script.as_posix()), result.stderr
+
+
+# --- FBX: a character file imported by the editor, FBX motions ----------------------------------------------
+
+QUATERNIUS_FBX = ROOT / "tests" / "data" / "rigs" / "quaternius" / "quaternius_female_dress.fbx"
+
+
+def test_an_fbx_character_file_is_planned_as_the_offline_retarget_maps_it(tmp_path):
+    """`--target character.fbx`: the plan is made from the file by our FBX reader, and is what offline
+    `map_target(load_target(FILE))` maps (every part, the chain table, the pelvis, the root bone); the
+    editor's import of it is held to that skeleton: the skeleton as the engine reports it (Unreal's frame
+    by numpy) passes, one with a mapped bone renamed or resting in another frame is refused in one line."""
+    clip = tmp_path / "walk.glb"
+    clip.write_bytes(b"x")
+    request = plan.parse_arguments([str(clip), "--target", str(QUATERNIUS_FBX)], tmp_path)
+    assert request.character_file == QUATERNIUS_FBX and request.target is None
+    assert plan.character_folder(QUATERNIUS_FBX) == "/Game/Kimodo/Characters/quaternius_female_dress"
+    planned = plan.plan_character_file(QUATERNIUS_FBX)
+    target = load_target(str(QUATERNIUS_FBX))
+    offline = map_target(target)
+    assert parts_by_name(planned.humanoid) == parts_by_name(offline)
+    chains, pelvis = retarget_chains(offline)
+    assert planned.chains == tuple(chains) and planned.pelvis == pelvis
+    assert planned.root_bone == "Bone" and planned.skeleton.joint_names == target.skeleton.joint_names
+    engine = _engine_tuple(target.skeleton)
+    plan.check_imported_character(QUATERNIUS_FBX, planned, plan.skeleton_from_engine(*engine))
+    name, bones, parents, translations, rotations = engine
+    hand = parts_by_name(offline)["lowerarm_l"]
+    renamed = [bone + "_1" if bone == hand else bone for bone in bones]
+    with pytest.raises(KimodoError) as error:
+        plan.check_imported_character(QUATERNIUS_FBX, planned, plan.skeleton_from_engine(
+            name, renamed, [p + "_1" if p == hand else p for p in parents], translations, rotations))
+    assert str(error.value).startswith("{}: the editor's import lacks 1 of the bones the map uses ({}, ...)".format(
+        QUATERNIUS_FBX, hand))
+    # Imported as Unreal's FBX import would if it kept Y up (no (x, z, y) mirror): refused, not misaligned.
+    unmirrored = [(t[0], t[2], t[1]) for t in translations]
+    with pytest.raises(KimodoError) as error:
+        plan.check_imported_character(QUATERNIUS_FBX, planned, plan.skeleton_from_engine(
+            name, bones, parents, unmirrored, rotations))
+    assert "the editor's import does not rest as the file does" in str(error.value)
+
+
+@pytest.mark.parametrize("clip", ["soma_01_single_text_prompt", "g1_01_single_text_prompt"])
+def test_an_fbx_clip_is_read_by_our_reader_and_imported_as_the_plans_glb_copy(clip, tmp_path):
+    """An FBX motion (`kimodo-rig convert CLIP walk.fbx`) is planned as its .glb is (same bone names,
+    chains, lift), and the engine always imports the plan's .glb copy of it (never the .fbx: one frame
+    change, the glTF one checked here), whose joints at every frame are Kimodo's (numpy FK of the copy
+    against numpy FK of the clip's own data)."""
+    from gltf_judge import Glb, forward_kinematics, read_raw_clip, skeleton_record
+
+    fbx_clip, glb_clip = tmp_path / (clip + ".fbx"), tmp_path / (clip + ".glb")
+    for output in (fbx_clip, glb_clip):
+        assert cli.main(["convert", str(CLIPS / clip), str(output)]) == 0
+    from_fbx, from_glb = plan.read_source(fbx_clip), plan.read_source(glb_clip)
+    assert from_fbx.chains == from_glb.chains and from_fbx.retarget_root == from_glb.retarget_root
+    assert from_fbx.leg_reach_m == pytest.approx(from_glb.leg_reach_m, abs=1e-9)
+    assert not from_fbx.imported_as_is and from_glb.imported_as_is
+    target = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple(load_target("mannequin").skeleton)))
+    pose = plan.retarget_pose(from_fbx, target)
+    engine = plan.engine_source(from_fbx, pose, plan.plan_root_motion("hips", from_fbx, target))
+    assert engine.derived and engine.root_bone is None
+    assert not plan.engine_source(from_glb, pose, plan.plan_root_motion("hips", from_glb, target)).derived
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    copy = Glb(plan.write_engine_source(engine, scratch))
+    record = skeleton_record("g1skel34" if clip.startswith("g1") else "somaskel30")
+    quats, roots = read_raw_clip(CLIPS / clip, len(record["parents"]))
+    expected = forward_kinematics(record["parents"], record["rest_local_offsets_m"], quats, roots)
+    order = [copy.joint_names.index(name) for name in record["joint_names"]]
+    assert np.abs(copy.joint_world_positions()[:, order] - expected).max() < 1e-4

@@ -122,9 +122,9 @@ def _retarget_one(source: str, output: Path, target: targets.Target, target_map:
         motion, target.skeleton, bind_mesh=mesh, in_place=args.in_place, root_motion=args.root_motion,
         foot_lock=args.foot_lock, target_map=target_map, target_name=args.target, source_name=source)
     step("writing")
-    written = retarget_output.write(retargeted, info, target, output)
+    retarget_output.write(retargeted, info, target, output)
     step("measuring the written file")
-    report = retarget_output.report_from_output(output, motion, retargeted, info, target, written)
+    report = retarget_output.report_from_output(output, motion, retargeted, info, target)
     if args.report:
         text = json.dumps(report.to_json(), indent=2) + "\n"
         write_bytes_atomic(args.report, text.encode("utf-8"))

@@ -340,7 +340,7 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
     placements = [_SkinPlacement(document, skin, parents, joints) for skin in gltf.get("skins", [])]
     for index in _parents_first(parents):
         node = nodes[index]
-        name = node.get("name") or "node{}".format(index)
+        name = model_name(node, index)
         skinned = "mesh" in node and "skin" in node
         if skinned:
             translation, rotation, scale = gd.decompose4(placements[node["skin"]].mesh_bind)
@@ -377,6 +377,11 @@ def encode_gltf(document: gd.Document, *, take: str, fps: float) -> bytes:
             entry.add("Matrix", matrix)
     stop = _gltf_animation(scene, document, model_ids, take, fps)
     return fb.encode(_document(scene, take, fps, stop), FBX_VERSION)
+
+
+def model_name(node: Dict, index: int) -> str:
+    """The name encode_gltf gives the Model of glTF node `index`: the node's own, else node<index>."""
+    return node.get("name") or "node{}".format(index)
 
 
 def _in_centimetres(matrix: Sequence[float]) -> List[float]:

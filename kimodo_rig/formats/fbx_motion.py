@@ -20,36 +20,16 @@ from ..model import Motion
 from ..ops.fk import rest_pose
 from ..rotations import quat_conjugate, quat_multiply, quat_normalize
 from . import gltf_document as gd
-from .glb import _builtin_for_names, stored_joint_names
-from .limits import frame_rate, frame_rate_of_period
+from .glb import animated_skeleton
 
 
 def motion_from_scene(document: gd.Document, source: str, name: str, *, fps: Optional[float] = None) -> Motion:
     """The Motion an FBX scene document (one skin, one sampled animation) holds; `source` names the file
     in messages, `name` is the clip's."""
     gltf = document.gltf
-    skin = (gltf.get("skins") or [{}])[0]
-    skin_joints = skin.get("joints", [])
-    node_names = [gltf["nodes"][node].get("name", "") for node in skin_joints]
-    builtin = _builtin_for_names(node_names)
-    if builtin is None:
-        raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(
-            source))
-    slots = [node_names.index(n) for n in stored_joint_names(builtin, node_names)]
-    joint_nodes = [skin_joints[slot] for slot in slots]
-    if not gltf.get("animations"):
-        raise KimodoError("{}: no animation in this FBX".format(source))
-    times, channels = gd.animation_keyframes(document)
+    builtin, slots, skin, times, channels, rate = animated_skeleton(document, source, "FBX", fps=fps)
+    joint_nodes = [skin["joints"][slot] for slot in slots]
     frames = len(times)
-    if frames == 0:
-        raise KimodoError("{}: the animation has no keyframes".format(source))
-    if fps:
-        rate = frame_rate(fps, source)
-    elif frames > 1:
-        period = (times[-1] - times[0]) / (frames - 1)
-        rate = round(frame_rate_of_period(period, source, "the key times' frame period"), 3)
-    else:
-        rate = 30.0
     parents = gd.node_parents(gltf)
     if "inverseBindMatrices" in skin:
         inverse_binds = document.accessor(skin["inverseBindMatrices"])
@@ -77,4 +57,4 @@ def motion_from_scene(document: gd.Document, source: str, name: str, *, fps: Opt
         roots.extend(worlds[0][12:15])
     if not (gd.is_finite(rotations) and gd.is_finite(roots)):
         raise KimodoError("{}: the animation holds values that are not finite numbers".format(source))
-    return Motion(builtin, rotations, roots, float(rate), name=name)
+    return Motion(builtin, rotations, roots, rate, name=name)

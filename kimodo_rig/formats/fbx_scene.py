@@ -17,7 +17,7 @@ from . import fbx_binary as fb
 from . import gltf_document as gd
 from .fbx import CENTIMETRES_PER_METRE, TICKS_PER_SECOND, TIME_MODES
 from .fbx_binary import Node
-from .limits import frame_rate
+from .limits import frame_rate, increasing_times
 
 LOG = logging.getLogger("kimodo_rig")
 
@@ -63,8 +63,8 @@ def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Op
         raise KimodoError("{}: malformed FBX scene ({}: {})".format(source, type(error).__name__, error)) from error
 
 
-def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
-    """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
+def _euler_quat(order: str, degrees: Sequence[float]) -> Tuple[float, float, float, float]:
+    """The quaternion of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
     angles = dict(zip("XYZ", degrees))
     q = (0.0, 0.0, 0.0, 1.0)
     from ..rotations import quat_from_axis_angle, quat_multiply
@@ -72,7 +72,12 @@ def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
     for axis in order:  # later axes multiply on the left: R = R(last) ... R(first)
         q = quat_multiply(quat_from_axis_angle({"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}[axis],
                                                math.radians(angles[axis])), q)
-    return list(gd.trs_matrix((0.0, 0.0, 0.0), q, (1.0, 1.0, 1.0)))
+    return q
+
+
+def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
+    """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
+    return list(gd.trs_matrix((0.0, 0.0, 0.0), _euler_quat(order, degrees), (1.0, 1.0, 1.0)))
 
 
 def _identity() -> List[float]:
@@ -90,22 +95,28 @@ def fbx_local_matrix(props: Dict[str, Tuple]) -> List[float]:
     order = EULER_ORDERS.get(int(props.get("RotationOrder", (0,))[0]), "XYZ")
     rotation_pivot = props.get("RotationPivot", zero)
     scaling_pivot = props.get("ScalingPivot", zero)
+    if not any(any(props.get(name, zero)) for name in ("RotationOffset", "RotationPivot", "PreRotation", "PostRotation",
+                                                        "ScalingOffset", "ScalingPivot")):
+        # The plain T * R * S every writer we met writes (each animated Model, every frame: reading speed).
+        return list(gd.trs_matrix(props.get("Lcl Translation", zero), _euler_quat(order, props.get("Lcl Rotation", zero)),
+                                  props.get("Lcl Scaling", (1.0, 1.0, 1.0))))
     parts = [
         _translation(props.get("Lcl Translation", zero)),
-        _translation(props.get("RotationOffset", zero)),
-        _translation(rotation_pivot),
-        _euler_matrix("XYZ", props.get("PreRotation", zero)),
+        _translation(props.get("RotationOffset", zero)) if any(props.get("RotationOffset", zero)) else None,
+        _translation(rotation_pivot) if any(rotation_pivot) else None,
+        _euler_matrix("XYZ", props.get("PreRotation", zero)) if any(props.get("PreRotation", zero)) else None,
         _euler_matrix(order, props.get("Lcl Rotation", zero)),
-        gd.invert4(_euler_matrix("XYZ", props.get("PostRotation", zero))),
-        _translation([-c for c in rotation_pivot]),
-        _translation(props.get("ScalingOffset", zero)),
-        _translation(scaling_pivot),
+        gd.invert4(_euler_matrix("XYZ", props.get("PostRotation", zero))) if any(props.get("PostRotation", zero)) else None,
+        _translation([-c for c in rotation_pivot]) if any(rotation_pivot) else None,
+        _translation(props.get("ScalingOffset", zero)) if any(props.get("ScalingOffset", zero)) else None,
+        _translation(scaling_pivot) if any(scaling_pivot) else None,
         list(gd.trs_matrix(zero, (0.0, 0.0, 0.0, 1.0), props.get("Lcl Scaling", (1.0, 1.0, 1.0)))),
-        _translation([-c for c in scaling_pivot]),
+        _translation([-c for c in scaling_pivot]) if any(scaling_pivot) else None,
     ]
     matrix = parts[0]
     for part in parts[1:]:
-        matrix = gd.multiply4(matrix, part)
+        if part is not None:  # a zero offset, pivot or pre/post rotation is the identity: skipped (reading speed)
+            matrix = gd.multiply4(matrix, part)
     return matrix
 
 
@@ -145,6 +156,7 @@ class _FbxScene:
                 kind = object_type.properties[0] if object_type.properties else ""
                 self.templates[kind] = _properties_of(template)
         self.settings = _properties_of(top.get("GlobalSettings") or Node("GlobalSettings"))
+        self._axes: Optional[List[float]] = None
         # Bind places a BindPose states (Model -> world matrix in the file's frame): the bind of a bone no
         # cluster binds (a bone without weights), where the nodes were saved in another pose.
         self.bind_pose: Dict[int, List[float]] = {}
@@ -200,7 +212,12 @@ class _FbxScene:
                 if self.kind(child) == kind and (not subtype or self.subtype(child) == subtype)]
 
     def axes_matrix(self) -> List[float]:
-        """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4."""
+        """The file's axes and unit -> Y up, Z front, metres, as a column-major 4x4 (worked out once)."""
+        if self._axes is None:
+            self._axes = self._axes_matrix()
+        return list(self._axes)
+
+    def _axes_matrix(self) -> List[float]:
         def setting(name: str, default: float) -> float:
             value = (self.settings.get(name) or (default,))[0]
             return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.nan
@@ -456,8 +473,7 @@ class _FbxScene:
         values = _array_child(node, "KeyValueFloat", "f", self.source, required=False)
         if len(times) != len(values) or not len(times):
             raise self.fail("curve {}: {} key times but {} values".format(curve, len(times), len(values)))
-        if any(later < earlier for earlier, later in zip(times, times[1:])):
-            raise self.fail("curve {}: its key times do not increase".format(curve))
+        increasing_times(times, self.source, "curve {}: its key times".format(curve))
         return times, values
 
     def _depth(self, model: int) -> int:

@@ -21,7 +21,7 @@ from ..model import Motion, Skeleton
 from ..ops.fk import position_columns_by_frame, rest_pose, rest_positions
 from ..rotations import cross, length, normalize, quat_norm, quat_normalize, subtract
 from . import gltf_document as gd
-from .limits import frame_rate, frame_rate_of_period
+from .limits import frame_rate, frame_rate_of_period, increasing_times
 from .options import DEFAULT, WriteOptions
 
 NAME = "glb"
@@ -307,32 +307,11 @@ def read(path, *, fps: Optional[float] = None) -> Motion:
 
 
 def motion_from_document(document: gd.Document, source: str, name: str, *, fps: Optional[float] = None) -> Motion:
-    """`read` of a parsed document (also what an FBX motion becomes: formats/fbx.py); `source` names it
-    in messages, `name` is the clip's."""
+    """`read` of a parsed document; `source` names it in messages, `name` is the clip's."""
     gltf = document.gltf
-    if not gltf.get("skins"):
-        raise KimodoError("{}: no skin (skeleton) in this glTF".format(source))
-    skin_joints = gltf["skins"][0].get("joints", [])
-    node_names = [gltf["nodes"][n].get("name", "joint{}".format(i)) for i, n in enumerate(skin_joints)]
-    builtin = _builtin_for_names(node_names)
-    if builtin is None:
-        raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(source))
-    order = [node_names.index(n) for n in stored_joint_names(builtin, node_names)]
-    if not gltf.get("animations"):
-        raise KimodoError("{}: no animation in this glTF".format(source))
-    times, channels = gd.animation_keyframes(document)
+    builtin, order, skin, times, channels, rate = animated_skeleton(document, source, "glTF", fps=fps)
+    skin_joints = skin.get("joints", [])
     frames = len(times)
-    if frames == 0:
-        raise KimodoError("{}: the animation has no keyframes".format(source))
-    if not gd.is_finite(times) or any(later <= earlier for earlier, later in zip(times, times[1:])):
-        raise KimodoError("{}: the animation's key times are not increasing finite numbers".format(source))
-    if fps:
-        rate = frame_rate(fps, source)
-    elif frames > 1:
-        period = (times[-1] - times[0]) / (frames - 1)
-        rate = round(frame_rate_of_period(period, source, "the key times' frame period"), 3)
-    else:
-        rate = 30.0
 
     def keys(node: int, path: str, width: int):
         values = channels.get(node, {}).get(path)
@@ -359,6 +338,39 @@ def motion_from_document(document: gd.Document, source: str, name: str, *, fps: 
             raise KimodoError("{}: the animation's rotation keys are not unit quaternions (frame {}, joint {})".format(
                 source, at // 4 // builtin.joint_count, at // 4 % builtin.joint_count))
     return Motion(builtin, rotations, roots, float(rate), name=name)
+
+
+def animated_skeleton(document: gd.Document, source: str, container: str, *, fps: Optional[float] = None) -> Tuple:
+    """What a motion document (a .glb, or the glTF document formats/fbx_scene.py reads an FBX into) says before
+    its keys are read: (Kimodo's skeleton its first skin's joint names are, the skin slot of each of that
+    skeleton's joints in its order, the skin, the key times (s), the channels as gd.animation_keyframes
+    gives them, the frame rate: `fps`, else the key times' period, else 30). `container` ("glTF", "FBX")
+    names the file's kind in messages."""
+    gltf = document.gltf
+    if not gltf.get("skins"):
+        raise KimodoError("{}: no skin (skeleton) in this {}".format(source, container))
+    skin = gltf["skins"][0]
+    skin_joints = skin.get("joints", [])
+    node_names = [gltf["nodes"][n].get("name", "joint{}".format(i)) for i, n in enumerate(skin_joints)]
+    builtin = _builtin_for_names(node_names)
+    if builtin is None:
+        raise KimodoError("{}: joints match no Kimodo skeleton (read a rig as a retarget target instead)".format(source))
+    slots = [node_names.index(n) for n in stored_joint_names(builtin, node_names)]
+    if not gltf.get("animations"):
+        raise KimodoError("{}: no animation in this {}".format(source, container))
+    times, channels = gd.animation_keyframes(document)
+    frames = len(times)
+    if frames == 0:
+        raise KimodoError("{}: the animation has no keyframes".format(source))
+    increasing_times(times, source, "the animation's key times")
+    if fps:
+        rate = frame_rate(fps, source)
+    elif frames > 1:
+        period = (times[-1] - times[0]) / (frames - 1)
+        rate = round(frame_rate_of_period(period, source, "the key times' frame period"), 3)
+    else:
+        rate = 30.0
+    return builtin, slots, skin, times, channels, float(rate)
 
 
 def stored_joint_names(skeleton: Skeleton, node_names: Sequence[str]) -> Tuple[str, ...]:

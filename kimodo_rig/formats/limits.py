@@ -48,6 +48,13 @@ def frame_rate_of_period(seconds: float, source: str, what: str = "frame time") 
     return frame_rate(1.0 / seconds, source, what)
 
 
+def increasing_times(times, source: str, what: str) -> None:
+    """Refuse key times (any unit) unless they are finite and each later than the one before: a repeated
+    or earlier time is no frame, and a NaN compares false with everything, so it passes any other test."""
+    if not all(math.isfinite(t) for t in times) or any(later <= earlier for earlier, later in zip(times, times[1:])):
+        raise KimodoError("{}: {} are not increasing finite numbers".format(source, what))
+
+
 def parse_json(text: Union[str, bytes], source: str, what: str = "JSON") -> Any:
     """json.loads, refusing nesting deeper than MAX_JSON_DEPTH before parsing (json.loads raises
     RecursionError near 1,000 levels, and a parsed structure that deep breaks whoever walks it), and

@@ -1,5 +1,6 @@
-"""The retarget as front ends other than the command line call it: one options object in, the retargeted
-Motion and what the retarget decided out, a bone map a user can edit, and the report measured from poses
+"""The retarget as front ends other than the command line call it: the clip read as the command line reads
+it (any format it reads, FBX included), one options object in, the retargeted Motion and what the
+retarget decided out, a bone map a user can edit, and the report measured from poses
 the front end samples itself (the Blender add-on reads them back from Blender's evaluated bones).
 
 `retarget_motion` is the only door the Blender add-on uses into the retarget, and it is the same retarget
@@ -18,6 +19,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import formats
 from ..model import Motion, Skeleton
 from ..rotations import Vec3
 from . import feet, output
@@ -28,6 +30,20 @@ from .report import Report
 from .solve import ROOT_MOTION_MODES, RetargetInfo, retarget
 
 PARTS = known_parts()  # every canonical part a map may name, in the order maps are printed
+CLIP_FOLDER_FILES = (".f32", ".txt")  # what a kimodo.cpp clip folder holds: picking one picks its folder
+
+
+def read_motion(path, *, fps: Optional[float] = None) -> Motion:
+    """The clip at `path` as `kimodo-rig convert` and `retarget` read it: a clip folder, or a file of any
+    format the command line reads (.npz, .bvh, .csv, .glb, .fbx); KimodoError naming it when it is not one."""
+    return formats.read_file(path, fps=fps)
+
+
+def motion_file_patterns() -> str:
+    """A file browser's filter for the clips read_motion reads ("*.npz;*.bvh;..."): every extension of
+    the command line's formats, and the files of a clip folder."""
+    extensions = [extension for module in formats.FORMATS.values() for extension in module.EXTENSIONS]
+    return ";".join("*" + extension for extension in dict.fromkeys(extensions + list(CLIP_FOLDER_FILES)))
 
 
 @dataclass(frozen=True)

@@ -507,7 +507,12 @@ def joint_world_positions(data: bytes, joint_names: Sequence[str], source: str =
 
 def _joint_world_positions(data: bytes, joint_names: Sequence[str], source: str,
                            node_of: Optional[Dict[str, int]]) -> List[List[Vec3]]:
-    document = parsed_glb(data, source)
+    return document_joint_world_positions(parsed_glb(data, source), joint_names, source, node_of)
+
+
+def document_joint_world_positions(document: gd.Document, joint_names: Sequence[str], source: str,
+                                   node_of: Optional[Dict[str, int]] = None) -> List[List[Vec3]]:
+    """joint_world_positions of a parsed document (the glTF document an .fbx reads into, say)."""
     gltf = document.gltf
     lookup = node_of if node_of is not None else nodes_by_name(gltf)
     count = len(gltf.get("nodes", []))

@@ -1,5 +1,5 @@
 """Writing a retargeted motion (.glb or .fbx on the character or a box rig, .bvh on the target skeleton)
-and measuring the report from the file as written (.fbx: from the self-checked .glb bytes it is made of)."""
+and measuring the report from the file as written (.fbx: read back by our FBX reader, formats/fbx_scene.py)."""
 from __future__ import annotations
 
 import copy
@@ -136,25 +136,21 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     return data
 
 
-def write(motion: Motion, info: RetargetInfo, target: Target, path) -> Optional[bytes]:
-    """Write the retargeted motion to `path` (.glb, .fbx or .bvh). Returns the self-checked .glb bytes
-    the .glb or .fbx was made of (report_from_output measures an .fbx from them), else None."""
+def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
+    """Write the retargeted motion to `path` (.glb, .fbx or .bvh)."""
     extension = check_output_path(path)
     if extension == ".glb":
-        data = checked_glb(motion, info, target, str(path))
-        write_bytes_atomic(path, data)
-        return data
+        write_bytes_atomic(path, checked_glb(motion, info, target, str(path)))
+        return
     if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
         from ..formats import fbx  # loaded for .fbx output only
 
-        data = checked_glb(motion, info, target, str(path))
-        document = gd.parse_glb(data, str(path))
+        document = gd.parse_glb(checked_glb(motion, info, target, str(path)), str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
-        return data
+        return
     if info.root_track is not None:
         LOG.warning("%s: .bvh keeps root motion in the hips; --root-motion root needs .glb output", path)
     formats.write_file(motion, path)
-    return None
 
 
 def _worst_distance(a: Sequence[Sequence[Sequence[float]]], b: Sequence[Sequence[Sequence[float]]]) -> float:
@@ -170,25 +166,30 @@ def _worst_distance(a: Sequence[Sequence[Sequence[float]]], b: Sequence[Sequence
 
 
 def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
-    """Per frame, world positions of the retargeted joints read back from the written file."""
-    if Path(str(path)).suffix.lower() == ".glb":
-        return character_glb.joint_world_positions(Path(path).read_bytes(), motion.skeleton.joint_names, str(path))  # type: ignore[return-value]
+    """Per frame, world positions of the retargeted joints read back from a written .bvh (the file's own
+    reader, on the target skeleton)."""
     written = formats.read_file(path, fps=motion.fps)
     order = [written.skeleton.joint_names.index(n) for n in motion.skeleton.joint_names]
     return [[frame[j] for j in order] for frame in world_positions(written)]
 
 
 def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetInfo,
-                       target: Optional[Target] = None, written: Optional[bytes] = None) -> Report:
+                       target: Optional[Target] = None) -> Report:
     """The report measured from the file as written: joint positions and, for a character with a mesh,
-    its skinned foot vertices, evaluated from the file's own nodes, skins and animation; the facing from
-    the file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
+    its skinned foot vertices, evaluated from the file's own nodes, skins and animation (an .fbx as our
+    FBX reader reads it back: nodes, clusters, the take sampled at the clip's rate); the facing from the
+    file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
     (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
     if Path(str(path)).suffix.lower() == ".glb":
         return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
-    if Path(str(path)).suffix.lower() == ".fbx":  # measured from the .glb scene the .fbx was written from
-        data = written if written is not None else encode_glb(retargeted, info, target)  # `write` returned it
-        return report_from_glb(data, str(path), source, retargeted, info, target)
+    if Path(str(path)).suffix.lower() == ".fbx":
+        from ..formats import fbx  # loaded for .fbx output only
+
+        document = fbx.read_motion_document(path, fps=retargeted.fps)
+        node_of = _nodes_of_read_fbx(document, info, target, retargeted.skeleton.joint_names, str(path))
+        positions = character_glb.document_joint_world_positions(document, retargeted.skeleton.joint_names,
+                                                                 str(path), node_of)
+        return _report_from_scene(document, positions, str(path), source, info, target, node_of)
     written = output_positions(path, retargeted)
     return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info), _carriers(target))
 
@@ -199,8 +200,40 @@ def report_from_glb(data: bytes, shown: str, source: Motion, retargeted: Motion,
     the bytes it embeds, with no file written for it."""
     node_of = written_nodes(info, target)
     written = character_glb.joint_world_positions(data, retargeted.skeleton.joint_names, shown, node_of)
+    return _report_from_scene(character_glb.parsed_glb(data, shown), written, shown, source, info, target, node_of)
+
+
+def _report_from_scene(document: gd.Document, written, shown: str, source: Motion, info: RetargetInfo,
+                       target: Optional[Target], node_of: Optional[Dict[str, int]]) -> Report:
+    """The report of a written scene as a glTF document (`written`: its joints' positions per frame)."""
     with_mesh = target is not None and target.has_mesh
-    return _measured(source, info, written, _glb_feet(data, info, with_mesh, shown, node_of), _carriers(target))  # type: ignore[arg-type]
+    return _measured(source, info, written, _glb_feet(document, info, with_mesh, shown, node_of), _carriers(target))  # type: ignore[arg-type]
+
+
+def _nodes_of_read_fbx(document: gd.Document, info: RetargetInfo, target: Optional[Target],
+                       joint_names: Sequence[str], shown: str) -> Dict[str, int]:
+    """Joint name -> node of a written .fbx as our reader reads it back. The writer names each Model as
+    the .glb scene it wrote names the node (fbx.model_name), and the joints' names there are unique
+    (_written_document), so each joint is found by that name; one missing or repeated is an error."""
+    from ..formats import fbx  # loaded for .fbx output only
+
+    if target is None or target.document is None or not target.has_mesh:
+        named = {name: name for name in joint_names}  # a box rig: its nodes are named as its joints
+    else:
+        glb_nodes = _written_document(target, _added_nodes(info, target)).gltf["nodes"]
+        named = {name: fbx.model_name(glb_nodes[index], index)
+                 for name, index in (written_nodes(info, target) or {}).items()}
+    found: Dict[str, List[int]] = {}
+    for index, node in enumerate(document.gltf.get("nodes", [])):
+        found.setdefault(node.get("name", ""), []).append(index)
+    node_of = {}
+    for joint in joint_names:
+        nodes = found.get(named.get(joint, joint), [])
+        if len(nodes) != 1:
+            raise KimodoError("{}: read back, the file has {} Models named {!r} (joint {}), not one".format(
+                shown, len(nodes), named.get(joint, joint), joint))
+        node_of[joint] = nodes[0]
+    return node_of
 
 
 def _carriers(target: Optional[Target]) -> Optional[FrozenSet[str]]:
@@ -497,13 +530,12 @@ def _footless(tmap) -> List[str]:
 SUPPORT_DIRECTIONS = 384
 
 
-def _glb_feet(data: bytes, info: RetargetInfo, with_mesh: bool, source: str,
+def _glb_feet(document: gd.Document, info: RetargetInfo, with_mesh: bool, source: str,
               node_of: Optional[Dict[str, int]] = None) -> _Feet:
     """Feet measured in a written .glb by the glTF rules alone: node matrices from the file's nodes and
     animation, skinned vertices as sum(w * world(joint) * inverseBind * v) (meshes hanging under a joint
     node move with it); the bind pose is where every joint matrix world(joint) * inverseBind equals the
     skin's top joint's, as saved. `node_of`: which node is which joint (written_nodes), else by name."""
-    document = character_glb.parsed_glb(data, source)
     gltf = document.gltf
     nodes = gltf.get("nodes", [])
     by_name = node_of if node_of is not None else character_glb.nodes_by_name(gltf)

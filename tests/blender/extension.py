@@ -3,8 +3,9 @@ temporary user folder), then run File > Import > Kimodo motion as a user would a
 evaluates. Judging happens in tests/test_blender_extension.py.
 
 Usage: python extension.py SPEC.json ; SPEC = {"zip": ..., "work": ..., "cases": [...]}; each case
-{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs), "skin" (rigify: a body of boxes), "clip",
-"options" {...}, "import" {...} (the glTF importer's options), "reference" (box: step 1's .glb),
+{"name", "rig": "glb" | "rigify" | "box", "path" (glb rigs: a .glb, or an .fbx read by Blender's FBX
+importer), "skin" (rigify: a body of boxes), "clip" (a clip folder, or any file the add-on reads: an .fbx
+motion too), "options" {...}, "import" {...} (the glTF importer's options), "reference" (box: step 1's .glb),
 "select": "armature" | "mesh" | "none", "soles",
 "forward" (the facing the rig was built with, glTF axes; +Z when absent: where the sole's front is found),
 "edits" [(part, bone)]: set through the panel's button and imported again, "draw_panel", "undo"}, and
@@ -325,7 +326,10 @@ def run_case(case):
     record = {"name": case["name"]}
     target = None
     if case["rig"] == "glb":
-        bpy.ops.import_scene.gltf(filepath=case["path"], **case.get("import", {}))
+        if case["path"].lower().endswith(".fbx"):
+            bpy.ops.import_scene.fbx(filepath=case["path"], **case.get("import", {}))
+        else:
+            bpy.ops.import_scene.gltf(filepath=case["path"], **case.get("import", {}))
         target = armatures()[0]
     elif case["rig"] == "rigify":
         target = make_rigify(case.get("skin", False))
@@ -488,6 +492,7 @@ def main():
     out["panel"] = "VIEW3D_PT_kimodo" in dir(bpy.types)
     out["menu"] = any(getattr(f, "__name__", "") == "menu_import" for f in bpy.types.TOPBAR_MT_file_import._dyn_ui_initialize())
     out["permissions_manifest"] = True
+    out["filter_glob"] = bpy.ops.kimodo.import_motion.get_rna_type().properties["filter_glob"].default
     out["install_folder"] = str(Path(USER))
     out["cases"] = [run_case(case) for case in spec["cases"]]
     out["bad"] = run_bad(spec["bad"], spec["bad_rig"], spec["good_clip"], spec["rootless_rig"])

@@ -719,11 +719,12 @@ def read_document(path) -> gd.Document:
     return read_scene(path)
 
 
-def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
-    """An FBX animation as a glTF document (formats/fbx_scene.py)."""
+def read_motion_document(path, fps: Optional[float] = None, *, surfaces: bool = True) -> gd.Document:
+    """An FBX animation as a glTF document (formats/fbx_scene.py); `surfaces=False`: without the meshes'
+    normals, UVs and materials."""
     from .fbx_scene import read_motion_document as read_motion_scene
 
-    return read_motion_scene(path, fps)
+    return read_motion_scene(path, fps, surfaces=surfaces)
 
 
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:

@@ -185,7 +185,8 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     if Path(str(path)).suffix.lower() == ".fbx":
         from ..formats import fbx  # loaded for .fbx output only
 
-        document = fbx.read_motion_document(path, fps=retargeted.fps)
+        # Without normals, UVs and materials: the report measures vertex places, not surfaces.
+        document = fbx.read_motion_document(path, fps=retargeted.fps, surfaces=False)
         node_of = _nodes_of_read_fbx(document, info, target, retargeted.skeleton.joint_names, str(path))
         positions = character_glb.document_joint_world_positions(document, retargeted.skeleton.joint_names,
                                                                  str(path), node_of)

@@ -75,6 +75,8 @@ class Single(float):
 
 
 _READ_AS = {"Y": Short, "C": bool, "I": int, "F": Single, "D": float, "L": Long}
+_SCALAR_OF_BYTE = {ord(code): (SCALAR[code], kind) for code, kind in _READ_AS.items()}  # type byte -> reading
+_STRING = ord("S")
 # Scalars written by their exact Python type: type code and packing (_write_property's order for others).
 _SCALAR_OF_TYPE = {kind: (code.encode("ascii"), SCALAR[code]) for code, kind in _READ_AS.items()}
 
@@ -234,7 +236,8 @@ def version_of(data: bytes) -> int:
 
 class _Reader:
     def __init__(self, data: bytes, source: str, wide: bool) -> None:
-        self.data = memoryview(data)
+        self.bytes = bytes(data)
+        self.data = memoryview(self.bytes)
         self.size = len(data)
         self.source = source
         self.head = _RECORD_HEAD[wide]
@@ -276,13 +279,30 @@ class _Reader:
             raise self.fail(offset, "a node record's lengths point past its end or the end of the file")
         if count > properties_length:  # each property takes at least one byte (its type code)
             raise self.fail(offset, "a node claims {} properties in {} bytes".format(count, properties_length))
+        raw = self.bytes
         try:
-            name = bytes(self.data[name_start:properties_start]).decode("utf-8")
+            name = raw[name_start:properties_start].decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(name_start, "a node name is not UTF-8") from None
         properties = []
         at = properties_start
         for _ in range(count):
+            # A scalar or a string that fits is read here (most of a file's values: reading speed);
+            # anything else, and every problem, by self.property.
+            if at < children_start:
+                scalar = _SCALAR_OF_BYTE.get(raw[at])
+                if scalar is not None:
+                    packing, kind = scalar
+                    if at + 1 + packing.size <= children_start:
+                        properties.append(kind(packing.unpack_from(raw, at + 1)[0]))
+                        at += 1 + packing.size
+                        continue
+                elif raw[at] == _STRING and at + 5 <= children_start:
+                    end_of_text = at + 5 + _UINT32.unpack_from(raw, at + 1)[0]
+                    if end_of_text <= children_start:
+                        properties.append(raw[at + 5:end_of_text].decode("utf-8", "surrogateescape"))
+                        at = end_of_text
+                        continue
             value, at = self.property(at, children_start)
             properties.append(value)
         if at != children_start:

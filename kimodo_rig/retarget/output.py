@@ -145,7 +145,8 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
     if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
         from ..formats import fbx  # loaded for .fbx output only
 
-        document = gd.parse_glb(checked_glb(motion, info, target, str(path)), str(path))
+        # The document the self-check parsed (its accessors decoded once); encode_gltf only reads it.
+        document = character_glb.parsed_glb(checked_glb(motion, info, target, str(path)), str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
         return
     if info.root_track is not None:

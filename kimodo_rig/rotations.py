@@ -277,3 +277,43 @@ def sphere_directions(count: int) -> List[Vec3]:
         r = math.sqrt(max(0.0, 1.0 - y * y))
         out.append((math.cos(golden * i) * r, y, math.sin(golden * i) * r))
     return out
+
+
+STRAIGHT_SINE = 0.02  # sine of the elbow/knee angle (about 1.1 deg) below which a limb counts as straight
+
+
+def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: float = 0.0) -> Vec3:
+    """Where the elbow or knee sits off the line from the chain's top to its end (its bending plane), or
+    `towards` where the limb is straight; with `lean` (a sine), that offset plus `towards` as long as the
+    upper bone's offset is when bent that much, so the plane turns smoothly, never switches, as the limb
+    straightens."""
+    upper, lower = subtract(middle, top), subtract(end, middle)
+    if lean > 0.0:
+        axis = normalize(subtract(end, top))
+        return add(subtract(upper, scale(axis, dot(upper, axis))), scale(normalize(towards), lean * length(upper)))
+    sine = length(cross(upper, lower)) / max(length(upper) * length(lower), 1e-300)
+    if sine < STRAIGHT_SINE:
+        return towards
+    axis = normalize(subtract(end, top))
+    return subtract(upper, scale(axis, dot(upper, axis)))
+
+
+def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3, lean: float = 0.0) -> Tuple[Vec3, Vec3]:
+    """The new elbow/knee and effector positions that put the effector on `goal` (or as near as the limb
+    reaches), the elbow/knee in the limb's bending plane (`bend_direction`, `lean`)."""
+    upper = length(subtract(middle, top))
+    lower = length(subtract(end, middle))
+    span = subtract(goal, top)
+    distance = length(span)
+    axis = normalize(span) if distance > 0.0 else normalize(subtract(end, top))
+    distance = min(max(distance, abs(upper - lower)), upper + lower)
+    bend = bend_direction(top, middle, end, towards, lean)
+    side = subtract(bend, scale(axis, dot(bend, axis)))
+    if length(side) < 1e-9 * max(length(bend), 1e-300):  # the bend lies along the goal: any perpendicular
+        side = cross(axis, (1.0, 0.0, 0.0) if abs(axis[0]) < 0.9 else (0.0, 1.0, 0.0))
+    side = normalize(side)
+    cosine = (upper * upper + distance * distance - lower * lower) / max(2.0 * upper * distance, 1e-300)
+    cosine = min(1.0, max(-1.0, cosine))
+    sine = math.sqrt(1.0 - cosine * cosine)
+    new_middle = add(top, add(scale(axis, upper * cosine), scale(side, upper * sine)))
+    return new_middle, add(top, scale(axis, distance))

@@ -21,10 +21,7 @@ from ..rotations import (
     Quat,
     Vec3,
     add,
-    cross,
-    dot,
     length,
-    normalize,
     quat_between,
     quat_conjugate,
     quat_multiply,
@@ -32,13 +29,13 @@ from ..rotations import (
     quat_rotate,
     scale,
     subtract,
+    two_bone_points,
     yaw_angle,
     yaw_rotation,
 )
 
 # Tuning constants
 REACH_SLACK = 1e-3  # fraction of a limb's length kept bent at full reach: a straight limb has no bending plane
-STRAIGHT_SINE = 0.02  # sine of the elbow/knee angle (about 1.1 deg) below which a limb counts as straight
 BEND_TOWARDS = {"hand": (0.0, -1.0, -1.0), "foot": (0.0, 0.0, 1.0)}  # direction, hips' frame: elbows back and down, knees forward
 ROOT_PASSES = 200  # rounds of moving the hips into each limb's reach in turn (a count of rounds, not frames)
 ROOT_SETTLED_M = 1e-7  # metres per 1.7 m: a round that moves the hips less than this ends the search
@@ -102,38 +99,6 @@ def _into_reach(skeleton: Skeleton, positions: Sequence[Vec3], targets: Sequence
         if moved < ROOT_SETTLED_M:
             break
     return shift
-
-
-def _bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3) -> Vec3:
-    """Where the elbow or knee sits off the line from the chain's top to its end (its bending plane), or
-    `towards` where the limb is straight."""
-    upper, lower = subtract(middle, top), subtract(end, middle)
-    sine = length(cross(upper, lower)) / max(length(upper) * length(lower), 1e-300)
-    if sine < STRAIGHT_SINE:
-        return towards
-    axis = normalize(subtract(end, top))
-    return subtract(upper, scale(axis, dot(upper, axis)))
-
-
-def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3) -> Tuple[Vec3, Vec3]:
-    """The new elbow/knee and effector positions that put the effector on `goal` (or as near as the limb
-    reaches), the elbow/knee in the limb's bending plane."""
-    upper = length(subtract(middle, top))
-    lower = length(subtract(end, middle))
-    span = subtract(goal, top)
-    distance = length(span)
-    axis = normalize(span) if distance > 0.0 else normalize(subtract(end, top))
-    distance = min(max(distance, abs(upper - lower)), upper + lower)
-    bend = _bend_direction(top, middle, end, towards)
-    side = subtract(bend, scale(axis, dot(bend, axis)))
-    if length(side) < 1e-9 * max(length(bend), 1e-300):  # the bend lies along the goal: any perpendicular
-        side = cross(axis, (1.0, 0.0, 0.0) if abs(axis[0]) < 0.9 else (0.0, 1.0, 0.0))
-    side = normalize(side)
-    cosine = (upper * upper + distance * distance - lower * lower) / max(2.0 * upper * distance, 1e-300)
-    cosine = min(1.0, max(-1.0, cosine))
-    sine = math.sqrt(1.0 - cosine * cosine)
-    new_middle = add(top, add(scale(axis, upper * cosine), scale(side, upper * sine)))
-    return new_middle, add(top, scale(axis, distance))
 
 
 def _solve_limb(skeleton: Skeleton, rotations: List[Quat], root: Vec3, target: Target) -> None:

@@ -26,6 +26,10 @@ EULER_ORDERS = {0: "XYZ", 1: "XZY", 2: "YZX", 3: "YXZ", 4: "ZXY", 5: "ZYX"}
 INHERIT_RRS = 2  # FBX InheritType eInheritRrs: the parent's scaling is not inherited
 MAX_CONNECTIONS_DEPTH = 256  # Model parents followed before a chain is called a cycle
 MAX_FRAMES = 1000000  # frames an FBX take may be sampled to: 9 hours at 30 fps
+# A top bone whose local transform no take changes by more than this (metres, or a matrix entry of its turn
+# and scale) stands where the file saved it in every take: placement, not pose. Float32 key noise of a
+# 100x scaled armature is 1e-7.
+UNMOVED_TOLERANCE = 1e-5
 
 
 def read_document(path) -> gd.Document:
@@ -84,6 +88,10 @@ _AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
     """A column-major 4x4 rotation of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
     return list(gd.trs_matrix((0.0, 0.0, 0.0), _euler_quat(order, degrees), (1.0, 1.0, 1.0)))
+
+
+def _identity() -> List[float]:
+    return list(gd.trs_matrix((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), (1.0, 1.0, 1.0)))
 
 
 def _translation(v: Sequence[float]) -> List[float]:
@@ -309,6 +317,8 @@ class _FbxScene:
                 roots.append(index_of[model])
         gltf["nodes"] = nodes
         gltf["meshes"], gltf["skins"] = [], []
+        # A character's bind stands where its takes play (a motion's joints are read from its curves).
+        self.placement = self._bind_placement() if not animation else _identity()
         materials = _Materials(self, builder)
         for model in models:
             for geometry in self.linked(model, "Geometry", "Mesh"):
@@ -329,6 +339,79 @@ class _FbxScene:
         gltf["scenes"] = [{"nodes": roots}]
         gltf["scene"] = 0
         return gd.parse_glb(builder.to_glb(), self.source)
+
+    def _bind_placement(self) -> List[float]:
+        """Where the bind space stands in the scene (a glTF-frame 4x4): where the clusters put it, unless the
+        file's takes never move the skeleton's top bone from where the file saved it. Then that bone is
+        placement, not pose, and the bind is put where it stands (the saved top bone's world times its bind
+        world^-1), as the .glb reader does for a root joint no clip of the file moves: RobotExpressive's root
+        bone stands 2.37 m above its bind, its clips play there, and Blender's exporter keys it still in every
+        take. A file without takes keeps the clusters' place (nothing tells placement from pose), and so does a
+        placement that would tilt or rescale the character."""
+        identity = _identity()
+        stacks = [i for i, node in self.objects.items() if node.name == "AnimationStack"]
+        links: Dict[int, List[float]] = {}
+        for cluster in (i for i, node in self.objects.items() if node.name == "Deformer" and self.subtype(i) == "Cluster"):
+            bone = next((b for b, _ in self._sources(cluster) if self.kind(b) == "Model"), None)
+            link = list(_array_child(self.objects[cluster], "TransformLink", "d", self.source, required=False))
+            if bone is not None and len(link) == 16 and gd.is_finite(link):
+                links.setdefault(bone, link)
+        if not stacks or not links:
+            return identity
+        tops = set()
+        for bone in links:
+            at = bone
+            while self.parent_of.get(at, 0) and self.subtype(self.parent_of[at]) == "LimbNode":
+                at = self.parent_of[at]
+            tops.add(at)
+        if len(tops) != 1:
+            return identity
+        top = tops.pop()
+        bind = self.bind_pose.get(top) if top not in links else links[top]
+        if bind is None:
+            return identity
+        saved_props = self.properties(top)
+        saved = self.scene_local(top, saved_props)
+        for stack in stacks:
+            for layer in self.linked(stack, "AnimationLayer"):
+                for curve_node in self.linked(layer, "AnimationCurveNode"):
+                    props = [prop for target, prop in self._targets(curve_node) if target == top
+                             and prop in ("Lcl Translation", "Lcl Rotation", "Lcl Scaling")]
+                    if not props:
+                        continue
+                    defaults = _properties_of(self.objects[curve_node])
+                    curves = [next((c for c, link in self.children.get(curve_node, [])
+                                    if link == "d|" + axis and self.kind(c) == "AnimationCurve"), None) for axis in "XYZ"]
+                    sampled = [self._curve(c) if c is not None else None for c in curves]
+                    times = sorted({t for curve in sampled if curve is not None for t in curve[0]}) or [0]
+                    for at in times:
+                        values = dict(saved_props)
+                        values[props[0]] = tuple(_sample(curve, at) if curve is not None
+                                                 else float(defaults.get("d|" + axis, (0.0,))[0])
+                                                 for curve, axis in zip(sampled, "XYZ"))
+                        local = self.scene_local(top, values)
+                        if max(abs(a - b) for a, b in zip(local, saved)) > UNMOVED_TOLERANCE:
+                            return identity
+        above = identity
+        at = self.parent_of.get(top, 0)
+        chain = []
+        while at:
+            chain.append(at)
+            at = self.parent_of.get(at, 0)
+        for model in reversed(chain):
+            above = gd.multiply4(above, self.scene_local(model, self.properties(model)))
+        try:
+            placement = gd.multiply4(gd.multiply4(above, saved), gd.invert4(self.in_scene(bind)))
+        except ValueError:
+            return identity
+        # A character stands somewhere on the floor: moved, and turned about the up axis at most. A placement
+        # that tilts or rescales it is no placement (Blender's "Apply Transform" writes Z-up nodes over Y-up
+        # binds); the clusters' place is kept.
+        columns = [placement[4 * c:4 * c + 3] for c in range(3)]
+        upright = all(abs(a - b) < UNMOVED_TOLERANCE for a, b in zip(columns[1], (0.0, 1.0, 0.0)))
+        unit = all(abs(sum(x * y for x, y in zip(columns[i], columns[j])) - (i == j)) < UNMOVED_TOLERANCE
+                   for i in range(3) for j in range(3))
+        return placement if upright and unit else identity
 
     def frame_rate(self) -> float:
         mode = self.settings.get("TimeMode", (0,))[0]
@@ -482,7 +565,7 @@ class _FbxScene:
                 raise self.fail("cluster {!r} has no finite bind matrices (Transform, TransformLink)".format(
                     self.name(cluster)))
             try:
-                bind_inverse[bone] = gd.invert4(self.in_scene(link))
+                bind_inverse[bone] = gd.invert4(gd.multiply4(self.placement, self.in_scene(link)))
             except ValueError:
                 raise self.fail("cluster {!r}: its TransformLink is singular".format(self.name(cluster))) from None
             if mesh_bind is None:
@@ -491,7 +574,7 @@ class _FbxScene:
             for vertex, weight in zip(indexes, values):
                 if weight > 0.0:
                     weights[vertex].append((weight, slot))
-        to_world = gd.multiply4(gd.multiply4(axes, mesh_bind), geometric)
+        to_world = gd.multiply4(gd.multiply4(gd.multiply4(self.placement, axes), mesh_bind), geometric)
         positions = [c for v in range(count) for c in gd.apply4(to_world, vertices[3 * v:3 * v + 3])]
         # Bones without a cluster (IK targets, end bones) are joints too: bound where the BindPose puts
         # them, else where their parent's bind and their own local transform do.
@@ -502,7 +585,7 @@ class _FbxScene:
                 if model in bind_inverse:
                     bind_world[model] = gd.invert4(bind_inverse[model])
                 elif model in self.bind_pose:
-                    bind_world[model] = self.in_scene(self.bind_pose[model])
+                    bind_world[model] = gd.multiply4(self.placement, self.in_scene(self.bind_pose[model]))
                 else:
                     parent = self.parent_of.get(model, 0)
                     local = self.scene_local(model, self.properties(model))

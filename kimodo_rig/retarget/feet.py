@@ -34,13 +34,14 @@ contacts, the feet placed on the floor and locked where they land.
 """
 from __future__ import annotations
 
+import os
 from array import array
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Motion, Skeleton
-from ..ops.fk import global_rotations_and_positions, pose_globals
-from ..rotations import add, quat_rotate, scale
+from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
+from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
 from .solve import RetargetInfo, centred_average, retarget
@@ -59,6 +60,17 @@ from .soles import (
 from .lock import _follow_planted_feet, _foot_goals, _hold_flat_feet, _pitch_onto_floor, _reach_budget, _reach_goals
 from .one_bone import _bridged, _pin_one_bone_legs, hike_hips
 from .hands import keep_hands_above
+from . import contacts as contact_plan, ease, hips, legs
+
+# The leg solver the foot lock runs: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) or
+# "layers" (lock.py, one_bone.py, hips_path.py), chosen by the environment while the plan does not yet
+# meet every figure the layers meet; not a user option.
+LEG_SOLVERS = ("plan", "layers")
+
+
+def leg_solver() -> str:
+    chosen = os.environ.get("KIMODO_LEG_SOLVER", "layers")
+    return chosen if chosen in LEG_SOLVERS else "layers"
 
 LEASH = 0.05  # of the leg's reach: how far Kimodo's planted foot may drift before the pin follows it
 SPIKE = 0.01  # of the leg's reach: a floor shift this far from its neighbours' median is a one-frame jump
@@ -190,6 +202,9 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     roots = array("d", retargeted.root_positions)
     poses = [tuple(map(list, pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))))
              for frame in range(frames)]
+    if lock and leg_solver() == "plan":
+        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
+        return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
     if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
         hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
     shifts = []
@@ -249,6 +264,70 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
             knee_floors[side] = [floor + min(0.0, positions[knee][1] * legs) for positions in source_positions]
     _reach_goals(skeleton, tmap, soles, goals, poses, roots, floor, _reach_budget(source.skeleton.name), knee_floors,
                  contacts if lock else None)
+    return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
+
+
+def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array,
+                    source_positions) -> List[Tuple[float, float]]:
+    """The foot lock of issue 40: the contact plan (contacts.py), the hips' path (hips.py), each frame's
+    legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
+    move per frame."""
+    skeleton = retargeted.skeleton
+    frames, fps = retargeted.frame_count, retargeted.fps
+    feet_ = contact_plan.feet(info.target_map, soles, info.forward)
+    pinned = {side: contact_plan.held(contacts[side], fps) for side in feet_}
+    # The feet carry the body on their contact frames alone, not through the step out or the short lifts
+    # the pins hold: there the foot moves, and the body followed it by a frame's length (the robot's body
+    # drifted 20 cm apart between 30 and 60 fps in 3 s).
+    moves = hips.carried(skeleton, feet_, contacts, poses, fps)
+    for frame, (dx, dz) in enumerate(moves):
+        roots[frame * 3] += dx
+        roots[frame * 3 + 2] += dz
+    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
+    inside: Dict[str, List] = {}
+    for side, foot in feet_.items():
+        inside[side] = [None] * frames
+        for span in spans[side]:
+            flats = [t for t in range(span.first, span.last + 1) if span.heel[t - span.first] and span.toe[t - span.first]]
+            for frame in range(span.first, span.last + 1):
+                nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
+                flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
+                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+    hips_joint = info.source_map.bones["hips"]
+    ratio = info.reach_target / info.reach_source
+    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions])
+    for frame, rise in enumerate(rises):
+        roots[frame * 3 + 1] += rise
+        positions = poses[frame][1]
+        positions[:] = [(p[0], p[1] + rise, p[2]) for p in positions]
+
+    def animated(foot):
+        def at(frame: int):
+            rotations, positions = poses[frame]
+            toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+            return positions[foot.ankle], rotations[foot.ankle], toe
+        return at
+
+    goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
+                                    animated(foot)) for side, foot in feet_.items()}
+    rest_hips = rest_pose(skeleton)[0][0]
+    for frame, (rotations, positions) in enumerate(poses):
+        towards = legs.leg_towards(rotations, rest_hips, info.forward)
+        for side, foot in feet_.items():
+            goal = goals[side][frame]
+            if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
+                legs.solve(skeleton, foot, rotations, positions, goal, towards,
+                           None if inside[side][frame] is not None else soles.rest_floor)
+            else:
+                legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
+    return moves
+
+
+def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array, carried, treadmill):
+    """The hands kept above the floor, the poses back to local rotations, and --in-place's travel out."""
+    skeleton = retargeted.skeleton
+    tmap = info.target_map
+    floor = soles.rest_floor
     keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps)
 
     local_rotations = array("d")

@@ -1,0 +1,162 @@
+"""The contact plan: per foot, the spans in which Kimodo has its heel or toe down (held through the step out
+of the last contact frame, which Kimodo's skate measure counts), each with one pin, the foot standing as
+the retargeted one stands over the span, its lowest sole point on the rest floor (docs/leg-solver.md).
+
+This module also holds the leg solver's one table of constants (contacts, hips, legs, ease), in seconds,
+degrees and shares; nothing is counted in frames."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..ops.fk import rest_pose
+from ..rotations import Quat, Vec3, add, cross, length, normalize, quat_conjugate, quat_multiply, quat_rotate, subtract
+from .mapping import SIDES, HumanoidMap
+from .soles import Point, Soles, posed_point, subtree
+
+# The leg solver's constants: name, value, unit, why.
+CONTACT_GAP_S = 0.1  # s: a heel or toe lifted for less than this between two contacts stays pinned (speed-detected contacts flicker at 60-120 fps)
+EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
+HIPS_WINDOW_S = 0.12  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
+HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
+HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
+TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
+KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
+FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns toe-up about its ankle to keep its sole above the floor (then the leg lifts it)
+KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
+KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
+
+
+@dataclass(frozen=True)
+class Foot:
+    """One side's leg and foot as the solver turns them: joints, sole points, lengths and axes at bind."""
+
+    side: str
+    hip: int  # the thigh
+    knee: int  # the shin; the foot itself for a one-bone leg (no knee: a lower bone of length 0)
+    ankle: int  # the foot joint, Kimodo's heel contact
+    toe: Optional[int]  # the toe bone, when the foot has one
+    toe_point: Point  # Kimodo's toe contact: the toe joint, or the sole's front
+    sole: Tuple[Point, ...]  # the foot's points that can be lowest (soles.Soles.feet)
+    bind_rotation: Quat  # the foot's world rotation at bind, whose heading is the character's forward
+    lateral: Vec3  # the foot's pitch axis at bind (the character's left), horizontal
+    forward: Vec3  # the character's facing at bind, horizontal
+    thigh: float  # metres: hip to knee, knee to ankle
+    shin: float
+
+
+@dataclass(frozen=True)
+class Span:
+    """Frames first..last (inclusive) a foot is held: per frame whether its heel and its toe are pinned;
+    the pin: the standing foot's ankle and toe point (world), its world rotation and heading from bind,
+    and its toe bone's rotation relative to it."""
+
+    first: int
+    last: int
+    heel: Tuple[bool, ...]
+    toe: Tuple[bool, ...]
+    ankle: Vec3
+    toe_point: Vec3
+    yaw: float  # radians about +Y
+    rotation: Quat
+    toe_local: Optional[Quat]
+
+
+def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
+    """The sides whose leg ends in a foot: a thigh and a foot below it (a shin between them or not)."""
+    skeleton = tmap.skeleton
+    rotations, positions = rest_pose(skeleton)
+    result = {}
+    for side in SIDES:
+        hip, ankle = tmap.bones.get("thigh_" + side), tmap.bones.get("foot_" + side)
+        if hip is None or ankle is None or ankle == hip or ankle not in subtree(skeleton, hip):
+            continue
+        knee = tmap.bones.get("calf_" + side)
+        if knee is None or knee in (hip, ankle) or knee not in subtree(skeleton, hip) or ankle not in subtree(skeleton, knee):
+            knee = ankle
+        toe = tmap.bones.get("toe_" + side)
+        toe = toe if toe is not None and toe != ankle and toe in subtree(skeleton, ankle) else None
+        toe_point = soles.toe_points.get(side) or ((ankle, 1.0, (0.0, 0.0, 0.0)),)
+        lateral = normalize(cross((0.0, 1.0, 0.0), forward))
+        result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], rotations[ankle], lateral, forward,
+                            length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])))
+    return result
+
+
+def held(flags: Sequence[Tuple[bool, bool]], fps: float) -> List[Tuple[bool, bool]]:
+    """Per frame (heel, toe) pinned: in contact, or lifted for less than CONTACT_GAP_S between two contacts
+    (contacts detected from speeds flicker at high frame rates), or either the frame before (the step out
+    of a contact frame is part of Kimodo's skate measure, so the pin holds through it)."""
+    down = list(zip(*[_bridged([f[c] for f in flags], CONTACT_GAP_S * fps) for c in (0, 1)]))
+    return [(heel or (t > 0 and down[t - 1][0]), toe or (t > 0 and down[t - 1][1])) for t, (heel, toe) in enumerate(down)]
+
+
+def _bridged(down: Sequence[bool], longest: float) -> List[bool]:
+    """`down` with each run of False shorter than `longest` frames between two True runs made True."""
+    result = list(down)
+    last = None  # the last True frame so far
+    for t, value in enumerate(down):
+        if value:
+            if last is not None and 1 < t - last and t - last - 1 < longest:
+                for u in range(last + 1, t):
+                    result[u] = True
+            last = t
+    return result
+
+
+def foot_yaw(foot: Foot, rotation: Quat) -> float:
+    """The heading the foot's world `rotation` gives it, from its heading at bind (radians about +Y)."""
+    turned = quat_rotate(quat_multiply(rotation, quat_conjugate(foot.bind_rotation)), foot.forward)
+    return math.atan2(turned[0], turned[2]) - math.atan2(foot.forward[0], foot.forward[2])
+
+
+def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fps: float) -> List[Span]:
+    """The foot's spans: maximal runs of frames whose heel or toe is held (`held`), each pinned at the
+    median over its flat frames (heel and toe both held; else its heel frames, else its toe frames) of the
+    retargeted foot's ankle (or toe point), the foot turned as in the middle one of them, its lowest point
+    on the `floor`: with frames evenly spaced in time, that median is the time-weighted one, so the pin
+    does not depend on the frame rate."""
+    pinned = held(flags, fps)
+    spans = []
+    frame = 0
+    count = len(pinned)
+    while frame < count:
+        if not (pinned[frame][0] or pinned[frame][1]):
+            frame += 1
+            continue
+        first = frame
+        while frame < count and (pinned[frame][0] or pinned[frame][1]):
+            frame += 1
+        last = frame - 1
+        heel = tuple(pinned[t][0] for t in range(first, last + 1))
+        toe = tuple(pinned[t][1] for t in range(first, last + 1))
+        chosen = [t for t in range(first, last + 1) if heel[t - first] and toe[t - first]] or \
+                 [t for t in range(first, last + 1) if heel[t - first]]
+        on_toe = not chosen
+        chosen = chosen or list(range(first, last + 1))
+        # The foot stands as the retargeted one does in the middle of those frames, its lowest sole point
+        # on the rest floor, where the median of those frames has it.
+        rotations, positions = poses[chosen[len(chosen) // 2]]
+        lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+        rotation = rotations[foot.ankle]
+        toe_local = None if foot.toe is None else quat_multiply(quat_conjugate(rotation), rotations[foot.toe])
+        toe_offset = subtract(posed_point(foot.toe_point, rotations, positions), positions[foot.ankle])
+        ankle_height = floor + positions[foot.ankle][1] - lowest
+        if on_toe:
+            points = [posed_point(foot.toe_point, *poses[t]) for t in chosen]
+            toe_point = (_median([p[0] for p in points]), ankle_height + toe_offset[1], _median([p[2] for p in points]))
+            ankle = subtract(toe_point, toe_offset)
+        else:
+            points = [poses[t][1][foot.ankle] for t in chosen]
+            ankle = (_median([p[0] for p in points]), ankle_height, _median([p[2] for p in points]))
+            toe_point = add(ankle, toe_offset)
+        yaw = foot_yaw(foot, rotation)
+        spans.append(Span(first, last, heel, toe, ankle, toe_point, yaw, rotation, toe_local))
+    return spans
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else 0.5 * (ordered[middle - 1] + ordered[middle])

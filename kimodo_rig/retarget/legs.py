@@ -1,0 +1,172 @@
+"""Per frame, each leg reaches its goal with analytic two-bone IK (the knee in the retargeted leg's own
+plane), its foot turned onto the floor about the heel or the toe its span pins, the toe bone flat while
+the toe is down; a one-bone leg is the same chain with a lower bone of length 0."""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+from ..model import Skeleton
+from ..rotations import (
+    Quat,
+    Vec3,
+    add,
+    cross,
+    dot,
+    quat_between,
+    quat_conjugate,
+    quat_from_axis_angle,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    subtract,
+    two_bone_points,
+    yaw_rotation,
+)
+from .contacts import FOOT_PITCH_MAX_DEG, KNEE_FOLDEST_DEG, KNEE_LEAN_DEG, KNEE_STRAIGHTEST_DEG, TOE_ROLL_MAX_DEG, Foot, Span, foot_yaw
+from .soles import posed_point, subtree
+
+# A goal for one foot in one frame: the ankle's world position, the foot's world rotation, and the toe
+# bone's rotation relative to the foot (None: the toe keeps the animation's).
+Goal = Tuple[Vec3, Quat, Optional[Quat]]
+
+
+def reach_limits(foot: Foot) -> Tuple[float, float]:
+    """The nearest and farthest the ankle may be from the hip: the knee folded KNEE_FOLDEST_DEG and bent
+    KNEE_STRAIGHTEST_DEG (a one-bone leg: its length, both)."""
+    a, b = foot.thigh, foot.shin
+
+    def apart(bend_deg: float) -> float:
+        return math.sqrt(max(0.0, a * a + b * b + 2.0 * a * b * math.cos(math.radians(bend_deg))))
+
+    return apart(KNEE_FOLDEST_DEG), apart(KNEE_STRAIGHTEST_DEG)
+
+
+def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
+    """The angle the foot's world `rotation` is pitched from `reference` about the pinned foot's lateral
+    axis (positive: toe down)."""
+    axis = quat_rotate(yaw_rotation(yaw), foot.lateral)
+    relative = quat_multiply(rotation, quat_conjugate(reference))
+    if relative[3] < 0.0:
+        relative = tuple(-c for c in relative)  # type: ignore[assignment]
+    return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
+
+
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, flat: Optional[Tuple[Quat, Vec3]]) -> Goal:
+    """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
+    alone, turned about the pinned ankle as the animation turns it (its world `rotation`) from where it
+    stands flat (`flat`: the animated foot's rotation and ankle on the span's flat frame nearest this
+    one; none, from the pin's), or where that would put the toe point under its pin, pitched toe-up alone;
+    on its toe alone, pitched heel-up about the pinned toe point as far as the animation's ankle (`ankle`)
+    has turned about it since it stood flat, so the leg keeps its reach however long the foot, the toe
+    bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
+    k = frame - span.first
+    heel, toe = span.heel[k], span.toe[k]
+    if heel and toe:
+        return span.ankle, span.rotation, span.toe_local
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if heel:
+        reference = flat[0] if flat is not None else span.rotation
+        turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
+        if quat_rotate(turn, subtract(span.toe_point, span.ankle))[1] < span.toe_point[1] - span.ankle[1]:
+            turn = quat_from_axis_angle(axis, min(pitch(foot, rotation, reference, span.yaw), 0.0))
+        return span.ankle, quat_normalize(quat_multiply(turn, span.rotation)), None
+    pinned = subtract(span.ankle, span.toe_point)
+    angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
+    if flat is not None:
+        angle -= _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
+    turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
+    turned = quat_normalize(quat_multiply(turn, span.rotation))
+    toe_local = None if span.toe_local is None else quat_normalize(
+        quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
+    return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
+
+
+def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
+    """The angle from `a` to `b` about `axis` (unit), both seen along it."""
+    return math.atan2(dot(cross(a, b), axis), dot(a, b) - dot(a, axis) * dot(b, axis))
+
+
+def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
+          towards: Vec3, floor: Optional[float] = None) -> None:
+    """Turn the leg in place (world rotations and positions of the thigh's subtree) so the ankle reaches
+    `goal`'s position, the knee in the leg's plane (`towards` where the leg is straight), then the foot
+    and toe to `goal`'s rotations; every other joint below keeps its rotation relative to its parent.
+    With `floor`, a sole that ends under it is turned up about the ankle (`clearing_pitch`), and what that
+    leaves is reached again that much higher."""
+    _reach(skeleton, foot, rotations, positions, goal, towards)
+    if floor is None:
+        return
+    under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if under <= 0.0:
+        return
+    axis = quat_rotate(yaw_rotation(foot_yaw(foot, rotations[foot.ankle])), foot.lateral)
+    angle = clearing_pitch([subtract(posed_point(p, rotations, positions), positions[foot.ankle]) for p in foot.sole],
+                           axis, floor - positions[foot.ankle][1])
+    _turn(skeleton, foot.ankle, rotations, positions, quat_from_axis_angle(axis, angle))
+    under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if under > 0.0:
+        toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe),
+               towards)
+
+
+def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
+    """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
+    FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
+    point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
+    by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
+    end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
+    terms = [(p[1], cross(axis, p)[1]) for p in points]
+    limit = math.radians(FOOT_PITCH_MAX_DEG)
+    candidates = [0.0, -limit]
+    for y, x in terms:
+        radius = math.hypot(y, x)
+        if radius > 0.0 and abs(floor) <= radius:
+            middle, half = math.atan2(x, y), math.acos(floor / radius)
+            candidates += [math.remainder(middle - half, 2.0 * math.pi), math.remainder(middle + half, 2.0 * math.pi)]
+
+    def lowest(angle: float) -> float:
+        return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
+
+    allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
+    clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
+    return clearing[0] if clearing else max(allowed, key=lowest)
+
+
+def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
+               floor: float) -> None:
+    """A free foot whose sole is under `floor` reached that much higher, its rotations kept."""
+    toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+    solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor)
+
+
+def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
+           towards: Vec3) -> None:
+    ankle_goal, foot_rotation, toe_local = goal
+    hip, knee, ankle = foot.hip, foot.knee, foot.ankle
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
+                                          math.sin(math.radians(KNEE_LEAN_DEG)))
+    _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
+                                                            subtract(new_knee, positions[hip])))
+    if knee != ankle:
+        _turn(skeleton, knee, rotations, positions, quat_between(subtract(positions[ankle], positions[knee]),
+                                                                 subtract(new_ankle, positions[knee])))
+    _turn(skeleton, ankle, rotations, positions, quat_multiply(foot_rotation, quat_conjugate(rotations[ankle])))
+    if foot.toe is not None and toe_local is not None:
+        wanted = quat_multiply(rotations[ankle], toe_local)
+        _turn(skeleton, foot.toe, rotations, positions, quat_multiply(wanted, quat_conjugate(rotations[foot.toe])))
+
+
+def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:
+    """Turn `joint` and everything below it as one piece by the world rotation `turn` about the joint."""
+    pivot = positions[joint]
+    for j in subtree(skeleton, joint):
+        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+        if j != joint:
+            positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+
+
+def leg_towards(rotations: Sequence[Quat], rest_hips: Quat, forward: Vec3) -> Vec3:
+    """Where a straight leg's knee bends: the character's forward, turned as its hips are from bind."""
+    return quat_rotate(quat_multiply(rotations[0], quat_conjugate(rest_hips)), forward)

@@ -1,0 +1,125 @@
+"""The leg solver of issue 40 (KIMODO_LEG_SOLVER=plan: retarget/contacts.py, hips.py, legs.py, ease.py),
+each stage on its own and the whole judged from the written file with numpy forward kinematics."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gltf_judge import Glb  # noqa: E402
+from kimodo_rig.model import Skeleton  # noqa: E402
+from kimodo_rig.ops.fk import pose_globals  # noqa: E402
+from kimodo_rig.retarget import contacts, ease, hips, legs  # noqa: E402
+
+NPZ = ROOT / "tests" / "data" / "npz"
+
+
+def test_a_pin_holds_through_the_step_out_of_its_last_contact_frame():
+    flags = [(False, False), (True, False), (True, True), (False, True), (False, False), (False, False)]
+    assert contacts.held(flags, 30.0) == [(False, False), (True, False), (True, True), (True, True), (False, True), (False, False)]
+
+
+def test_a_contact_lifted_for_less_than_the_gap_in_seconds_stays_pinned():
+    for fps in (30, 120):
+        gap = int(0.6 * contacts.CONTACT_GAP_S * fps)  # frames lifted: shorter than the gap at any rate
+        flags = [(True, False)] * 5 + [(False, False)] * max(1, gap) + [(True, False)] * 5 + [(False, False)] * int(2 * contacts.CONTACT_GAP_S * fps)
+        pinned = contacts.held(flags, fps)
+        assert all(heel for heel, _ in pinned[:10 + max(1, gap) + 1])
+        assert not pinned[-1][0]  # a long lift is a lift
+
+
+def _leg(one_bone: bool = False):
+    """A hip, knee, ankle and toe in a line down +Y then forward (+Z), or a rigid hip-to-ankle leg."""
+    if one_bone:
+        skeleton = Skeleton("leg", ("hip", "ankle", "toe"), (-1, 0, 1),
+                            ((0.0, 1.0, 0.0), (0.0, -0.9, 0.05), (0.0, -0.05, 0.15)))
+        hip, knee, ankle, toe = 0, 1, 1, 2
+    else:
+        skeleton = Skeleton("leg", ("hip", "knee", "ankle", "toe"), (-1, 0, 1, 2),
+                            ((0.0, 1.0, 0.0), (0.0, -0.45, 0.05), (0.0, -0.45, -0.05), (0.0, -0.05, 0.15)))
+        hip, knee, ankle, toe = 0, 1, 2, 3
+    rotations, positions = pose_globals(skeleton, [(0.0, 0.0, 0.0, 1.0)] * len(skeleton.parents), (0.0, 1.0, 0.0))
+    foot = contacts.Foot("l", hip, knee, ankle, toe, ((toe, 1.0, (0.0, 0.0, 0.0)),),
+                         (((toe, 1.0, (0.0, 0.0, 0.0)),), ((ankle, 1.0, (0.0, 0.0, 0.0)),)),
+                         rotations[ankle], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0),
+                         math.dist(positions[hip], positions[knee]), math.dist(positions[knee], positions[ankle]))
+    return skeleton, foot, list(rotations), list(positions)
+
+
+def test_two_bone_ik_reaches_its_goal_with_the_knee_in_the_legs_plane_and_the_foot_turned_as_asked():
+    skeleton, foot, rotations, positions = _leg()
+    normal = np.cross(np.subtract(positions[1], positions[0]), np.subtract(positions[2], positions[1]))
+    goal = (0.0, 0.35, 0.3)
+    turn = (0.0, math.sin(0.3), 0.0, math.cos(0.3))
+    legs.solve(skeleton, foot, rotations, positions, (goal, turn, None), (0.0, 0.0, 1.0))
+    assert math.dist(positions[2], goal) < 1e-9
+    assert abs(np.dot(np.subtract(positions[1], positions[0]), normal)) < 1e-9  # the knee stayed in the leg's plane
+    assert max(abs(a - b) for a, b in zip(rotations[2], turn)) < 1e-9
+    assert abs(math.dist(positions[0], positions[1]) - foot.thigh) < 1e-9
+
+
+def test_a_one_bone_leg_is_the_same_constraint_with_a_lower_bone_of_length_zero():
+    skeleton, foot, rotations, positions = _leg(one_bone=True)
+    near, far = legs.reach_limits(foot)
+    assert abs(near - far) < 1e-12 and abs(far - foot.thigh) < 1e-12
+    goal = (0.0, 1.0 - foot.thigh * math.cos(0.4), foot.thigh * math.sin(0.4))
+    legs.solve(skeleton, foot, rotations, positions, (goal, rotations[1], None), (0.0, 0.0, 1.0))
+    assert math.dist(positions[1], goal) < 1e-9
+
+
+def test_a_free_foot_under_the_floor_is_lifted_onto_it():
+    skeleton, foot, rotations, positions = _leg()
+    legs.solve(skeleton, foot, rotations, positions, ((0.0, 0.0, 0.2), rotations[2], None), (0.0, 0.0, 1.0), floor=0.0)
+    assert min(positions[3][1], positions[2][1]) > -1e-9
+
+
+def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take():
+    excess = [0.0] * 20 + [0.05] + [0.0] * 20
+    spread = hips._spread(excess, 4)
+    assert all(s >= e - 1e-12 for s, e in zip(spread, excess))
+    assert max(abs(b - a) for a, b in zip(spread, spread[1:])) < 0.05 / 4
+
+
+def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_rate():
+    def goals(fps: int):
+        frames = int(fps) + 1  # one second
+        first, last = int(0.5 * fps), int(0.6 * fps)
+        span = contacts.Span(first, last, (True,) * (last - first + 1), (True,) * (last - first + 1), (0.0, 0.0, 0.0),
+                             (0.0, 0.0, 0.1), 0.0, (0.0, 0.0, 0.0, 1.0), None)
+        moving = lambda frame: ((0.0, 0.1, frame / fps), (0.0, 0.0, 0.0, 1.0), None)  # noqa: E731
+        return ease.eased_goals([span], frames, fps, lambda s, frame: ((0.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0), None), moving)
+
+    at30, at120 = goals(30), goals(120)
+    for frame in (12, 13, 14, 19, 20, 21):  # 0.4 to 0.7 s: instants both rates have a frame at
+        a, b = at30[frame], at120[4 * frame]
+        assert math.dist(a[0], b[0]) < 1e-9, frame
+    assert at30[round(0.3 * 30)][0] == (0.0, 0.1, round(0.3 * 30) / 30)  # beyond EASE_S: the animation's own
+    assert contacts.EASE_S < 0.2
+
+
+def test_the_plan_keeps_kimodos_contact_joints_still_on_their_contact_frames(tmp_path):
+    """soma_02 onto the mannequin, read back with numpy: Kimodo's skate (the ankle on heel-contact frames, the
+    ball on toe-contact frames, each frame to the next) at most 0.01 cm a frame (the layers: 0.04)."""
+    clip = NPZ / "soma_02_multi_text_prompt" / "motion.npz"
+    out = tmp_path / "plan.glb"
+    env = dict(os.environ, KIMODO_LEG_SOLVER="plan")
+    subprocess.run([sys.executable, "-m", "kimodo_rig", "retarget", str(clip), "--target", "mannequin", "-o", str(out)],
+                   check=True, capture_output=True, cwd=str(ROOT), env=env)
+    glb = Glb(out)
+    positions = glb.joint_world_positions()
+    names = glb.joint_names
+    flags = np.load(clip)["foot_contacts"] >= 0.5
+    steps = []
+    for channel, name in enumerate(("foot_l", "ball_l", "foot_r", "ball_r")):
+        track = positions[:, names.index(name)]
+        moves = np.linalg.norm(np.diff(track, axis=0), axis=1)
+        steps += list(moves[flags[:-1, channel]])
+    assert 100.0 * float(np.mean(steps)) <= 0.01

@@ -384,11 +384,12 @@ class _FbxScene:
                                     if link == "d|" + axis and self.kind(c) == "AnimationCurve"), None) for axis in "XYZ"]
                     sampled = [self._curve(c) if c is not None else None for c in curves]
                     times = sorted({t for curve in sampled if curve is not None for t in curve[0]}) or [0]
-                    for at in times:
+                    columns = [_samples(curve, times) if curve is not None else None for curve in sampled]
+                    for frame in range(len(times)):
                         values = dict(saved_props)
-                        values[props[0]] = tuple(_sample(curve, at) if curve is not None
+                        values[props[0]] = tuple(column[frame] if column is not None
                                                  else float(defaults.get("d|" + axis, (0.0,))[0])
-                                                 for curve, axis in zip(sampled, "XYZ"))
+                                                 for column, axis in zip(columns, "XYZ"))
                         local = self.scene_local(top, values)
                         if max(abs(a - b) for a, b in zip(local, saved)) > UNMOVED_TOLERANCE:
                             return identity

@@ -337,6 +337,43 @@ def test_an_fbx_character_retargets_as_its_glb_copy_does(retargeted, name):
     assert worst < 1e-3, "{:.3g} m".format(worst)
 
 
+# --- a top bone the takes never move: placement, not pose ---------------------------------------------------
+
+ROBOT_GLB = RIGS / "quaternius" / "RobotExpressive.glb"
+
+
+def test_a_top_bone_no_take_moves_places_the_bind_where_the_file_stands_it(tmp_path):
+    """RobotExpressive exported by Blender's FBX exporter with its default options: every clip a take, each
+    keying the root bone still, 2.37 m above the clusters' bind. Read as its .glb twin is (the .glb reader
+    takes a root joint no clip moves as placement): every bone at ufbx's cluster bind moved by ufbx's own
+    saved-minus-bind offset of the root bone, and at the .glb's bind; the retarget's soles on the floor the
+    file's own foot meshes stand on (ufbx's saved place, numpy). Before: every bone and sole 2.37 m under."""
+    fbx_path = tmp_path / "robot.fbx"
+    report = run_blender("export_fbx_defaults.py", ROBOT_GLB, fbx_path)
+    assert report["actions"] >= 10
+    judged = ufbx_binds(fbx_path)
+    offset = np.array(judged["nodes"]["Bone"]) - judged["clusters"]["Bone"]
+    assert np.linalg.norm(offset) > 2.0  # the file's root bone stands away from its bind: the test means something
+    ours = read_binds(fbx_path)
+    worst = max(float(np.linalg.norm(ours[bone] - (np.array(place) + offset))) for bone, place in judged["clusters"].items())
+    assert worst < BIND_TOLERANCE_M, worst
+    copy = read_binds(ROBOT_GLB)
+    worst_copy = max(float(np.linalg.norm(ours[bone] - copy[bone])) for bone in judged["clusters"])
+    assert worst_copy < 1e-3, worst_copy
+    floor = min(np.array(v)[:, 1].min() for name, v in judged["rigid_vertices"].items() if name.startswith("Foot"))
+    output = tmp_path / "robot_walk.glb"
+    result = run_cli("retarget", CLIPS / SOMA_CLIP, "--target", fbx_path, "-o", output)
+    assert result.returncode == 0, result.stderr
+    from feet_judge import Skinned, _descendants
+
+    skinned = Skinned(output)
+    world = skinned.glb.animated_world_matrices()
+    lows = [skinned.skin(world, skinned.vertices_on(_descendants(skinned.glb, foot)))[..., 1].min(1)
+            for foot in ("FootL", "FootR")]
+    lowest = np.minimum(*lows)
+    assert abs(lowest.min() - floor) < 1e-3, (lowest.min(), floor)
+
+
 # --- broken files: one line naming the file, exit 1, nothing written ----------------------------------------
 
 def assert_refused(target: Path, *words: str) -> str:

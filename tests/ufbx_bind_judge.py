@@ -6,7 +6,9 @@ Usage: python ufbx_bind_judge.py FILE. Loads FILE strictly with ufbx's own conve
 object {"clusters": {bone: [x, y, z]}, "poses": {...}, "nodes": {...}, "bind_vertices": {mesh: [[x, y, z],
 ...]}}: each skin cluster's bone at bind (ufbx's bind_to_world, from the cluster's TransformLink), each bone
 of a BindPose (bone_to_world), every node's world origin as the file saved it, and each skinned mesh's
-vertices at bind (its first cluster's geometry_to_world: TransformLink, Transform, geometric transform).
+vertices at bind (its first cluster's geometry_to_world: TransformLink, Transform, geometric transform),
+"rigid_vertices": {mesh node: [...]}: each mesh without a skin where the file saved it (its node's
+geometry_to_world).
 Node places are ufbx's own evaluation of the FBX transform chain (pivots, offsets, pre/post rotation, order).
 """
 import json
@@ -31,11 +33,19 @@ def origin(matrix):
     return [column.x, column.y, column.z]
 
 
+def transform(matrix, vertex):
+    KEEP.append(matrix)
+    columns = [matrix.c0, matrix.c1, matrix.c2, matrix.c3]
+    KEEP.extend(columns)
+    x, y, z, t = ((c.x, c.y, c.z) for c in columns)
+    return [x[k] * vertex.x + y[k] * vertex.y + z[k] * vertex.z + t[k] for k in range(3)]
+
+
 def main():
     scene = ufbx.load_file(sys.argv[1], strict=True, target_axes=ufbx.axes_right_handed_y_up, target_unit_meters=1.0,
                            space_conversion=ufbx.SpaceConversion.MODIFY_GEOMETRY)
     KEEP.append(scene)
-    report = {"clusters": {}, "poses": {}, "nodes": {}, "bind_vertices": {}}
+    report = {"clusters": {}, "poses": {}, "nodes": {}, "bind_vertices": {}, "rigid_vertices": {}}
     for skin in kept(scene.skin_deformers):
         for cluster in kept(skin.clusters):
             bone = cluster.bone_node
@@ -54,6 +64,12 @@ def main():
             for vertex in kept(mesh.vertices):
                 places.append([x[k] * vertex.x + y[k] * vertex.y + z[k] * vertex.z + t[k] for k in range(3)])
             report["bind_vertices"][mesh.name] = places
+    for node in kept(scene.nodes):  # each mesh without a skin where the file saved it (node_to_world, geometric)
+        mesh = node.mesh
+        KEEP.append(mesh)
+        if mesh is None or kept(mesh.skin_deformers):
+            continue
+        report["rigid_vertices"][node.name] = [transform(node.geometry_to_world, vertex) for vertex in kept(mesh.vertices)]
     for pose in kept(scene.poses):
         if pose.is_bind_pose:
             for bone_pose in kept(pose.bone_poses):

@@ -300,6 +300,21 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]
         positions[:] = [(p[0], p[1] + rise, p[2]) for p in positions]
+    # On the toe alone the leg extends no further than the animated leg does, or where it came onto its toe
+    # more bent than that, no more than the animated leg extends from there, the heel rolling up for it: the
+    # body moves on while the toe holds (the robot's knee went straight on its pin and popped 26 deg as it
+    # let go), and a leg that caught up with the animated one at once popped as much.
+    for side, foot in feet_.items():
+        for span in spans[side]:
+            before = None  # the previous frame's extension (goal's and animated)
+            for frame in range(span.first, span.last + 1):
+                positions = poses[frame][1]
+                hip = positions[foot.hip]
+                own = math.dist(hip, positions[foot.ankle])
+                if span.toe[frame - span.first] and not span.heel[frame - span.first]:
+                    reach = own if before is None else before[0] + own - before[1]
+                    inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
+                before = (math.dist(hip, inside[side][frame][0]), own)
 
     def animated(foot):
         def at(frame: int):
@@ -310,6 +325,11 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
 
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
                                     animated(foot)) for side, foot in feet_.items()}
+    one_end = {side: [False] * frames for side in feet_}  # held on the heel or the toe alone
+    for side in feet_:
+        for span in spans[side]:
+            for frame in range(span.first, span.last + 1):
+                one_end[side][frame] = span.heel[frame - span.first] != span.toe[frame - span.first]
     rest_hips = rest_pose(skeleton)[0][0]
     for frame, (rotations, positions) in enumerate(poses):
         towards = legs.leg_towards(rotations, rest_hips, info.forward)
@@ -318,6 +338,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
                            None if inside[side][frame] is not None else soles.rest_floor)
+                if inside[side][frame] is not None and one_end[side][frame]:
+                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor)
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves

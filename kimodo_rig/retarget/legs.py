@@ -82,6 +82,37 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
 
 
+def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -> Goal:
+    """A goal on the toe alone rolled further heel-up about the pinned toe point, as far as puts the ankle
+    within `reach` of the `hip` (the animated leg's own extension: the body moves on while the toe holds,
+    and the leg pulled straight on it snaps its knee as the pin lets go), at most TOE_ROLL_MAX_DEG from the
+    pin. Closed form: the ankle turned by t about the axis through the toe point is toe + p + cos t q +
+    sin t (axis x q) (p along the axis, q across), so its squared distance to the hip is linear in cos t
+    and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
+    ankle, rotation, toe_local = goal
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    arm = subtract(ankle, span.toe_point)
+    apart = subtract(span.toe_point, hip)
+    along = dot(arm, axis)
+    across = subtract(arm, tuple(along * a for a in axis))
+    side = cross(axis, across)
+    fixed = dot(apart, apart) + dot(arm, arm) + 2.0 * along * dot(apart, axis)
+    a, b = 2.0 * dot(apart, across), 2.0 * dot(apart, side)
+    wanted = reach * reach - fixed  # a cos t + b sin t must come down to this
+    if a <= wanted or b >= 0.0:
+        return goal  # within reach, or a heel lifting about the toe would take the ankle further first
+    radius = math.hypot(a, b)
+    middle = math.atan2(b, a)  # in (-pi, 0): the distance falls from t = 0 on
+    angle = middle + (math.acos(wanted / radius) if wanted > -radius else math.pi)
+    limit = math.radians(TOE_ROLL_MAX_DEG) - pitch(foot, rotation, span.rotation, span.yaw)
+    angle = min(max(angle, 0.0), max(0.0, limit))
+    turn = quat_from_axis_angle(axis, angle)
+    turned = quat_normalize(quat_multiply(turn, rotation))
+    if toe_local is not None:
+        toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
+    return add(span.toe_point, quat_rotate(turn, arm)), turned, toe_local
+
+
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
     """The angle from `a` to `b` about `axis` (unit), both seen along it."""
     return math.atan2(dot(cross(a, b), axis), dot(a, b) - dot(a, axis) * dot(b, axis))
@@ -132,6 +163,19 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
     return clearing[0] if clearing else max(allowed, key=lowest)
+
+
+def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
+             floor: float) -> None:
+    """A foot held on its heel or its toe alone, turned about its pin (the ankle, the toe point), reached
+    again up or down by what puts its lowest sole point on `floor`: a heel struck toe-up turns about its
+    ankle, which lifts the heel's own sole; a toe rolled heel-up lifts the ball behind it. Only the height
+    moves, so the pinned point does not slide."""
+    shift = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if shift != 0.0:
+        toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe),
+               towards)
 
 
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,

@@ -40,8 +40,9 @@ from array import array
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .. import skeletons
 from ..model import Motion, Skeleton
-from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
+from ..ops.fk import global_rotations_and_positions, rest_pose
 from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
@@ -52,7 +53,6 @@ from .soles import (
     find_soles,
     leg_chain,
     _leg_length,
-    _locals,
     posed_point,
     _ramp,
     source_contacts,
@@ -193,7 +193,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     if not frames:
         return retargeted, [], treadmill
     ratio = info.reach_target / info.reach_source
-    source_positions = global_rotations_and_positions(source)[1]
+    source_positions = global_rotations_and_positions(source, _source_joints(source, smap))[1]
     contacts = source_contacts(source, smap, source_positions)
     planted = _planted_heights(source_positions, contacts, smap)
     any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
@@ -201,8 +201,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
-    poses = [tuple(map(list, pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))))
-             for frame in range(frames)]
+    poses = list(zip(*global_rotations_and_positions(retargeted)))  # pose_globals per frame, in one pass
     if lock and leg_solver() == "plan":
         carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
         return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
@@ -349,6 +348,41 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     return moves
 
 
+def _source_joints(source: Motion, smap: HumanoidMap) -> Optional[List[int]]:
+    """The source joints this pass reads (hips, feet, toes, knees), or None for all of them: Kimodo's
+    contact rule, where the clip has no contacts, reads its skeleton's own foot joints."""
+    if source.foot_contacts is None and source.skeleton.name in skeletons.BUILTIN:
+        return None
+    joints = [smap.bones.get("hips")]
+    for side in SIDES:
+        joints += [standing_joint(smap, side), smap.bones.get("toe_" + side), smap.bones.get("calf_" + side)]
+    return [j for j in joints if j is not None]
+
+
+def _local_rotations(skeleton: Skeleton, poses) -> array:
+    """Every frame's local rotations from its world ones, flat: `soles._locals` per frame (conjugate,
+    product and normalisation written out in place, the same arithmetic in the same order)."""
+    out = array("d")
+    plan = list(enumerate(skeleton.parents))
+    sqrt = math.sqrt
+    for rotations, _ in poses:
+        frame = []
+        for joint, parent in plan:
+            if parent < 0:
+                frame.extend(rotations[joint])
+                continue
+            ax, ay, az, aw = rotations[parent]
+            bx, by, bz, bw = rotations[joint]
+            x = aw * bx - ax * bw - ay * bz + az * by
+            y = aw * by + ax * bz - ay * bw - az * bx
+            z = aw * bz - ax * by + ay * bx - az * bw
+            w = aw * bw + ax * bx + ay * by + az * bz
+            n = sqrt(x * x + y * y + z * z + w * w)
+            frame.extend((0.0, 0.0, 0.0, 1.0) if n == 0.0 else (x / n, y / n, z / n, w / n))
+        out.extend(frame)
+    return out
+
+
 def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array, carried, treadmill):
     """The hands kept above the floor, the poses back to local rotations, and --in-place's travel out."""
     skeleton = retargeted.skeleton
@@ -356,10 +390,7 @@ def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array
     floor = soles.rest_floor
     keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps)
 
-    local_rotations = array("d")
-    for rotations, _ in poses:
-        for q in _locals(skeleton, rotations):
-            local_rotations.extend(q)
+    local_rotations = _local_rotations(skeleton, poses)
     moved = carried
     if treadmill is not None:
         # In place: the solve's travel out, and the travel the planted feet carried the hips (its smooth

@@ -82,6 +82,23 @@ def test_a_free_foot_under_the_floor_is_lifted_onto_it():
     assert min(positions[3][1], positions[2][1]) > -1e-9
 
 
+def test_a_sole_a_hair_under_the_floor_moves_the_knee_no_more_than_a_hair():
+    """The knee's plane leans on `towards` once per solve: a free foot lifted by 1e-9 m is the leg of a
+    foot not lifted, not one reached twice (a second reach leaned the plane again: the knee of the
+    mannequin wrapped in a scaled armature moved 1.4 mm from the plain one's)."""
+    knees = []
+    for nudge in (-1e-9, 1e-9):
+        skeleton, foot, rotations, positions = _leg()
+        goal = ((0.02, 0.3, 0.25), rotations[2], None)
+        probe = (list(rotations), list(positions))
+        legs.solve(skeleton, foot, probe[0], probe[1], goal, (1.0, 0.0, 0.0))
+        floor = probe[1][3][1] + nudge  # the sole (the toe point) this goal stands on, nudged
+        legs.solve(skeleton, foot, rotations, positions, goal, (1.0, 0.0, 0.0), floor=floor)
+        assert positions[3][1] >= floor - 1e-9
+        knees.append(positions[1])
+    assert math.dist(*knees) < 1e-6, knees
+
+
 def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take():
     excess = [0.0] * 20 + [0.05] + [0.0] * 20
     spread = hips._spread(excess, 4)

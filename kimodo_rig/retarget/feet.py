@@ -338,11 +338,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         for side, foot in feet_.items():
             goal = goals[side][frame]
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
+                given = legs.leg_pose(skeleton, foot, rotations, positions)
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
                            None if inside[side][frame] is not None else soles.rest_floor, standing[side][frame])
                 # A foot that is the leg's last bone already stands on its sole's lowest point (legs._reach_rigid).
                 if inside[side][frame] is not None and one_end[side][frame] and foot.body is None:
-                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor)
+                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor, given)
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves

@@ -132,7 +132,10 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     With `floor`, a sole that ends under it is turned up about the ankle (`clearing_pitch`), and what that
     leaves is reached again that much higher. A foot that is the leg's last bone stands as `goal` turns it
     by the share `standing` (1 on a pin, easing to 0 off it: `ease.standing_shares`), the rest of the way
-    reached by the leg as a free foot's is (`_reach`)."""
+    reached by the leg as a free foot's is (`_reach`). Each solve reaches once from the pose it was given
+    (a reach leans the knee's plane on `towards`, so a second reach on top of the first would lean it
+    twice: a sole a hair under the floor moved the knee 1.4 mm where one a hair over it did not)."""
+    given = leg_pose(skeleton, foot, rotations, positions)
     _reach(skeleton, foot, rotations, positions, goal, towards, floor is None, standing)
     if floor is None:
         return
@@ -146,8 +149,19 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
     if under > 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
-        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe),
-               towards, False, standing)
+        lifted = (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe)
+        restore(given, rotations, positions)
+        _reach(skeleton, foot, rotations, positions, lifted, towards, False, standing)
+
+
+def leg_pose(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> List[Tuple[int, Quat, Vec3]]:
+    """The leg's joints (the thigh's subtree) as they stand, for `restore`."""
+    return [(j, rotations[j], positions[j]) for j in subtree(skeleton, foot.hip)]
+
+
+def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], positions: List[Vec3]) -> None:
+    for j, rotation, position in pose:
+        rotations[j], positions[j] = rotation, position
 
 
 def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
@@ -174,16 +188,18 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
 
 
 def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
-             floor: float) -> None:
+             floor: float, given: Sequence[Tuple[int, Quat, Vec3]]) -> None:
     """A foot held on its heel or its toe alone, turned about its pin (the ankle, the toe point), reached
     again up or down by what puts its lowest sole point on `floor`: a heel struck toe-up turns about its
     ankle, which lifts the heel's own sole; a toe rolled heel-up lifts the ball behind it. Only the height
-    moves, so the pinned point does not slide."""
+    moves, so the pinned point does not slide. Reached from `given` (the leg as `solve` was given it,
+    `leg_pose`), so the knee's plane leans once whatever the shift."""
     shift = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
     if shift != 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
-        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe),
-               towards)
+        shifted = (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe)
+        restore(given, rotations, positions)
+        _reach(skeleton, foot, rotations, positions, shifted, towards)
 
 
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,

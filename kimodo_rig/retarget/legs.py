@@ -204,7 +204,10 @@ def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: L
 
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
                floor: float) -> None:
-    """A free foot whose sole is under `floor` reached that much higher, its rotations kept."""
+    """A free foot whose sole is under `floor` reached that much higher, its rotations kept; one above it
+    is left as it is."""
+    if min(posed_point(p, rotations, positions)[1] for p in foot.sole) >= floor:
+        return
     toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
     solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor, 0.0)
 

@@ -295,8 +295,14 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
+    unpinned = None
+    if not any(spans.values()):  # no pin holds the body up or down: its lowest sole keeps Kimodo's clearance
+        planted = _planted_heights(source_positions, contacts, info.source_map)
+        unpinned = [soles.rest_floor + max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
+                    - min(posed_point(p, rotations, positions)[1] for foot in feet_.values() for p in foot.sole)
+                    for frame, (rotations, positions) in enumerate(poses)]
     rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions],
-                         soles.rest_floor)
+                         soles.rest_floor, unpinned)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]

@@ -93,10 +93,13 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
-            fps: float, source: Sequence[float], floor: Optional[float] = None) -> List[float]:
+            fps: float, source: Sequence[float], floor: Optional[float] = None,
+            unpinned: Optional[Sequence[float]] = None) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
     has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
-    within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
+    within each frame's bounds by what it leaves them, spread smoothly (`_spread`). A clip that pins no
+    foot anywhere moves by `unpinned` (what keeps its lowest sole as high over the floor as Kimodo's),
+    smoothed, in place of the pins' fill."""
     frames = len(poses)
     wanted: List[Optional[float]] = [None] * frames
     upper = [math.inf] * frames
@@ -163,7 +166,8 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     # retarget's: the retarget grounds each frame on its lowest foot joint, which jumps where a rigid leg's
     # tip takes over from the other.
     grounded = [positions[0][1] - height for (_, positions), height in zip(poses, source)]
-    path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, _filled(wanted))], half), grounded)]
+    filled = list(unpinned) if unpinned is not None and all(w is None for w in wanted) else _filled(wanted)
+    path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, filled)], half), grounded)]
     # What the path rises over a bound, spread by a max-filter then a moving average of the same half-width
     # (never less than the raw excess), and taken off: the path stays smooth where a bound starts.
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, rigid_upper)], half))]

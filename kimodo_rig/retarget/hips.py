@@ -6,6 +6,7 @@ retargeted fold."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
@@ -92,72 +93,90 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
     return moves
 
 
+@dataclass
+class Bounds:
+    """Per frame, how far one side's thigh root may move up or down for its foot: `wanted` puts the pinned
+    ankle where its pin has it (None: not pinned); `lower`, `upper` keep a two-bone leg within its reach and
+    fold, and a one-bone leg's free sole above the floor; `rigid_lower`, `rigid_upper` are a rigid foot's
+    (the leg's last bone) reach from its pin."""
+
+    wanted: List[Optional[float]]
+    lower: List[float]
+    upper: List[float]
+    rigid_lower: List[float]
+    rigid_upper: List[float]
+
+
+def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, floor: Optional[float] = None) -> Bounds:
+    """One side's `Bounds` over the clip (`goals`: the span's goal per frame, None outside the spans)."""
+    frames = len(poses)
+    bounds = Bounds([None] * frames, [-math.inf] * frames, [math.inf] * frames, [-math.inf] * frames, [math.inf] * frames)
+    near, far = reach_limits(foot)
+    if floor is not None and foot.body == foot.hip:
+        # A one-bone leg has no knee to lift its free foot with: the hips keep its sole above `floor`.
+        for frame, (rotations, positions) in enumerate(poses):
+            if goals[frame] is None:
+                lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+                bounds.lower[frame] = floor - lowest
+    for span in spans:
+        for frame in range(span.first, span.last + 1):
+            positions = poses[frame][1]
+            goal = goals[frame]
+            if goal is None:
+                continue
+            miss = goal[0][1] - positions[foot.ankle][1]
+            hip = positions[foot.hip]
+            if foot.body is not None:
+                # A rigid foot (the leg's last bone) flat on its pin stands as the pin has it where its
+                # top (knee; a one-bone leg's hip) is the thigh's length under the hip; on its heel or
+                # toe alone, or where the hip is farther aside than that, it rocks on its sole's lowest
+                # point, its top within its reach from there.
+                top = rigid_top(foot, poses[frame][0], positions, goal)
+                across = math.hypot(hip[0] - top[0], hip[2] - top[2])
+                bounds.wanted[frame] = top[1] + math.sqrt(max(0.0, foot.thigh * foot.thigh - across * across)) - hip[1]
+                if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
+                    bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
+                    continue
+                pivot = min(standing_sole(foot, poses[frame][0], positions, goal), key=lambda p: p[1])
+                radius = math.dist(top, pivot)
+                across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
+                    if across < reach:
+                        bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                continue
+            bounds.wanted[frame] = miss
+            # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
+            folded = min(near, math.dist(hip, positions[foot.ankle]))
+            across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
+            above = hip[1] - goal[0][1]
+            if across < far:
+                bounds.upper[frame] = math.sqrt(far * far - across * across) - above
+            # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
+            # (no knee) has no fold of its own to keep: its reach alone holds the hips.
+            if across < folded < far and above > 0.0:
+                bounds.lower[frame] = math.sqrt(folded * folded - across * across) - above
+    return bounds
+
+
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
             fps: float, source: Sequence[float], floor: Optional[float] = None) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
     has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
-    within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
+    within each frame's bounds (`side_bounds`) by what it leaves them, spread smoothly (`_spread`). Two
+    rigid feet may want the hips at different heights (what `rolls` leaves): their bounds are kept apart,
+    spread like the others but never clipped to (no frame dips to one of them), the lower one last (a foot
+    floats rather than sinks)."""
     frames = len(poses)
+    sides = [side_bounds(foot, spans[side], goals[side], poses, floor) for side, foot in feet.items()]
     wanted: List[Optional[float]] = [None] * frames
-    upper = [math.inf] * frames
-    lower = [-math.inf] * frames
-    rigid_upper = [math.inf] * frames
-    rigid_lower = [-math.inf] * frames
-    sums = [[0.0, 0] for _ in range(frames)]
-    for side, foot in feet.items():
-        near, far = reach_limits(foot)
-        if floor is not None and foot.body == foot.hip:
-            # A one-bone leg has no knee to lift its free foot with: the hips keep its sole above `floor`.
-            for frame, (rotations, positions) in enumerate(poses):
-                if goals[side][frame] is None:
-                    lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
-                    lower[frame] = max(lower[frame], floor - lowest)
-        for span in spans[side]:
-            for frame in range(span.first, span.last + 1):
-                positions = poses[frame][1]
-                goal = goals[side][frame]
-                if goal is None:
-                    continue
-                miss = goal[0][1] - positions[foot.ankle][1]
-                hip = positions[foot.hip]
-                if foot.body is not None:
-                    # A rigid foot (the leg's last bone) flat on its pin stands as the pin has it where its
-                    # top (knee; a one-bone leg's hip) is the thigh's length under the hip; on its heel or
-                    # toe alone, or where the hip is farther aside than that, it rocks on its sole's lowest
-                    # point. Two such feet may want the hips at different heights: their bounds are kept
-                    # apart, spread like the others but never clipped to (no frame dips to one of them),
-                    # the lower one last (a foot floats rather than sinks).
-                    top = rigid_top(foot, poses[frame][0], positions, goal)
-                    across = math.hypot(hip[0] - top[0], hip[2] - top[2])
-                    miss = top[1] + math.sqrt(max(0.0, foot.thigh * foot.thigh - across * across)) - hip[1]
-                    sums[frame][0] += miss
-                    sums[frame][1] += 1
-                    if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
-                        rigid_upper[frame], rigid_lower[frame] = min(rigid_upper[frame], miss), max(rigid_lower[frame], miss)
-                        continue
-                    pivot = min(standing_sole(foot, poses[frame][0], positions, goal), key=lambda p: p[1])
-                    radius = math.dist(top, pivot)
-                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
-                    for reach, bound in ((radius + foot.thigh, rigid_upper), (abs(radius - foot.thigh), rigid_lower)):
-                        if across < reach:
-                            height = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
-                            bound[frame] = min(bound[frame], height) if bound is rigid_upper else max(bound[frame], height)
-                    continue
-                sums[frame][0] += miss
-                sums[frame][1] += 1
-                # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
-                folded = min(near, math.dist(hip, positions[foot.ankle]))
-                across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
-                above = hip[1] - goal[0][1]
-                if across < far:
-                    upper[frame] = min(upper[frame], math.sqrt(far * far - across * across) - above)
-                # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
-                # (no knee) has no fold of its own to keep: its reach alone holds the hips.
-                if across < folded < far and above > 0.0:
-                    lower[frame] = max(lower[frame], math.sqrt(folded * folded - across * across) - above)
-    for frame, (total, count) in enumerate(sums):
-        if count:
-            wanted[frame] = total / count
+    for frame in range(frames):
+        misses = [b.wanted[frame] for b in sides if b.wanted[frame] is not None]
+        if misses:
+            wanted[frame] = sum(misses, 0.0) / len(misses)
+    upper = [min([math.inf] + [b.upper[t] for b in sides]) for t in range(frames)]
+    lower = [max([-math.inf] + [b.lower[t] for b in sides]) for t in range(frames)]
+    rigid_upper = [min([math.inf] + [b.rigid_upper[t] for b in sides]) for t in range(frames)]
+    rigid_lower = [max([-math.inf] + [b.rigid_lower[t] for b in sides]) for t in range(frames)]
     half = _half_width(fps)
     # Smoothed is the hips' height less the source's (`source`: Kimodo's hips height, scaled), not less the
     # retarget's: the retarget grounds each frame on its lowest foot joint, which jumps where a rigid leg's

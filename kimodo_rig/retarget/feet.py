@@ -293,6 +293,9 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
                 flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
                 inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+    # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
+    # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
+    hips.rolls(skeleton, feet_, spans, inside, poses, fps, soles.rest_floor)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
     rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions],
@@ -312,7 +315,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 positions = poses[frame][1]
                 hip = positions[foot.hip]
                 own = math.dist(hip, positions[foot.ankle])
-                if span.toe[frame - span.first] and not span.heel[frame - span.first]:
+                if span.toe[frame - span.first] and not span.heel[frame - span.first] and foot.body is None:
                     reach = own if before is None else before[0] + own - before[1]
                     inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
                 before = (math.dist(hip, inside[side][frame][0]), own)

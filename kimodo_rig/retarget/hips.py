@@ -271,7 +271,7 @@ def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, 
     the span's nearest frame, its bounds widened by its leg's length times the share it does not stand
     (nothing at the span, all at the window's end), so the roll meets a foot's landing and the other's
     lifting smoothly rather than in the frame the pins change hands; `firm`: the least not widened (a foot
-    easing off its pin is not pressed under the floor)."""
+    easing off its pin is not pressed under the floor), the most not kept (it may lift: a leap)."""
     frames = len(poses)
     shares = standing_shares(spans, frames, fps) if foot.body is not None else [0.0] * frames
     owner: List[Optional[int]] = [None] * frames  # the span a frame of the ease window belongs to
@@ -301,7 +301,7 @@ def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, 
         low, high = max(bounds.lower[t], bounds.rigid_lower[t]), min(bounds.upper[t], bounds.rigid_upper[t])
         if owner[t] is not None and goals[t] is None:  # in the window, above the floor as a free foot too
             slack = (1.0 - share) * (foot.thigh + foot.shin)
-            low, high = max(free.lower[t], low if firm else low - slack), high + slack
+            low, high = max(free.lower[t], low if firm else low - slack), math.inf if firm else high + slack
         result.append((low, max(low, high)))
     return result
 

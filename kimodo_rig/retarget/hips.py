@@ -13,7 +13,7 @@ from ..model import Skeleton
 from ..rotations import Vec3, add, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract
 from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
 from .ease import standing_shares
-from .legs import Goal, reach_limits, rigid_top, standing_sole
+from .legs import Goal, reach_limits, rigid_top, rocking_pivot
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
@@ -139,7 +139,7 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
                 if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
                     bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
                     continue
-                pivot = min(standing_sole(foot, poses[frame][0], positions, goal), key=lambda p: p[1])
+                pivot = rocking_pivot(foot, poses[frame][0], positions, goal, hip)
                 radius = math.dist(top, pivot)
                 across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
                 for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
@@ -265,13 +265,14 @@ def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]
 
 
 def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, fps: float,
-             floor: Optional[float], firm: bool = False) -> List[Tuple[float, float]]:
+             floor: Optional[float], may_lift: bool = False) -> List[Tuple[float, float]]:
     """Per frame the least and most the side's thigh root may rise (`side_bounds`). A rigid foot stands on
     its pin a while after its span and before it (`ease.standing_shares`): there it holds the root as on
-    the span's nearest frame, its bounds widened by its leg's length times the share it does not stand
-    (nothing at the span, all at the window's end), so the roll meets a foot's landing and the other's
-    lifting smoothly rather than in the frame the pins change hands; `firm`: the least not widened (a foot
-    easing off its pin is not pressed under the floor), the most not kept (it may lift: a leap)."""
+    the span's nearest frame, from below as on the span (a foot easing onto or off its pin is not pressed
+    under the floor: a one-bone leg has no knee to give) and from above widened by its leg's length times
+    the share it does not stand (nothing at the span, all at the window's end), so the roll meets a foot's
+    landing and the other's lifting smoothly rather than in the frame the pins change hands; `may_lift`: not
+    from above at all there (it may lift: held down, a leap's hips were pulled 48 cm down before landing)."""
     frames = len(poses)
     shares = standing_shares(spans, frames, fps) if foot.body is not None else [0.0] * frames
     owner: List[Optional[int]] = [None] * frames  # the span a frame of the ease window belongs to
@@ -301,7 +302,7 @@ def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, 
         low, high = max(bounds.lower[t], bounds.rigid_lower[t]), min(bounds.upper[t], bounds.rigid_upper[t])
         if owner[t] is not None and goals[t] is None:  # in the window, above the floor as a free foot too
             slack = (1.0 - share) * (foot.thigh + foot.shin)
-            low, high = max(free.lower[t], low if firm else low - slack), math.inf if firm else high + slack
+            low, high = max(free.lower[t], low), math.inf if may_lift else high + slack
         result.append((low, max(low, high)))
     return result
 

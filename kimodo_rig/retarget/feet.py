@@ -292,7 +292,14 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             for frame in range(span.first, span.last + 1):
                 nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
                 flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
-                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+                goal = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+                if foot.body is not None:  # a rigid foot on its heel or toe alone turns about its sole's lowest point: on the floor
+                    lowest = min(p[1] for p in legs.standing_sole(foot, poses[frame][0], poses[frame][1], goal))
+                    goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
+                inside[side][frame] = goal
+    # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
+    # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
+    hips.rolls(skeleton, feet_, spans, inside, poses, fps, soles.rest_floor)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
     unpinned = None
@@ -318,7 +325,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 positions = poses[frame][1]
                 hip = positions[foot.hip]
                 own = math.dist(hip, positions[foot.ankle])
-                if span.toe[frame - span.first] and not span.heel[frame - span.first]:
+                if span.toe[frame - span.first] and not span.heel[frame - span.first] and foot.body is None:
                     reach = own if before is None else before[0] + own - before[1]
                     inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
                 before = (math.dist(hip, inside[side][frame][0]), own)

@@ -150,7 +150,10 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     if under > 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
         lifted = (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe)
-        restore(given, rotations, positions)
+        # A rigid foot is lifted from where its first reach stood it: reached again from the given pose, its
+        # rock turned the sole back under the floor (footless shins 3.8 cm under on soma_01).
+        if foot.body is None:
+            restore(given, rotations, positions)
         _reach(skeleton, foot, rotations, positions, lifted, towards, False, standing)
 
 
@@ -279,16 +282,28 @@ def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
     return add(pivot, top), quat_normalize(quat_multiply(quat_between(wanted, top), goal[1]))
 
 
+def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Vec3:
+    """The point of a rigid foot's sole (world, standing as `goal` has it) it turns about to reach `hip`
+    (`rigid_knee`): its lowest, or where the least turn about that one presses another lower, that one (a
+    block's sole turned toward its front rocks on its front edge: turned about its middle, the front went
+    2 cm under the floor)."""
+    standing = standing_sole(foot, rotations, positions, goal)
+    pivot = min(standing, key=lambda p: p[1])
+    _, rotation = rigid_knee(foot, rotations, positions, goal, hip, pivot)
+    turn = quat_multiply(rotation, quat_conjugate(goal[1]))
+    return min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1])
+
+
 def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal, towards: Vec3,
                  pinned: bool) -> None:
-    """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the lowest point of its
-    sole as the goal stands it (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
+    """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the point of its sole
+    `rocking_pivot` picks (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
     the foot turns on smoothly), and `pinned`, where that turn presses another point lower, about that
     one (a planted rigid sole rocks onto the edge it is pressed on): the thigh turned to its top, the bone
     as the foot."""
     hip, body = foot.hip, foot.body
     standing = standing_sole(foot, rotations, positions, goal)
-    pivot = min(standing, key=lambda p: p[1])
+    pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
     tried = set()
     while True:
         top, rotation = rigid_knee(foot, rotations, positions, goal, positions[hip], pivot, None if pinned else towards)

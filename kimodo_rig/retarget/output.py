@@ -41,6 +41,11 @@ def check_output_path(path) -> str:
 def encode_glb(motion: Motion, info: RetargetInfo, target: Target, poses: Optional[Poses] = None) -> bytes:
     """The character with the new animation when the target carries a mesh, else a box rig of the
     target skeleton. `poses`: the motion's global_rotations_and_positions, when known."""
+    return _built_glb(motion, info, target, poses).to_glb()
+
+
+def _built_glb(motion: Motion, info: RetargetInfo, target: Target, poses: Optional[Poses]) -> gd.DocumentBuilder:
+    """encode_glb's scene, built and not yet serialised."""
     if target.document is not None and target.has_mesh:
         document = _written_document(target, _added_nodes(info, target))
         names = target.skeleton.joint_names
@@ -63,7 +68,7 @@ def encode_glb(motion: Motion, info: RetargetInfo, target: Target, poses: Option
     rotations, positions = rest_pose(rig)
     bind_worlds = {name: gd.trs_matrix(positions[j], rotations[j], scales.get(name, (1.0, 1.0, 1.0)))
                    for j, name in enumerate(rig.joint_names) if name in joint_nodes}
-    return character_glb.encode(
+    return character_glb.build(
         document, motion, joint_nodes, scales, root_track=info.root_track, root_node_name=info.root_bone,
         new_root=info.root_is_new, skin_to_world=skin_to_world, bind_worlds=bind_worlds, inverse_binds=inverse_binds,
         poses=poses,
@@ -129,11 +134,28 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     poses = global_rotations_and_positions(motion)  # once: what is written, and where the check wants it
     data = encode_glb(motion, info, target, poses)
     positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown, written_nodes(info, target))
+    _self_check(positions, poses, shown)
+    return data
+
+
+def checked_scene(motion: Motion, info: RetargetInfo, target: Target, shown: str) -> gd.Document:
+    """checked_glb's scene as the document its bytes parse into, built in memory and self-checked the
+    same way (evaluated from the document), for a writer of another container (.fbx): no .glb bytes
+    written, parsed and thrown away."""
+    poses = global_rotations_and_positions(motion)
+    document = _built_glb(motion, info, target, poses).to_document(shown)
+    positions = character_glb.document_joint_world_positions(document, motion.skeleton.joint_names, shown,
+                                                             written_nodes(info, target))
+    _self_check(positions, poses, shown)
+    return document
+
+
+def _self_check(positions, poses: Poses, shown: str) -> None:
+    """Refuse a written scene that puts a joint farther than SELF_CHECK_TOLERANCE_M from the retarget."""
     worst = _worst_distance(positions, poses[1])
     if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
         raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
                           "retarget has it".format(file_name(shown), worst))
-    return data
 
 
 def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
@@ -145,8 +167,7 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
     if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
         from ..formats import fbx  # loaded for .fbx output only
 
-        # The document the self-check parsed (its accessors decoded once); encode_gltf only reads it.
-        document = character_glb.parsed_glb(checked_glb(motion, info, target, str(path)), str(path))
+        document = checked_scene(motion, info, target, str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
         return
     if info.root_track is not None:

@@ -755,7 +755,10 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
                 if width is None or len(values) != width * keys:
                     continue
                 if path == "rotation":
-                    columns = euler_curves(values, 0, 4, keys)
+                    if keys > 1 and _repeats_its_first_key(values, keys):  # a joint at rest: one key's angles
+                        columns = [column * keys for column in euler_curves(values, 0, 4, 1)]
+                    else:
+                        columns = euler_curves(values, 0, 4, keys)
                     _curve_node(scene, layer_id, model_ids[node], "R", "Lcl Rotation", ticks, columns)
                 elif path == "translation":
                     columns = [[c * CENTIMETRES_PER_METRE for c in values[axis::3]] for axis in range(3)]
@@ -766,6 +769,12 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
     _properties70(stack, [_p(name, "KTime", "Time", "", Long(value)) for name, value in (
         ("LocalStart", 0), ("LocalStop", stop), ("ReferenceStart", 0), ("ReferenceStop", stop))])
     return stop
+
+
+def _repeats_its_first_key(values: Sequence[float], keys: int) -> bool:
+    """Whether every key of a channel is its first, bit for bit (euler_curves then repeats its angles)."""
+    stored = bytes(values)  # type: ignore[arg-type]  # a float view of the binary chunk or an array
+    return stored == stored[:len(stored) // keys] * keys
 
 
 def read_document(path) -> gd.Document:

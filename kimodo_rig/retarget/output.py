@@ -138,18 +138,6 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     return data
 
 
-def checked_scene(motion: Motion, info: RetargetInfo, target: Target, shown: str) -> gd.Document:
-    """checked_glb's scene as the document its bytes parse into, built in memory and self-checked the
-    same way (evaluated from the document), for a writer of another container (.fbx): no .glb bytes
-    written, parsed and thrown away."""
-    poses = global_rotations_and_positions(motion)
-    document = _built_glb(motion, info, target, poses).to_document(shown)
-    positions = character_glb.document_joint_world_positions(document, motion.skeleton.joint_names, shown,
-                                                             written_nodes(info, target))
-    _self_check(positions, poses, shown)
-    return document
-
-
 def _self_check(positions, poses: Poses, shown: str) -> None:
     """Refuse a written scene that puts a joint farther than SELF_CHECK_TOLERANCE_M from the retarget."""
     worst = _worst_distance(positions, poses[1])
@@ -164,10 +152,12 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
     if extension == ".glb":
         write_bytes_atomic(path, checked_glb(motion, info, target, str(path)))
         return
-    if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
+    if extension == ".fbx":  # the .glb's scene, written as FBX: one retarget, two containers
         from ..formats import fbx  # loaded for .fbx output only
 
-        document = checked_scene(motion, info, target, str(path))
+        # Built in memory (no .glb bytes written, parsed and thrown away) and not self-checked as a .glb
+        # scene: the written .fbx itself is read back and compared with the retarget (report_from_output).
+        document = _built_glb(motion, info, target, None).to_document(str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
         return
     if info.root_track is not None:
@@ -201,7 +191,9 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     its skinned foot vertices, evaluated from the file's own nodes, skins and animation (an .fbx as our
     FBX reader reads it back: nodes, clusters, the take sampled at the clip's rate); the facing from the
     file's bind geometry; the contacts from the clip. The travel --in-place removed after the lock
-    (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose)."""
+    (`info.removed_travel`) is added back to the feet for the skate (an in-place walk slides on purpose).
+    An .fbx (written without a self-check) read back with a joint farther than SELF_CHECK_TOLERANCE_M
+    from the retarget is measured all the same, with a warning saying how far."""
     if Path(str(path)).suffix.lower() == ".glb":
         return report_from_glb(Path(path).read_bytes(), str(path), source, retargeted, info, target)
     if Path(str(path)).suffix.lower() == ".fbx":
@@ -212,6 +204,10 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
         node_of = _nodes_of_read_fbx(document, info, target, retargeted.skeleton.joint_names, str(path))
         positions = character_glb.document_joint_world_positions(document, retargeted.skeleton.joint_names,
                                                                  str(path), node_of)
+        worst = _worst_distance(positions, global_rotations_and_positions(retargeted)[1])
+        if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:  # the file is measured as it is, and said to be off
+            LOG.warning("%s: read back, the written file puts a joint %.3g m from where the retarget has it",
+                        file_name(str(path)), worst)
         return _report_from_scene(document, positions, str(path), source, info, target, node_of)
     written = output_positions(path, retargeted)
     return _measured(source, info, written, _joint_feet(written, retargeted.skeleton, info), _carriers(target))

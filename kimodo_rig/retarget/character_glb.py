@@ -481,6 +481,13 @@ _LAST_EVALUATED: Dict[Tuple[Any, ...], List[List[Vec3]]] = {}
 _LAST_PARSED: Dict[bytes, gd.Document] = {}
 
 
+def clear_caches() -> None:
+    """Forget the last parse and evaluation, as a new process starts (benchmarks/bench_fbx.py times each
+    write as a process pays it: an earlier write of the same bytes would lend it both)."""
+    _LAST_PARSED.clear()
+    _LAST_EVALUATED.clear()
+
+
 def parsed_glb(data: bytes, source: str) -> gd.Document:
     """gd.parse_glb of a written .glb, parsed (and its accessors decoded) once for the self-check and the
     report. The document is shared: read it, never change it."""

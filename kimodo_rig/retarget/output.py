@@ -134,16 +134,11 @@ def checked_glb(motion: Motion, info: RetargetInfo, target: Target, shown: str) 
     poses = global_rotations_and_positions(motion)  # once: what is written, and where the check wants it
     data = encode_glb(motion, info, target, poses)
     positions = character_glb.joint_world_positions(data, motion.skeleton.joint_names, shown, written_nodes(info, target))
-    _self_check(positions, poses, shown)
-    return data
-
-
-def _self_check(positions, poses: Poses, shown: str) -> None:
-    """Refuse a written scene that puts a joint farther than SELF_CHECK_TOLERANCE_M from the retarget."""
     worst = _worst_distance(positions, poses[1])
     if not worst <= character_glb.SELF_CHECK_TOLERANCE_M:
         raise KimodoError("{}: self-check failed: the written file puts a joint {:.3g} m from where the "
                           "retarget has it".format(file_name(shown), worst))
+    return data
 
 
 def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:

@@ -9,6 +9,7 @@ back node for node in 7.4 and 7.5, and hostile files are refused in one line.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -639,6 +640,28 @@ def test_the_fbx_report_is_what_ufbx_evaluates_in_the_written_file_writer_bugs_i
     got = _figures_by_ufbx(output)
     assert got["pelvis_cm"] - good_report["pelvis_cm"] > 10.0  # the bug is there, in the file
     _assert_report_is_ufbx(report, got)
+
+
+def test_an_fbx_the_writer_got_wrong_is_measured_and_said_to_be_off_the_retarget(tmp_path, monkeypatch, caplog):
+    """`retarget -o walk.fbx` writes no .glb self-check; reading the written .fbx back for the report
+    compares its joints with the retarget: nothing said of a good file, and a warning with the distance
+    when the FBX writer lifts every translation key 30 cm (the report still measures that file, exit 0)."""
+    _retarget_in_process(tmp_path / "good.fbx")
+    assert not [r for r in caplog.records if "read back" in r.getMessage()]
+    write_curve_node = fbx._curve_node
+
+    def lifted(scene, layer_id, model_id, short, prop, times, columns):
+        if short == "T":
+            columns = [columns[0], [value + 30.0 for value in columns[1]], columns[2]]
+        write_curve_node(scene, layer_id, model_id, short, prop, times, columns)
+
+    monkeypatch.setattr(fbx, "_curve_node", lifted)
+    _retarget_in_process(tmp_path / "lifted.fbx")
+    said = [r.getMessage() for r in caplog.records if "read back" in r.getMessage()]
+    assert len(said) == 1, said
+    found = re.fullmatch(r"lifted\.fbx: read back, the written file puts a joint (\S+) m from where the retarget has it",
+                         said[0])
+    assert found and float(found.group(1)) > 0.29, said
 
 
 def test_meshes_hanging_under_bones_read_back_from_the_fbx_and_its_report_is_the_glbs(tmp_path):

@@ -275,15 +275,14 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
-    pinned = {side: contact_plan.held(contacts[side], fps) for side in feet_}
-    # The feet carry the body on their contact frames alone, not through the step out or the short lifts
-    # the pins hold: there the foot moves, and the body followed it by a frame's length (the robot's body
-    # drifted 20 cm apart between 30 and 60 fps in 3 s).
-    moves = hips.carried(skeleton, feet_, contacts, poses, fps)
+    # The pins stand where the retargeted feet stand over their spans, before the body moves for them.
+    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
+    # The feet move the body on their contact frames alone, not through the step out or the short lifts
+    # the pins hold: there the foot moves away from its pin.
+    moves = hips.carried(skeleton, feet_, spans, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
         roots[frame * 3 + 2] += dz
-    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
     inside: Dict[str, List] = {}
     for side, foot in feet_.items():
         inside[side] = [None] * frames

@@ -1,7 +1,7 @@
-"""The hips' path, solved once for the whole clip: carried horizontally (and turned) by the planted feet,
-and raised or lowered by the least change from Kimodo's (scaled) hips height that puts the pinned ankles
-on their pins, smoothed over HIPS_WINDOW_S and kept within the closed-form bounds in which every planted
-leg reaches its pin (knee bent at least KNEE_STRAIGHTEST_DEG) without folding past KNEE_FOLDEST_DEG or its
+"""The hips' path, solved once for the whole clip: horizontally the source's (scaled), moved (and turned)
+toward where the feet in contact stand on their pins, and raised or lowered by the least change from
+Kimodo's (scaled) hips height that puts the pinned ankles on their pins, smoothed over HIPS_WINDOW_S and
+kept within the closed-form bounds in which every planted leg reaches its pin (knee bent at least KNEE_STRAIGHTEST_DEG) without folding past KNEE_FOLDEST_DEG or its
 retargeted fold."""
 from __future__ import annotations
 
@@ -15,58 +15,71 @@ from .legs import Goal, reach_limits, rigid_top, standing_sole
 from .soles import _carried, _middle, posed_point
 
 
-def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
-            fps: float) -> List[Tuple[float, float]]:
-    """Move the body horizontally (and turn its hips about the vertical) so the planted feet stay where
-    they landed, in `poses`; returns the hips' move (x, z) per frame. A foot that lands (or rolls from its
-    heel onto its toe) is pinned where it is, carried as far as the body already is; with one foot
-    planted the body moves by its miss, with both by their mean miss and a turn of HIPS_TURN_SHARE of
-    what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
-    turned as Kimodo turns its own, swing the feet round with them), which goes back at HIPS_TURN_RETURN_DEG
-    a second while one foot alone is down; with none the body keeps its move. Smoothed over
+def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]],
+            contacts: Dict[str, Sequence[Tuple[bool, bool]]], poses, fps: float) -> List[Tuple[float, float]]:
+    """Move the body horizontally (and turn its hips about the vertical) toward where the feet in contact
+    stand on their spans' pins, in `poses`; returns the hips' move (x, z) per frame. Not carried from one
+    step to the next: each frame's move is what the feet in contact that frame miss their own pins by
+    (the pins stand where the retargeted foot stands over its span, `contacts.plan`, a point in time, not
+    a first frame), so the body keeps the source's scaled path but for local corrections, and these do
+    not depend on the frame rate (a carry from pin to pin integrated a frame's difference at each step:
+    30 cm by 4 s on the robot between 30 and 60 fps). With both feet in contact the hips also turn by
+    HIPS_TURN_SHARE of what points the line between the thighs' roots where the pins want it (hips wider
+    than Kimodo's, turned as Kimodo turns its own, swing the feet round with them), which goes back at
+    HIPS_TURN_RETURN_DEG a second otherwise. Filled between contacts by straight lines, smoothed over
     HIPS_WINDOW_S. The hips and the joints between them and the thighs turn; every other joint moves
     with the first joint below those, keeping its world rotation."""
     thighs = [foot.hip for foot in feet.values()]
     if not thighs:
         return [(0.0, 0.0)] * len(poses)
-    pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
-    turn, offset = 0.0, (0.0, 0.0)
-    back = math.radians(HIPS_TURN_RETURN_DEG) / fps
-    raw = []
-    for rotations, positions in poses:
+    holding: Dict[str, List[Optional[Span]]] = {}
+    for side in feet:
+        holding[side] = [None] * len(poses)
+        for span in spans[side]:
+            for frame in range(span.first, span.last + 1):
+                holding[side][frame] = span
+    misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
+    for frame, (rotations, positions) in enumerate(poses):
         centre = _middle(positions, thighs)
         wants = []
         for side, foot in feet.items():
-            heel, toe = pinned[side][len(raw)]
-            if not (heel or toe):
-                pins.pop(side, None)
+            heel, toe = contacts[side][frame]
+            span = holding[side][frame]
+            if not (heel or toe) or span is None:
                 continue
-            point = positions[foot.ankle] if heel else posed_point(foot.toe_point, rotations, positions)
-            state = heel
             if foot.body is not None and heel and toe:  # a rigid foot flat on the floor holds its top
-                point, state = positions[foot.knee], None
+                point = positions[foot.knee]
+                pin = rigid_top(foot, rotations, positions, (span.ankle, span.rotation, None))
+            elif heel:
+                point, pin = positions[foot.ankle], span.ankle
+            else:
+                point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
             root = positions[foot.hip]
-            pin = pins.get(side)
-            if pin is None or pin[0] != state:
-                moved = _carried(root, centre, turn, offset)
-                pins[side] = (state, (point[0] + moved[0], point[2] + moved[1]))
-                continue
-            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2])))
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
+        misses.append(wants)
+    back = math.radians(HIPS_TURN_RETURN_DEG) / fps
+    turns, turn = [], 0.0
+    for wants in misses:
         if len(wants) == 2:
             (ra, wa), (rb, wb) = wants
             base = (ra[0] - rb[0], ra[1] - rb[1])
             wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
             turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
-            offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
         else:
             turn -= max(-back, min(back, turn))
-            if wants:
-                (r, w), = wants
-                swing = _carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0))
-                offset = (w[0] - swing[0], w[1] - swing[1])
-        raw.append((turn, offset[0], offset[1]))
+        turns.append(turn)
     half = _half_width(fps)
-    eased = [_moving_average([r[k] for r in raw], half) for k in range(3)]
+    turns = _moving_average(turns, half)
+    offsets: List[Optional[Tuple[float, float]]] = []
+    for wants, turn in zip(misses, turns):
+        if not wants:
+            offsets.append(None)
+            continue
+        # Each foot's miss less how far the turn swings its thigh's root (the foot goes with it).
+        swung = [_carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0)) for r, _ in wants]
+        offsets.append((sum(w[0] - s[0] for (_, w), s in zip(wants, swung)) / len(wants),
+                        sum(w[1] - s[1] for (_, w), s in zip(wants, swung)) / len(wants)))
+    eased = [turns] + [_moving_average(_filled([None if o is None else o[k] for o in offsets]), half) for k in range(2)]
     turned = set()
     for thigh in thighs:
         joint = skeleton.parents[thigh]
@@ -203,3 +216,4 @@ def _moving_average(values: Sequence[float], half: int) -> List[float]:
     infinite bound stays infinite only where every bound it averages is)."""
     count = len(values)
     return [sum(values[max(0, t - half):t + half + 1]) / (min(count, t + half + 1) - max(0, t - half)) for t in range(count)]
+

@@ -38,6 +38,21 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
         for span in spans[side]:
             for frame in range(span.first, span.last + 1):
                 holding[side][frame] = span
+
+    def miss(side: str, foot: Foot, frame: int, held: str) -> Tuple[float, float]:
+        """What the foot misses its span's pin by in `frame`, horizontally: by its `held` point ("top",
+        "ankle" or "toe")."""
+        rotations, positions = poses[frame]
+        span = holding[side][frame]
+        if held == "top":  # a rigid foot (the leg's last bone) flat on the floor holds its top
+            point = positions[foot.knee]
+            pin = rigid_top(foot, rotations, positions, (span.ankle, span.rotation, None))
+        elif held == "ankle":
+            point, pin = positions[foot.ankle], span.ankle
+        else:
+            point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
+        return (pin[0] - point[0], pin[2] - point[2])
+
     misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
     for frame, (rotations, positions) in enumerate(poses):
         centre = _middle(positions, thighs)
@@ -47,15 +62,19 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
             span = holding[side][frame]
             if not (heel or toe) or span is None:
                 continue
-            if foot.body is not None and heel and toe:  # a rigid foot flat on the floor holds its top
-                point = positions[foot.knee]
-                pin = rigid_top(foot, rotations, positions, (span.ankle, span.rotation, None))
-            elif heel:
-                point, pin = positions[foot.ankle], span.ankle
-            else:
-                point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
+            held = "top" if foot.body is not None and heel and toe else ("ankle" if heel else "toe")
+            missed = miss(side, foot, frame, held)
+            if foot.body is not None and held != "top":
+                # On its heel or toe alone a rigid foot misses by that point as it missed by its top on the
+                # nearest frame it stood flat (the two differ by the foot's turn times its length: its miss
+                # jumped by that where it rolled onto one, a pop of the hips).
+                flats = [t for t in range(span.first, span.last + 1) if all(contacts[side][t])]
+                if flats:
+                    nearest = min(flats, key=lambda t: abs(t - frame))
+                    top, point = miss(side, foot, nearest, "top"), miss(side, foot, nearest, held)
+                    missed = (missed[0] + top[0] - point[0], missed[1] + top[1] - point[1])
             root = positions[foot.hip]
-            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), missed))
         misses.append(wants)
     back = math.radians(HIPS_TURN_RETURN_DEG) / fps
     turns, turn = [], 0.0

@@ -30,8 +30,8 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
     HIPS_TURN_SHARE of what points the line between the thighs' roots where the pins want it (hips wider
     than Kimodo's, turned as Kimodo turns its own, swing the feet round with them), which goes back at
     HIPS_TURN_RETURN_DEG a second otherwise. Filled between contacts by straight lines, smoothed over
-    HIPS_WINDOW_S. The hips and the joints between them and the thighs turn; every other joint moves
-    with the first joint below those, keeping its world rotation."""
+    HIPS_WINDOW_S (`_moved`). For legs with a knee, which takes up what the smoothed move leaves a foot
+    off its pin: a body on a rigid leg is carried from landing to landing (`carried_from_landings`)."""
     thighs = [foot.hip for foot in feet.values()]
     if not thighs:
         return [(0.0, 0.0)] * len(poses)
@@ -42,20 +42,6 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
             for frame in range(span.first, span.last + 1):
                 holding[side][frame] = span
 
-    def miss(side: str, foot: Foot, frame: int, held: str) -> Tuple[float, float]:
-        """What the foot misses its span's pin by in `frame`, horizontally: by its `held` point ("top",
-        "ankle" or "toe")."""
-        rotations, positions = poses[frame]
-        span = holding[side][frame]
-        if held == "top":  # a rigid foot (the leg's last bone) flat on the floor holds its top
-            point = positions[foot.knee]
-            pin = rigid_top(foot, rotations, positions, (span.ankle, span.rotation, None))
-        elif held == "ankle":
-            point, pin = positions[foot.ankle], span.ankle
-        else:
-            point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
-        return (pin[0] - point[0], pin[2] - point[2])
-
     misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
     for frame, (rotations, positions) in enumerate(poses):
         centre = _middle(positions, thighs)
@@ -65,28 +51,18 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
             span = holding[side][frame]
             if not (heel or toe) or span is None:
                 continue
-            held = "top" if foot.body is not None and heel and toe else ("ankle" if heel else "toe")
-            missed = miss(side, foot, frame, held)
-            if foot.body is not None and held != "top":
-                # On its heel or toe alone a rigid foot misses by that point as it missed by its top on the
-                # nearest frame it stood flat (the two differ by the foot's turn times its length: its miss
-                # jumped by that where it rolled onto one, a pop of the hips).
-                flats = [t for t in range(span.first, span.last + 1) if all(contacts[side][t])]
-                if flats:
-                    nearest = min(flats, key=lambda t: abs(t - frame))
-                    top, point = miss(side, foot, nearest, "top"), miss(side, foot, nearest, held)
-                    missed = (missed[0] + top[0] - point[0], missed[1] + top[1] - point[1])
+            if heel:
+                point, pin = positions[foot.ankle], span.ankle
+            else:
+                point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
             root = positions[foot.hip]
-            wants.append(((root[0] - centre[0], root[2] - centre[1]), missed))
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
         misses.append(wants)
     back = math.radians(HIPS_TURN_RETURN_DEG) / fps
     turns, turn = [], 0.0
     for wants in misses:
         if len(wants) == 2:
-            (ra, wa), (rb, wb) = wants
-            base = (ra[0] - rb[0], ra[1] - rb[1])
-            wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
-            turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+            turn = _both_turn(wants)
         else:
             turn -= max(-back, min(back, turn))
         turns.append(turn)
@@ -102,6 +78,77 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
         offsets.append((sum(w[0] - s[0] for (_, w), s in zip(wants, swung)) / len(wants),
                         sum(w[1] - s[1] for (_, w), s in zip(wants, swung)) / len(wants)))
     eased = [turns] + [_moving_average(_filled([None if o is None else o[k] for o in offsets]), half) for k in range(2)]
+    return _moved(skeleton, thighs, poses, eased)
+
+
+def carried_from_landings(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
+                          fps: float) -> List[Tuple[float, float]]:
+    """Move the body horizontally (and turn its hips about the vertical) so the planted feet stay where
+    they landed, in `poses`; returns the hips' move (x, z) per frame. For a body on a rigid leg (a foot
+    that is the leg's last bone, `Foot.body`): it has no knee to take up a miss, so the body goes where
+    its feet put it, step by step (`carried`'s smoothed move toward pins set before it left a rigid sole
+    2-5 cm off the floor at a landing). A foot that lands (or rolls from its
+    heel onto its toe) is pinned where it is, carried as far as the body already is; with one foot
+    planted the body moves by its miss, with both by their mean miss and a turn of HIPS_TURN_SHARE of
+    what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
+    turned as Kimodo turns its own, swing the feet round with them), which goes back at HIPS_TURN_RETURN_DEG
+    a second while one foot alone is down; with none the body keeps its move. Smoothed over
+    HIPS_WINDOW_S (`_moved`)."""
+    thighs = [foot.hip for foot in feet.values()]
+    if not thighs:
+        return [(0.0, 0.0)] * len(poses)
+    pins: Dict[str, Tuple[bool, Tuple[float, float]]] = {}
+    turn, offset = 0.0, (0.0, 0.0)
+    back = math.radians(HIPS_TURN_RETURN_DEG) / fps
+    raw = []
+    for rotations, positions in poses:
+        centre = _middle(positions, thighs)
+        wants = []
+        for side, foot in feet.items():
+            heel, toe = pinned[side][len(raw)]
+            if not (heel or toe):
+                pins.pop(side, None)
+                continue
+            point = positions[foot.ankle] if heel else posed_point(foot.toe_point, rotations, positions)
+            state = heel
+            if foot.body is not None and heel and toe:  # a rigid foot flat on the floor holds its top
+                point, state = positions[foot.knee], None
+            root = positions[foot.hip]
+            pin = pins.get(side)
+            if pin is None or pin[0] != state:
+                moved = _carried(root, centre, turn, offset)
+                pins[side] = (state, (point[0] + moved[0], point[2] + moved[1]))
+                continue
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2])))
+        if len(wants) == 2:
+            turn = _both_turn(wants)
+            (_, wa), (_, wb) = wants
+            offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
+        else:
+            turn -= max(-back, min(back, turn))
+            if wants:
+                (r, w), = wants
+                swing = _carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0))
+                offset = (w[0] - swing[0], w[1] - swing[1])
+        raw.append((turn, offset[0], offset[1]))
+    half = _half_width(fps)
+    eased = [_moving_average([r[k] for r in raw], half) for k in range(3)]
+    return _moved(skeleton, thighs, poses, eased)
+
+
+def _both_turn(wants) -> float:
+    """With both feet down (each: its thigh's root from the thighs' middle, its miss), HIPS_TURN_SHARE of
+    the turn about the vertical that points the line between the thighs' roots where the pins want it."""
+    (ra, wa), (rb, wb) = wants
+    base = (ra[0] - rb[0], ra[1] - rb[1])
+    wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
+    return HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+
+
+def _moved(skeleton: Skeleton, thighs: Sequence[int], poses, eased: Sequence[Sequence[float]]) -> List[Tuple[float, float]]:
+    """Turn the hips about the vertical by eased[0] and move the body by (eased[1], eased[2]) per frame, in
+    `poses`: the hips and the joints between them and the thighs turn; every other joint moves with the
+    first joint below those, keeping its world rotation. Returns the hips' move (x, z) per frame."""
     turned = set()
     for thigh in thighs:
         joint = skeleton.parents[thigh]

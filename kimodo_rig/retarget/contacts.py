@@ -17,7 +17,7 @@ from .soles import Point, Soles, posed_point, subtree
 
 # The leg solver's constants: name, value, unit, why.
 CONTACT_GAP_S = 0.1  # s: a heel or toe lifted for less than this between two contacts stays pinned (speed-detected contacts flicker at 60-120 fps)
-EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
+EASE_S = 0.2  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing; the pin a span's median, RobotExpressive's foot came 15 cm to it in 0.15 s and its knee turned 10.2 deg beyond Kimodo's)
 HIPS_WINDOW_S = 0.12  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
 HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
 HIPS_ROLL_MAX_DEG = 25.0  # deg: the most the pelvis rolls beyond the retargeted pose's so both legs reach (a stiff leg's hip hike)

@@ -178,6 +178,26 @@ def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_
     assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
 
 
+def test_a_toe_stood_down_onto_the_floor_rolls_about_where_it_stands_and_keeps_the_reach_asked():
+    """A toe held alone whose sole ends above the floor is stood down in the goal (`stood_on`) before the
+    roll, so the roll turns about the lowered toe and the leg is asked for no more than the reach given
+    (RobotExpressive on g1_04: stood down 1.2 cm after the roll, its knee went straight and its thigh
+    popped 8.7 deg beyond Kimodo's where the bar is 8)."""
+    skeleton, foot, rotations, positions = _leg()
+    floor = min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions,
+                                             (positions[foot.ankle], rotations[foot.ankle], None))) - 0.02
+    toe_point = positions[foot.toe]
+    span = contacts.Span(0, 2, (False,) * 3, (True,) * 3, positions[foot.ankle], toe_point, 0.0, rotations[foot.ankle], None)
+    goal = legs.stood_on(skeleton, foot, rotations, positions, (span.ankle, span.rotation, None), floor)
+    assert abs(min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions, goal)) - floor) < 1e-9
+    assert abs(goal[0][1] - (span.ankle[1] - 0.02)) < 1e-9 and goal[0][0] == span.ankle[0] and goal[0][2] == span.ankle[2]
+    hip = (0.0, span.ankle[1] + 0.85, span.ankle[2] - 0.35)
+    ankle, rotation, _ = legs.rolled_within(foot, span, goal, hip, 0.9)
+    assert abs(math.dist(hip, ankle) - 0.9) < 1e-9
+    lowered_toe = (toe_point[0], toe_point[1] - 0.02, toe_point[2])
+    assert abs(math.dist(ankle, lowered_toe) - math.dist(span.ankle, toe_point)) < 1e-12  # turned about the lowered toe
+
+
 def _judged(tmp_path, clip: str, character: str) -> dict:
     """`clip` retargeted onto a judged character with the plan solver, and the judge's figures of it
     (tests/leg_figures.py: pygltflib and numpy, none of our code)."""

@@ -97,8 +97,10 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
     ankle, rotation, toe_local = goal
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
-    arm = subtract(ankle, span.toe_point)
-    apart = subtract(span.toe_point, hip)
+    # The goal's own toe point (the pin's, moved in height where the foot was stood on the floor).
+    pivot = add(ankle, quat_rotate(quat_multiply(rotation, quat_conjugate(span.rotation)), subtract(span.toe_point, span.ankle)))
+    arm = subtract(ankle, pivot)
+    apart = subtract(pivot, hip)
     along = dot(arm, axis)
     across = subtract(arm, tuple(along * a for a in axis))
     side = cross(axis, across)
@@ -116,7 +118,7 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     turned = quat_normalize(quat_multiply(turn, rotation))
     if toe_local is not None:
         toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
-    return add(span.toe_point, quat_rotate(turn, arm)), turned, toe_local
+    return add(pivot, quat_rotate(turn, arm)), turned, toe_local
 
 
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
@@ -251,6 +253,31 @@ def standing_sole(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec
     inverse = quat_conjugate(rotations[foot.ankle])
     return [add(goal[0], quat_rotate(goal[1], quat_rotate(inverse, subtract(posed_point(p, rotations, positions), positions[foot.ankle]))))
             for p in foot.sole]
+
+
+def goal_sole(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal) -> List[Vec3]:
+    """The foot's sole points (world) with the foot standing as `goal` has it: the ankle's subtree carried
+    rigidly onto the goal, the toe bone's turned to the goal's toe rotation where it gives one."""
+    rotations, positions = list(rotations), list(positions)
+    ankle = foot.ankle
+    turn = quat_multiply(goal[1], quat_conjugate(rotations[ankle]))
+    pivot = positions[ankle]
+    for j in subtree(skeleton, ankle):
+        rotations[j] = quat_multiply(turn, rotations[j])
+        positions[j] = add(goal[0], quat_rotate(turn, subtract(positions[j], pivot)))
+    if foot.toe is not None and goal[2] is not None:
+        _turn(skeleton, foot.toe, rotations, positions, quat_multiply(quat_multiply(goal[1], goal[2]), quat_conjugate(rotations[foot.toe])))
+    return [posed_point(p, rotations, positions) for p in foot.sole]
+
+
+def stood_on(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal,
+             floor: float) -> Goal:
+    """`goal` moved up or down by what puts its lowest sole point on `floor` (a foot held on its heel or
+    its toe alone: a heel struck toe-up lifts the heel's own sole, a toe rolled heel-up the ball behind
+    it). Only the height moves, so the pinned point does not slide; moved in the goal, before the hips'
+    path and the toe's roll, both reckon with the reach the leg will be asked for."""
+    shift = floor - min(p[1] for p in goal_sole(skeleton, foot, rotations, positions, goal))
+    return add(goal[0], (0.0, shift, 0.0)), goal[1], goal[2]
 
 
 def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3,

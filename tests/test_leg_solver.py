@@ -178,6 +178,29 @@ def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_
     assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
 
 
+def test_a_foot_held_flat_that_the_animation_lifts_heel_up_rolls_on_its_toe_as_far():
+    """Kimodo's heel contact holds while its heel rises under the contact threshold; scaled onto a long foot
+    (RobotExpressive's, 0.55 of its leg) the heel rises several cm, and held flat the hips dived for it (g1_03:
+    the free leg bent 50 deg where Kimodo's is at 6, its thigh 10.1 deg beyond Kimodo's turn). The foot
+    held flat rolls about its pinned toe point as far as the animation pitches it heel-up, the toe bone
+    staying put; pitched toe-up it stands flat."""
+    skeleton, foot, rotations, positions = _leg()
+    span = contacts.Span(0, 2, (True,) * 3, (True,) * 3, positions[foot.ankle], positions[foot.toe], 0.0,
+                         rotations[foot.ankle], (0.0, 0.0, 0.0, 1.0))
+    heel_up = math.radians(8.0)
+    for angle, lifted in ((heel_up, True), (-heel_up, False)):
+        animated = legs.quat_multiply(legs.quat_from_axis_angle(foot.lateral, angle), span.rotation)
+        ankle, rotation, toe_local = legs.planned(foot, span, 1, animated, positions[foot.ankle], None)
+        if not lifted:
+            assert (ankle, rotation) == (span.ankle, span.rotation)
+            continue
+        assert abs(math.degrees(legs.pitch(foot, rotation, span.rotation, 0.0)) - 8.0) < 1e-6
+        assert abs(math.dist(ankle, span.toe_point) - math.dist(span.ankle, span.toe_point)) < 1e-12  # about the toe
+        assert ankle[1] > span.ankle[1] + 0.01
+        toe = legs.quat_multiply(rotation, toe_local)  # the toe bone's world rotation: as the pin has it
+        assert max(abs(a - b) for a, b in zip(toe, legs.quat_multiply(span.rotation, span.toe_local))) < 1e-12
+
+
 def test_a_toe_stood_down_onto_the_floor_rolls_about_where_it_stands_and_keeps_the_reach_asked():
     """A toe held alone whose sole ends above the floor is stood down in the goal (`stood_on`) before the
     roll, so the roll turns about the lowered toe and the leg is asked for no more than the reach given

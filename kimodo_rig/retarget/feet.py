@@ -293,7 +293,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
                 flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
                 goal = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
-                if span.heel[frame - span.first] != span.toe[frame - span.first] and foot.body is None:
+                if foot.body is None:  # on its heel or toe alone, or rolled heel-up on its toe
                     goal = legs.stood_on(skeleton, foot, poses[frame][0], poses[frame][1], goal, soles.rest_floor)
                 inside[side][frame] = goal
     hips_joint = info.source_map.bones["hips"]

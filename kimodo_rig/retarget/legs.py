@@ -68,9 +68,9 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
-    if heel and toe:
-        return span.ankle, span.rotation, span.toe_local
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if heel and toe:
+        return rolled(foot, span, _heel_up(foot, span, rotation))
     if heel:
         reference = flat[0] if flat is not None else span.rotation
         turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
@@ -80,12 +80,29 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     pinned = subtract(span.ankle, span.toe_point)
     angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
     if flat is not None:
-        angle -= _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
-    turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
+        angle += _heel_up(foot, span, flat[0]) - _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
+    return rolled(foot, span, angle)
+
+
+def _heel_up(foot: Foot, span: Span, rotation: Quat) -> float:
+    """How far the animated foot (its world `rotation`) is pitched heel-up from the pin's (radians, 0 if
+    toe-up): a foot held flat rolls on its toe by that much, a foot bone that is not the leg's last (a
+    long foot scaled from Kimodo's heel lift under its contact threshold lifts its heel several cm; held
+    flat, the hips dived for it and the knees bent 20 deg more than Kimodo's)."""
+    return 0.0 if foot.body is not None else max(0.0, pitch(foot, rotation, span.rotation, span.yaw))
+
+
+def rolled(foot: Foot, span: Span, angle: float) -> Goal:
+    """The span's pin pitched heel-up by `angle` (radians; clamped to 0..TOE_ROLL_MAX_DEG) about its toe
+    point, the toe bone staying put."""
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if angle <= 0.0:
+        return span.ankle, span.rotation, span.toe_local
+    turn = quat_from_axis_angle(axis, min(angle, math.radians(TOE_ROLL_MAX_DEG)))
     turned = quat_normalize(quat_multiply(turn, span.rotation))
     toe_local = None if span.toe_local is None else quat_normalize(
         quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
-    return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
+    return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
 
 
 def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -> Goal:
@@ -97,8 +114,7 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
     ankle, rotation, toe_local = goal
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
-    # The goal's own toe point (the pin's, moved in height where the foot was stood on the floor).
-    pivot = add(ankle, quat_rotate(quat_multiply(rotation, quat_conjugate(span.rotation)), subtract(span.toe_point, span.ankle)))
+    pivot = goal_toe_point(span, goal)
     arm = subtract(ankle, pivot)
     apart = subtract(pivot, hip)
     along = dot(arm, axis)
@@ -119,6 +135,12 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     if toe_local is not None:
         toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
     return add(pivot, quat_rotate(turn, arm)), turned, toe_local
+
+
+def goal_toe_point(span: Span, goal: Goal) -> Vec3:
+    """Where `goal` puts the foot's toe point: the span's pinned one as the goal turns and moves the foot
+    (moved in height where it was stood on the floor)."""
+    return add(goal[0], quat_rotate(quat_multiply(goal[1], quat_conjugate(span.rotation)), subtract(span.toe_point, span.ankle)))
 
 
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:

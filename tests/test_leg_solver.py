@@ -178,6 +178,30 @@ def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_
     assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
 
 
+def test_a_straight_leg_swung_forward_with_its_knee_behind_its_line_bends_forward():
+    """soma_03 onto RobotExpressive: a swinging leg straight in Kimodo's pose (2 deg, its knee 1 cm behind
+    its line) and swung forward, lifted off the floor by the hips brought down, bent its knee 38 deg
+    backward for one frame (its thigh 44 deg beyond Kimodo's turn): the lean on the hips' forward, mostly
+    along the leg's line, did not outweigh the knee's own offset."""
+    swing = math.radians(25.0)
+    line, ahead = (0.0, -math.cos(swing), math.sin(swing)), (0.0, math.sin(swing), math.cos(swing))
+    knee = tuple(0.45 * a - 0.012 * b for a, b in zip(line, ahead))
+    ankle = tuple(0.9 * a for a in line)
+    skeleton = Skeleton("leg", ("hip", "knee", "ankle", "toe"), (-1, 0, 1, 2),
+                        ((0.0, 1.0, 0.0), knee, tuple(a - k for a, k in zip(ankle, knee)), (0.0, -0.05, 0.15)))
+    rotations, positions = pose_globals(skeleton, [(0.0, 0.0, 0.0, 1.0)] * 4, (0.0, 1.0, 0.0))
+    rotations, positions = list(rotations), list(positions)
+    foot = contacts.Foot("l", 0, 1, 2, 3, ((3, 1.0, (0.0, 0.0, 0.0)),), (((3, 1.0, (0.0, 0.0, 0.0)),),),
+                         rotations[2], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), math.dist(positions[0], positions[1]),
+                         math.dist(positions[1], positions[2]))
+    lifted = (positions[2][0], positions[2][1] + 0.1, positions[2][2])
+    legs.solve(skeleton, foot, rotations, positions, (lifted, rotations[2], None), (0.0, 0.0, 1.0))
+    assert math.dist(positions[2], lifted) < 1e-9
+    bent = np.subtract(positions[1], positions[0])
+    across = bent - np.dot(bent, np.subtract(lifted, positions[0])) * np.subtract(lifted, positions[0]) / np.sum(np.square(np.subtract(lifted, positions[0])))
+    assert np.dot(across, ahead) > 0.05  # the knee well in front of the leg's line
+
+
 def test_a_foot_held_flat_that_the_animation_lifts_heel_up_rolls_on_its_toe_as_far():
     """Kimodo's heel contact holds while its heel rises under the contact threshold; scaled onto a long foot
     (RobotExpressive's, 0.55 of its leg) the heel rises several cm, and held flat the hips dived for it (g1_03:

@@ -251,8 +251,22 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
         rotations[:], positions[:] = rigid
         return
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
-    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
-                                          math.sin(math.radians(KNEE_LEAN_DEG)))
+    # A knee bends forward: where the leg's knee is behind its line (a straight leg's, 2 deg past straight),
+    # only its sideways offset is kept, and the lean on the hips' forward decides (a straight leg swung
+    # forward, its knee 1 cm behind its line, lifted off the floor bent 38 deg backward for a frame).
+    bend = None
+    line = normalize(subtract(positions[ankle], positions[hip]))
+    across = subtract(towards, scale(line, dot(towards, line)))  # the hips' forward across the leg's line
+    upper = subtract(positions[knee], positions[hip])
+    offset = subtract(upper, scale(line, dot(upper, line)))  # the knee off the leg's line
+    lean = math.sin(math.radians(KNEE_LEAN_DEG))
+    if dot(offset, across) < 0.0 and length(across) > 1e-9:
+        across = normalize(across)
+        # dropped wholly at straight, not at all from twice the lean's reach (a bent leg keeps its plane)
+        dropped = max(0.0, 1.0 - length(offset) / (2.0 * lean * length(upper)))
+        middle = subtract(positions[knee], scale(across, dropped * dot(offset, across)))
+        bend = bend_direction(positions[hip], middle, positions[ankle], across, lean)
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards, lean, bend)
     _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
                                                             subtract(new_knee, positions[hip])))
     if knee != ankle:

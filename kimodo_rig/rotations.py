@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Iterable, List, Sequence, Tuple
+    from typing import Iterable, List, Optional, Sequence, Tuple
 
     Quat = Tuple[float, float, float, float]
     Vec3 = Tuple[float, float, float]
@@ -302,16 +302,18 @@ def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: floa
     return subtract(upper, scale(axis, dot(upper, axis)))
 
 
-def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3, lean: float = 0.0) -> Tuple[Vec3, Vec3]:
+def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3, lean: float = 0.0,
+                    bend: Optional[Vec3] = None) -> Tuple[Vec3, Vec3]:
     """The new elbow/knee and effector positions that put the effector on `goal` (or as near as the limb
-    reaches), the elbow/knee in the limb's bending plane (`bend_direction`, `lean`)."""
+    reaches), the elbow/knee in the limb's bending plane (`bend_direction`, `lean`; or `bend`, given)."""
     upper = length(subtract(middle, top))
     lower = length(subtract(end, middle))
     span = subtract(goal, top)
     distance = length(span)
     axis = normalize(span) if distance > 0.0 else normalize(subtract(end, top))
     distance = min(max(distance, abs(upper - lower)), upper + lower)
-    bend = bend_direction(top, middle, end, towards, lean)
+    if bend is None:
+        bend = bend_direction(top, middle, end, towards, lean)
     side = subtract(bend, scale(axis, dot(bend, axis)))
     if length(side) < 1e-9 * max(length(bend), 1e-300):  # the bend lies along the goal: any perpendicular
         side = cross(axis, (1.0, 0.0, 0.0) if abs(axis[0]) < 0.9 else (0.0, 1.0, 0.0))

@@ -178,6 +178,73 @@ def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_
     assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
 
 
+def test_a_straight_leg_swung_forward_with_its_knee_behind_its_line_bends_forward():
+    """soma_03 onto RobotExpressive: a swinging leg straight in Kimodo's pose (2 deg, its knee 1 cm behind
+    its line) and swung forward, lifted off the floor by the hips brought down, bent its knee 38 deg
+    backward for one frame (its thigh 44 deg beyond Kimodo's turn): the lean on the hips' forward, mostly
+    along the leg's line, did not outweigh the knee's own offset."""
+    swing = math.radians(25.0)
+    line, ahead = (0.0, -math.cos(swing), math.sin(swing)), (0.0, math.sin(swing), math.cos(swing))
+    knee = tuple(0.45 * a - 0.012 * b for a, b in zip(line, ahead))
+    ankle = tuple(0.9 * a for a in line)
+    skeleton = Skeleton("leg", ("hip", "knee", "ankle", "toe"), (-1, 0, 1, 2),
+                        ((0.0, 1.0, 0.0), knee, tuple(a - k for a, k in zip(ankle, knee)), (0.0, -0.05, 0.15)))
+    rotations, positions = pose_globals(skeleton, [(0.0, 0.0, 0.0, 1.0)] * 4, (0.0, 1.0, 0.0))
+    rotations, positions = list(rotations), list(positions)
+    foot = contacts.Foot("l", 0, 1, 2, 3, ((3, 1.0, (0.0, 0.0, 0.0)),), (((3, 1.0, (0.0, 0.0, 0.0)),),),
+                         rotations[2], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), math.dist(positions[0], positions[1]),
+                         math.dist(positions[1], positions[2]))
+    lifted = (positions[2][0], positions[2][1] + 0.1, positions[2][2])
+    legs.solve(skeleton, foot, rotations, positions, (lifted, rotations[2], None), (0.0, 0.0, 1.0))
+    assert math.dist(positions[2], lifted) < 1e-9
+    bent = np.subtract(positions[1], positions[0])
+    across = bent - np.dot(bent, np.subtract(lifted, positions[0])) * np.subtract(lifted, positions[0]) / np.sum(np.square(np.subtract(lifted, positions[0])))
+    assert np.dot(across, ahead) > 0.05  # the knee well in front of the leg's line
+
+
+def test_a_foot_held_flat_that_the_animation_lifts_heel_up_rolls_on_its_toe_as_far():
+    """Kimodo's heel contact holds while its heel rises under the contact threshold; scaled onto a long foot
+    (RobotExpressive's, 0.55 of its leg) the heel rises several cm, and held flat the hips dived for it (g1_03:
+    the free leg bent 50 deg where Kimodo's is at 6, its thigh 10.1 deg beyond Kimodo's turn). The foot
+    held flat rolls about its pinned toe point as far as the animation pitches it heel-up, the toe bone
+    staying put; pitched toe-up it stands flat."""
+    skeleton, foot, rotations, positions = _leg()
+    span = contacts.Span(0, 2, (True,) * 3, (True,) * 3, positions[foot.ankle], positions[foot.toe], 0.0,
+                         rotations[foot.ankle], (0.0, 0.0, 0.0, 1.0))
+    heel_up = math.radians(8.0)
+    for angle, lifted in ((heel_up, True), (-heel_up, False)):
+        animated = legs.quat_multiply(legs.quat_from_axis_angle(foot.lateral, angle), span.rotation)
+        ankle, rotation, toe_local = legs.planned(foot, span, 1, animated, positions[foot.ankle], None)
+        if not lifted:
+            assert (ankle, rotation) == (span.ankle, span.rotation)
+            continue
+        assert abs(math.degrees(legs.pitch(foot, rotation, span.rotation, 0.0)) - 8.0) < 1e-6
+        assert abs(math.dist(ankle, span.toe_point) - math.dist(span.ankle, span.toe_point)) < 1e-12  # about the toe
+        assert ankle[1] > span.ankle[1] + 0.01
+        toe = legs.quat_multiply(rotation, toe_local)  # the toe bone's world rotation: as the pin has it
+        assert max(abs(a - b) for a, b in zip(toe, legs.quat_multiply(span.rotation, span.toe_local))) < 1e-12
+
+
+def test_a_toe_stood_down_onto_the_floor_rolls_about_where_it_stands_and_keeps_the_reach_asked():
+    """A toe held alone whose sole ends above the floor is stood down in the goal (`stood_on`) before the
+    roll, so the roll turns about the lowered toe and the leg is asked for no more than the reach given
+    (RobotExpressive on g1_04: stood down 1.2 cm after the roll, its knee went straight and its thigh
+    popped 8.7 deg beyond Kimodo's where the bar is 8)."""
+    skeleton, foot, rotations, positions = _leg()
+    floor = min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions,
+                                             (positions[foot.ankle], rotations[foot.ankle], None))) - 0.02
+    toe_point = positions[foot.toe]
+    span = contacts.Span(0, 2, (False,) * 3, (True,) * 3, positions[foot.ankle], toe_point, 0.0, rotations[foot.ankle], None)
+    goal = legs.stood_on(skeleton, foot, rotations, positions, (span.ankle, span.rotation, None), floor)
+    assert abs(min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions, goal)) - floor) < 1e-9
+    assert abs(goal[0][1] - (span.ankle[1] - 0.02)) < 1e-9 and goal[0][0] == span.ankle[0] and goal[0][2] == span.ankle[2]
+    hip = (0.0, span.ankle[1] + 0.85, span.ankle[2] - 0.35)
+    ankle, rotation, _ = legs.rolled_within(foot, span, goal, hip, 0.9)
+    assert abs(math.dist(hip, ankle) - 0.9) < 1e-9
+    lowered_toe = (toe_point[0], toe_point[1] - 0.02, toe_point[2])
+    assert abs(math.dist(ankle, lowered_toe) - math.dist(span.ankle, toe_point)) < 1e-12  # turned about the lowered toe
+
+
 def _judged(tmp_path, clip: str, character: str) -> dict:
     """`clip` retargeted onto a judged character with the plan solver, and the judge's figures of it
     (tests/leg_figures.py: pygltflib and numpy, none of our code)."""

@@ -301,6 +301,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 if foot.body is not None:  # a rigid foot on its heel or toe alone turns about its sole's lowest point: on the floor
                     lowest = min(p[1] for p in legs.standing_sole(foot, poses[frame][0], poses[frame][1], goal))
                     goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
+                else:  # on its heel or toe alone, or rolled heel-up on its toe
+                    goal = legs.stood_on(skeleton, foot, poses[frame][0], poses[frame][1], goal, soles.rest_floor)
                 inside[side][frame] = goal
     # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
     # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.

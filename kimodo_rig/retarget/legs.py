@@ -68,9 +68,9 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
-    if heel and toe:
-        return span.ankle, span.rotation, span.toe_local
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if heel and toe:
+        return rolled(foot, span, _heel_up(foot, span, rotation))
     if heel:
         reference = flat[0] if flat is not None else span.rotation
         turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
@@ -80,12 +80,29 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     pinned = subtract(span.ankle, span.toe_point)
     angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
     if flat is not None:
-        angle -= _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
-    turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
+        angle += _heel_up(foot, span, flat[0]) - _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
+    return rolled(foot, span, angle)
+
+
+def _heel_up(foot: Foot, span: Span, rotation: Quat) -> float:
+    """How far the animated foot (its world `rotation`) is pitched heel-up from the pin's (radians, 0 if
+    toe-up): a foot held flat rolls on its toe by that much, a foot bone that is not the leg's last (a
+    long foot scaled from Kimodo's heel lift under its contact threshold lifts its heel several cm; held
+    flat, the hips dived for it and the knees bent 20 deg more than Kimodo's)."""
+    return 0.0 if foot.body is not None else max(0.0, pitch(foot, rotation, span.rotation, span.yaw))
+
+
+def rolled(foot: Foot, span: Span, angle: float) -> Goal:
+    """The span's pin pitched heel-up by `angle` (radians; clamped to 0..TOE_ROLL_MAX_DEG) about its toe
+    point, the toe bone staying put."""
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if angle <= 0.0:
+        return span.ankle, span.rotation, span.toe_local
+    turn = quat_from_axis_angle(axis, min(angle, math.radians(TOE_ROLL_MAX_DEG)))
     turned = quat_normalize(quat_multiply(turn, span.rotation))
     toe_local = None if span.toe_local is None else quat_normalize(
         quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
-    return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
+    return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
 
 
 def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -> Goal:
@@ -97,8 +114,9 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
     ankle, rotation, toe_local = goal
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
-    arm = subtract(ankle, span.toe_point)
-    apart = subtract(span.toe_point, hip)
+    pivot = goal_toe_point(span, goal)
+    arm = subtract(ankle, pivot)
+    apart = subtract(pivot, hip)
     along = dot(arm, axis)
     across = subtract(arm, tuple(along * a for a in axis))
     side = cross(axis, across)
@@ -116,7 +134,13 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     turned = quat_normalize(quat_multiply(turn, rotation))
     if toe_local is not None:
         toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
-    return add(span.toe_point, quat_rotate(turn, arm)), turned, toe_local
+    return add(pivot, quat_rotate(turn, arm)), turned, toe_local
+
+
+def goal_toe_point(span: Span, goal: Goal) -> Vec3:
+    """Where `goal` puts the foot's toe point: the span's pinned one as the goal turns and moves the foot
+    (moved in height where it was stood on the floor)."""
+    return add(goal[0], quat_rotate(quat_multiply(goal[1], quat_conjugate(span.rotation)), subtract(span.toe_point, span.ankle)))
 
 
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
@@ -230,8 +254,22 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
         rotations[:], positions[:] = rigid
         return
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
-    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
-                                          math.sin(math.radians(KNEE_LEAN_DEG)))
+    # A knee bends forward: where the leg's knee is behind its line (a straight leg's, 2 deg past straight),
+    # only its sideways offset is kept, and the lean on the hips' forward decides (a straight leg swung
+    # forward, its knee 1 cm behind its line, lifted off the floor bent 38 deg backward for a frame).
+    bend = None
+    line = normalize(subtract(positions[ankle], positions[hip]))
+    across = subtract(towards, scale(line, dot(towards, line)))  # the hips' forward across the leg's line
+    upper = subtract(positions[knee], positions[hip])
+    offset = subtract(upper, scale(line, dot(upper, line)))  # the knee off the leg's line
+    lean = math.sin(math.radians(KNEE_LEAN_DEG))
+    if dot(offset, across) < 0.0 and length(across) > 1e-9:
+        across = normalize(across)
+        # dropped wholly at straight, not at all from twice the lean's reach (a bent leg keeps its plane)
+        dropped = max(0.0, 1.0 - length(offset) / (2.0 * lean * length(upper)))
+        middle = subtract(positions[knee], scale(across, dropped * dot(offset, across)))
+        bend = bend_direction(positions[hip], middle, positions[ankle], across, lean)
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards, lean, bend)
     _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
                                                             subtract(new_knee, positions[hip])))
     if knee != ankle:
@@ -254,6 +292,31 @@ def standing_sole(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec
     inverse = quat_conjugate(rotations[foot.ankle])
     return [add(goal[0], quat_rotate(goal[1], quat_rotate(inverse, subtract(posed_point(p, rotations, positions), positions[foot.ankle]))))
             for p in foot.sole]
+
+
+def goal_sole(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal) -> List[Vec3]:
+    """The foot's sole points (world) with the foot standing as `goal` has it: the ankle's subtree carried
+    rigidly onto the goal, the toe bone's turned to the goal's toe rotation where it gives one."""
+    rotations, positions = list(rotations), list(positions)
+    ankle = foot.ankle
+    turn = quat_multiply(goal[1], quat_conjugate(rotations[ankle]))
+    pivot = positions[ankle]
+    for j in subtree(skeleton, ankle):
+        rotations[j] = quat_multiply(turn, rotations[j])
+        positions[j] = add(goal[0], quat_rotate(turn, subtract(positions[j], pivot)))
+    if foot.toe is not None and goal[2] is not None:
+        _turn(skeleton, foot.toe, rotations, positions, quat_multiply(quat_multiply(goal[1], goal[2]), quat_conjugate(rotations[foot.toe])))
+    return [posed_point(p, rotations, positions) for p in foot.sole]
+
+
+def stood_on(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal,
+             floor: float) -> Goal:
+    """`goal` moved up or down by what puts its lowest sole point on `floor` (a foot held on its heel or
+    its toe alone: a heel struck toe-up lifts the heel's own sole, a toe rolled heel-up the ball behind
+    it). Only the height moves, so the pinned point does not slide; moved in the goal, before the hips'
+    path and the toe's roll, both reckon with the reach the leg will be asked for."""
+    shift = floor - min(p[1] for p in goal_sole(skeleton, foot, rotations, positions, goal))
+    return add(goal[0], (0.0, shift, 0.0)), goal[1], goal[2]
 
 
 def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3,

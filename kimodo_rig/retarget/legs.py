@@ -167,15 +167,17 @@ def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], posit
         rotations[j], positions[j] = rotation, position
 
 
-def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
+def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: bool = False) -> float:
     """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
     FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
     point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
     by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
-    end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
+    end that clears them all, or where none does, the one of them that leaves the lowest point highest.
+    `toe_down`: the same toe-down (`hips.cleared_swings` picks one way per swing and smooths it in time)."""
     terms = [(p[1], cross(axis, p)[1]) for p in points]
     limit = math.radians(FOOT_PITCH_MAX_DEG)
-    candidates = [0.0, -limit]
+    low, high = (0.0, limit) if toe_down else (-limit, 0.0)
+    candidates = [low, high]
     for y, x in terms:
         radius = math.hypot(y, x)
         if radius > 0.0 and abs(floor) <= radius:
@@ -185,7 +187,7 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     def lowest(angle: float) -> float:
         return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
 
-    allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
+    allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
     return clearing[0] if clearing else max(allowed, key=lowest)
 

@@ -283,13 +283,30 @@ def test_a_free_sole_reaching_behind_its_ankle_is_cleared_by_a_turn_and_lift_pla
 
 @pytest.mark.parametrize("clip,name", [("soma_03_full_body_keyframes", "toeless_mesh_behind"),
                                        ("g1_02_multi_text_ee_constraint", "toeless_mesh_behind"),
-                                       ("g1_03_full_body_keyframes", "robot")])
+                                       ("g1_03_full_body_keyframes", "robot"), ("soma_03_full_body_keyframes", "robot")])
 def test_a_free_foot_kept_above_the_floor_pops_no_leg(tmp_path, clip, name):
     """The judge's figures, every bar of issue 40: no limb segment turning over 10 deg in a frame beyond
     Kimodo's own turn. A free foot's sole under the floor was turned toe-up and the leg lifted what that
     left, frame by frame: the toe-less foot whose mesh reaches behind its ankle dips its back as it comes
     down heel first (soma_03 31.7 deg, g1_02 10.4) and RobotExpressive's swing 10.1 (g1_03); the turn
-    (either way, one per swing) and the lift are now planned over the clip (`hips.cleared_swings`)."""
+    (either way, one per swing) and the lift are now planned over the clip (`hips.cleared_swings`). On
+    soma_03 RobotExpressive's free leg, hanging straight, bent backwards for its lift (44.7 deg)."""
     got = _judged(tmp_path, clip, name)
     assert got["turn_deg"] <= 10.0, got
     assert got["planted_cm"] <= 1.0 and got["lowest_cm"] >= -2.0 and got["skate_cm"] <= got["source_skate_cm"], got
+
+
+def test_a_straight_leg_with_its_knee_a_hair_behind_bends_forward_when_reached_nearer():
+    """soma_03 onto RobotExpressive, frame 64: the swinging leg hangs straight, its knee a centimetre
+    behind the line from hip to ankle, and its free foot lifted off the floor (its goal 13 cm nearer the
+    hip) bent it in the plane of that hair's offset: backwards, the thigh turning 55 deg in a frame. A
+    knee bent against `towards` counts as straight: the leg bends toward it."""
+    from kimodo_rig.rotations import two_bone_points
+
+    hip, knee, ankle = (0.0, 1.0, 0.0), (0.0, 0.55, -0.015), (0.0, 0.1, 0.0)
+    lean = math.sin(math.radians(contacts.KNEE_LEAN_DEG))
+    new_knee, new_ankle = two_bone_points(hip, knee, ankle, (0.0, 0.25, 0.0), (0.0, 0.0, 1.0), lean)
+    assert math.dist(new_ankle, (0.0, 0.25, 0.0)) < 1e-9
+    assert new_knee[2] > 0.1, new_knee  # forward, toward `towards` (+Z)
+    bent = (0.0, 0.55, 0.05)  # a knee bent forward keeps its own plane, reached to where it is
+    assert math.dist(two_bone_points(hip, bent, ankle, ankle, (0.0, 0.0, 1.0), lean)[0], bent) < 1e-9

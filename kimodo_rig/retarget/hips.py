@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import (Vec3, add, cross, dot, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
+from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
                          yaw_rotation)
 from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
 from .ease import share, standing_shares
@@ -152,30 +152,13 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
             folded = min(near, math.dist(hip, positions[foot.ankle]))
             across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
             above = hip[1] - goal[0][1]
-            # On its toe alone a leg extends no further than the animated one (`legs.rolled_within`
-            # rolls the heel up for that); where that roll takes the ankle away from the hip (a toe point
-            # behind and under the ankle: a foot bone at its mesh's front), the hips keep it that near
-            # (the leg straightened on its pin as fast as the body moved on, 17 deg in a frame).
-            k = frame - span.first
-            reach = far
-            if span.toe[k] and not span.heel[k] and _rolls_away(foot, span, goal, hip):
-                reach = min(far, max(near, math.dist(hip, positions[foot.ankle])))
-            if across < reach:
-                bounds.upper[frame] = math.sqrt(reach * reach - across * across) - above
+            if across < far:
+                bounds.upper[frame] = math.sqrt(far * far - across * across) - above
             # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
             # (no knee) has no fold of its own to keep: its reach alone holds the hips.
             if across < folded < far and above > 0.0:
                 bounds.lower[frame] = math.sqrt(folded * folded - across * across) - above
     return bounds
-
-
-def _rolls_away(foot: Foot, span: Span, goal: Goal, hip: Vec3) -> bool:
-    """Whether a foot on its toe alone, rolled heel-up about its pinned toe point, first takes its ankle
-    (`goal`'s) away from `hip` (then no roll keeps the leg within a reach): the derivative of their
-    squared distance at no roll, 2 (toe - hip) . (axis x arm), is not negative."""
-    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
-    arm = subtract(goal[0], span.toe_point)
-    return dot(subtract(span.toe_point, hip), cross(axis, arm)) >= 0.0
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Iterable, List, Optional, Sequence, Tuple
+    from typing import Iterable, List, Sequence, Tuple
 
     Quat = Tuple[float, float, float, float]
     Vec3 = Tuple[float, float, float]
@@ -293,6 +293,12 @@ def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: floa
         axis = normalize(subtract(end, top))
         offset = subtract(upper, scale(axis, dot(upper, axis)))
         reach = lean * length(upper)
+        # A knee a hair behind the line (against `towards`, within `reach`; fading out by twice that) is
+        # straight: bent further by a nearer goal, the leg bends toward `towards` (a straight swinging leg
+        # folded backwards, 55 deg in a frame); a knee bent further back keeps its plane (a kneel's).
+        ahead = normalize(subtract(towards, scale(axis, dot(towards, axis))))
+        behind = min(0.0, dot(offset, ahead)) * min(1.0, max(0.0, 2.0 - length(offset) / reach)) if reach > 0.0 else 0.0
+        offset = subtract(offset, scale(ahead, behind))
         fade = max(0.0, 1.0 - length(offset) / reach) if reach > 0.0 else 0.0
         return add(offset, scale(normalize(towards), reach * fade * fade))
     sine = length(cross(upper, lower)) / max(length(upper) * length(lower), 1e-300)
@@ -302,18 +308,16 @@ def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: floa
     return subtract(upper, scale(axis, dot(upper, axis)))
 
 
-def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3, lean: float = 0.0,
-                    bend: Optional[Vec3] = None) -> Tuple[Vec3, Vec3]:
+def two_bone_points(top: Vec3, middle: Vec3, end: Vec3, goal: Vec3, towards: Vec3, lean: float = 0.0) -> Tuple[Vec3, Vec3]:
     """The new elbow/knee and effector positions that put the effector on `goal` (or as near as the limb
-    reaches), the elbow/knee in the limb's bending plane (`bend_direction`, `lean`; or `bend`, given)."""
+    reaches), the elbow/knee in the limb's bending plane (`bend_direction`, `lean`)."""
     upper = length(subtract(middle, top))
     lower = length(subtract(end, middle))
     span = subtract(goal, top)
     distance = length(span)
     axis = normalize(span) if distance > 0.0 else normalize(subtract(end, top))
     distance = min(max(distance, abs(upper - lower)), upper + lower)
-    if bend is None:
-        bend = bend_direction(top, middle, end, towards, lean)
+    bend = bend_direction(top, middle, end, towards, lean)
     side = subtract(bend, scale(axis, dot(bend, axis)))
     if length(side) < 1e-9 * max(length(bend), 1e-300):  # the bend lies along the goal: any perpendicular
         side = cross(axis, (1.0, 0.0, 0.0) if abs(axis[0]) < 0.9 else (0.0, 1.0, 0.0))

@@ -298,3 +298,82 @@ def test_rigid_legs_planted_at_different_heights_roll_the_pelvis_so_both_soles_s
     assert got["planted_cm"] <= 1.0, got
     assert got["skate_cm"] <= got["source_skate_cm"], got
     assert got["lowest_cm"] >= -2.0, got
+
+
+SWING_FLOOR = 0.15  # m: the leg's hip is 1 m up and it reaches 0.9 m
+
+
+def _swing_under_the_heel(fps: float):
+    """A free foot whose sole reaches 25 cm behind its ankle (the foot bone at the front of its mesh, as
+    Blender leaves RobotExpressive's) swinging between two pins over 0.8 s at `fps`: its ankle comes down
+    from 25 cm to 6 cm over the floor (FLOOR) while it pitches toe-up by up to 30 deg (a heel strike) and
+    back to flat on the pin. Returns the leg, the foot, per frame the goals and whether the foot is free."""
+    from dataclasses import replace
+
+    skeleton, foot, rotations, positions = _leg()
+    ankle = foot.ankle
+    foot = replace(foot, sole=(((ankle, 1.0, (0.0, -0.05, -0.25)),), ((ankle, 1.0, (0.0, -0.05, -0.02)),)))
+    frames = int(round(1.0 * fps))
+    first, last = int(round(0.1 * fps)), int(round(0.9 * fps))  # the free frames: first..last - 1
+    goals, free = [], []
+    for frame in range(frames):
+        s = min(1.0, max(0.0, (frame - first) / float(last - first)))
+        height = SWING_FLOOR + 0.06 + 0.19 * math.sin(math.pi * min(1.0, 1.5 * s)) if s < 2.0 / 3.0 else SWING_FLOOR + 0.06
+        pitch = -math.radians(30.0) * math.sin(math.pi * max(0.0, 3.0 * s - 1.0) / 2.0) if s < 1.0 else 0.0
+        turn = (math.sin(pitch / 2.0), 0.0, 0.0, math.cos(pitch / 2.0))  # about +X, the foot's left
+        goals.append(((0.0, height, 0.2 * s), legs.quat_multiply(turn, rotations[ankle]), None))
+        free.append(first <= frame < last)
+    return skeleton, foot, rotations, positions, goals, free
+
+
+def test_a_free_sole_reaching_behind_its_ankle_is_cleared_by_a_turn_and_lift_planned_over_the_swing():
+    """The swing of `_swing_under_the_heel`: frame by frame, the sole's back dipped 11 cm under the floor
+    and the leg was lifted that much where it dipped (a toe-up turn clears nothing behind the ankle): on
+    soma_02 onto the toe-less foot with its mesh behind, 7 cm in a frame, its thigh turning 14 deg
+    beyond Kimodo's. Planned over the swing (`hips.cleared_swings`), the foot turns toe-down and the
+    solve leaves it on or above the floor, its ankle off the goal's own path by what changes less than a
+    centimetre in a thirtieth of a second (it stepped 4.2 cm), at 30 and 120 fps alike."""
+    for fps in (30.0, 120.0):
+        skeleton, foot, rotations, positions, goals, free = _swing_under_the_heel(fps)
+        poses = [(list(rotations), list(positions)) for _ in goals]
+        cleared = hips.cleared_swings(foot, goals, free, poses, fps, SWING_FLOOR)
+        ankles = []
+        for frame, goal in enumerate(cleared):
+            pose = (list(rotations), list(positions))
+            legs.solve(skeleton, foot, pose[0], pose[1], goal, (0.0, 0.0, 1.0), SWING_FLOOR if free[frame] else None)
+            assert min(legs.posed_point(p, *pose)[1] for p in foot.sole) >= SWING_FLOOR - 1e-9, (fps, frame)
+            ankles.append(pose[1][foot.ankle][1] - goals[frame][0][1])
+        stride = int(round(fps / 30.0))  # the change over a thirtieth of a second, at any rate
+        steps = [abs(b - a) for a, b in zip(ankles, ankles[stride:])]
+        assert max(steps) < 0.01, (fps, max(steps))
+
+
+@pytest.mark.parametrize("clip,name", [("soma_03_full_body_keyframes", "toeless_mesh_behind"),
+                                       ("g1_02_multi_text_ee_constraint", "toeless_mesh_behind"),
+                                       ("g1_03_full_body_keyframes", "robot"), ("soma_03_full_body_keyframes", "robot")])
+def test_a_free_foot_kept_above_the_floor_pops_no_leg(tmp_path, clip, name):
+    """The judge's figures, every bar of issue 40: no limb segment turning over 10 deg in a frame beyond
+    Kimodo's own turn. A free foot's sole under the floor was turned toe-up and the leg lifted what that
+    left, frame by frame: the toe-less foot whose mesh reaches behind its ankle dips its back as it comes
+    down heel first (soma_03 31.7 deg, g1_02 10.4) and RobotExpressive's swing 10.1 (g1_03); the turn
+    (either way, one per swing) and the lift are now planned over the clip (`hips.cleared_swings`). On
+    soma_03 RobotExpressive's free leg, hanging straight, bent backwards for its lift (44.7 deg)."""
+    got = _judged(tmp_path, clip, name)
+    assert got["turn_deg"] <= 10.0, got
+    assert got["planted_cm"] <= 1.0 and got["lowest_cm"] >= -2.0 and got["skate_cm"] <= got["source_skate_cm"], got
+
+
+def test_a_straight_leg_with_its_knee_a_hair_behind_bends_forward_when_reached_nearer():
+    """soma_03 onto RobotExpressive, frame 64: the swinging leg hangs straight, its knee a centimetre
+    behind the line from hip to ankle, and its free foot lifted off the floor (its goal 13 cm nearer the
+    hip) bent it in the plane of that hair's offset: backwards, the thigh turning 55 deg in a frame. A
+    knee bent against `towards` counts as straight: the leg bends toward it."""
+    from kimodo_rig.rotations import two_bone_points
+
+    hip, knee, ankle = (0.0, 1.0, 0.0), (0.0, 0.55, -0.015), (0.0, 0.1, 0.0)
+    lean = math.sin(math.radians(contacts.KNEE_LEAN_DEG))
+    new_knee, new_ankle = two_bone_points(hip, knee, ankle, (0.0, 0.25, 0.0), (0.0, 0.0, 1.0), lean)
+    assert math.dist(new_ankle, (0.0, 0.25, 0.0)) < 1e-9
+    assert new_knee[2] > 0.1, new_knee  # forward, toward `towards` (+Z)
+    bent = (0.0, 0.55, 0.05)  # a knee bent forward keeps its own plane, reached to where it is
+    assert math.dist(two_bone_points(hip, bent, ankle, ankle, (0.0, 0.0, 1.0), lean)[0], bent) < 1e-9

@@ -17,14 +17,14 @@ from .soles import Point, Soles, posed_point, subtree
 
 # The leg solver's constants: name, value, unit, why.
 CONTACT_GAP_S = 0.1  # s: a heel or toe lifted for less than this between two contacts stays pinned (speed-detected contacts flicker at 60-120 fps)
-EASE_S = 0.2  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing; the pin a span's median, RobotExpressive's foot came 15 cm to it in 0.15 s and its knee turned 10.2 deg beyond Kimodo's)
+EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
 HIPS_WINDOW_S = 0.12  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
 HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
 HIPS_ROLL_MAX_DEG = 25.0  # deg: the most the pelvis rolls beyond the retargeted pose's so both legs reach (a stiff leg's hip hike)
 HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
-FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns toe-up about its ankle to keep its sole above the floor (then the leg lifts it)
+FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle (toe-up, or a whole swing toe-down) to keep its sole above the floor (then the leg lifts it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
 RIGID_EASE_S = 0.3  # s: a foot that is the leg's last bone eases from standing as its pin has it to the leg's own reach this long before and after a span (its knee takes all the hips' move while it stands)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)

@@ -347,6 +347,11 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
                                     animated(foot)) for side, foot in feet_.items()}
     standing = {side: ease.standing_shares(spans[side], frames, fps) for side in feet_}
+    # A free foot's sole is kept above the floor by a turn and a lift planned over the clip (a foot bone's:
+    # a rigid foot is lifted by its leg's reach, `legs.solve`).
+    for side, foot in feet_.items():
+        if foot.body is None:
+            goals[side] = hips.cleared_swings(foot, goals[side], [g is None for g in inside[side]], poses, fps, soles.rest_floor)
     one_end = {side: [False] * frames for side in feet_}  # held on the heel or the toe alone
     for side in feet_:
         for span in spans[side]:

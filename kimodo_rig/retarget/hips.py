@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import Vec3, add, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract
-from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
-from .ease import standing_shares
-from .legs import Goal, reach_limits, rigid_top, rocking_pivot
+from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
+                         yaw_rotation)
+from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
+from .ease import share, standing_shares
+from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
@@ -434,3 +435,65 @@ def _moving_average(values: Sequence[float], half: int) -> List[float]:
     count = len(values)
     return [sum(values[max(0, t - half):t + half + 1]) / (min(count, t + half + 1) - max(0, t - half)) for t in range(count)]
 
+
+def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[bool], poses, fps: float,
+                   floor: float) -> List[Optional[Goal]]:
+    """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned about its
+    ankle and lifted by what keeps the sole above `floor`, planned over the clip so neither steps from
+    frame to frame: each swing (a run of free frames) turns one way, toe-up or toe-down, whichever leaves
+    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first),
+    each frame by the least that clears it (`legs.clearing_pitch`); that turn and then what it leaves
+    under the floor are each spread as the hips' excess is (`_spread`: never less than a frame needs)
+    and faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
+    frame), whose height and turn it then has. What a frame still needs is the solve's (`legs.solve`'s
+    floor branch). A free frame with nothing planned keeps its goal (None: the foot left as posed)."""
+    frames = len(poses)
+    half = _half_width(fps)
+    arms = {}  # type: Dict[int, Tuple[Goal, Vec3, List[Vec3]]]
+    for frame in range(frames):
+        if free[frame]:
+            rotations, positions = poses[frame]
+            goal = goals[frame]
+            if goal is None:
+                toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+                goal = (positions[foot.ankle], rotations[foot.ankle], toe)
+            sole = [subtract(p, goal[0]) for p in standing_sole(foot, rotations, positions, goal)]
+            arms[frame] = (goal, quat_rotate(yaw_rotation(foot_yaw(foot, goal[1])), foot.lateral), sole)
+
+    def under(frame: int, angle: float) -> float:
+        goal, axis, sole = arms[frame]
+        turn = quat_from_axis_angle(axis, angle)
+        return max(0.0, floor - goal[0][1] - min(quat_rotate(turn, p)[1] for p in sole))
+
+    raw = [0.0] * frames
+    frame = 0
+    while frame < frames:
+        if not free[frame]:
+            frame += 1
+            continue
+        swing = range(frame, next((t for t in range(frame, frames) if not free[t]), frames))
+        ways = []
+        for toe_down in (False, True):
+            turns = [clearing_pitch(arms[t][2], arms[t][1], floor - arms[t][0][0][1], toe_down) for t in swing]
+            ways.append((sum(under(t, a) for t, a in zip(swing, turns)), sum(abs(a) for a in turns), turns))
+        for t, angle in zip(swing, min(ways, key=lambda w: w[:2])[2]):
+            raw[t] = angle
+        frame = swing[-1] + 1
+    # Frames from the nearest pinned frame, forward then back.
+    apart = [math.inf] * frames
+    for order in (range(frames), range(frames - 1, -1, -1)):
+        last = math.inf
+        for frame in order:
+            last = 0.0 if not free[frame] else last + 1.0
+            apart[frame] = min(apart[frame], last)
+    fades = [1.0 - share(a / fps) if f else 0.0 for a, f in zip(apart, free)]
+    ups = _spread([max(0.0, -a) for a in raw], half)
+    downs = _spread([max(0.0, a) for a in raw], half)
+    turns = [(d - u) * f for u, d, f in zip(ups, downs, fades)]
+    lifts = [n * f for n, f in zip(_spread([under(t, turns[t]) if t in arms else 0.0 for t in range(frames)], half), fades)]
+    result = list(goals)
+    for frame, (goal, axis, _) in arms.items():
+        if turns[frame] != 0.0 or lifts[frame] != 0.0:
+            result[frame] = ((goal[0][0], goal[0][1] + lifts[frame], goal[0][2]),
+                             quat_normalize(quat_multiply(quat_from_axis_angle(axis, turns[frame]), goal[1])), goal[2])
+    return result

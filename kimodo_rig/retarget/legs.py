@@ -191,15 +191,17 @@ def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], posit
         rotations[j], positions[j] = rotation, position
 
 
-def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
+def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: bool = False) -> float:
     """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
     FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
     point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
     by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
-    end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
+    end that clears them all, or where none does, the one of them that leaves the lowest point highest.
+    `toe_down`: the same toe-down (`hips.cleared_swings` picks one way per swing and smooths it in time)."""
     terms = [(p[1], cross(axis, p)[1]) for p in points]
     limit = math.radians(FOOT_PITCH_MAX_DEG)
-    candidates = [0.0, -limit]
+    low, high = (0.0, limit) if toe_down else (-limit, 0.0)
+    candidates = [low, high]
     for y, x in terms:
         radius = math.hypot(y, x)
         if radius > 0.0 and abs(floor) <= radius:
@@ -209,7 +211,7 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     def lowest(angle: float) -> float:
         return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
 
-    allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
+    allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
     return clearing[0] if clearing else max(allowed, key=lowest)
 
@@ -254,22 +256,8 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
         rotations[:], positions[:] = rigid
         return
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
-    # A knee bends forward: where the leg's knee is behind its line (a straight leg's, 2 deg past straight),
-    # only its sideways offset is kept, and the lean on the hips' forward decides (a straight leg swung
-    # forward, its knee 1 cm behind its line, lifted off the floor bent 38 deg backward for a frame).
-    bend = None
-    line = normalize(subtract(positions[ankle], positions[hip]))
-    across = subtract(towards, scale(line, dot(towards, line)))  # the hips' forward across the leg's line
-    upper = subtract(positions[knee], positions[hip])
-    offset = subtract(upper, scale(line, dot(upper, line)))  # the knee off the leg's line
     lean = math.sin(math.radians(KNEE_LEAN_DEG))
-    if dot(offset, across) < 0.0 and length(across) > 1e-9:
-        across = normalize(across)
-        # dropped wholly at straight, not at all from twice the lean's reach (a bent leg keeps its plane)
-        dropped = max(0.0, 1.0 - length(offset) / (2.0 * lean * length(upper)))
-        middle = subtract(positions[knee], scale(across, dropped * dot(offset, across)))
-        bend = bend_direction(positions[hip], middle, positions[ankle], across, lean)
-    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards, lean, bend)
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards, lean)
     _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
                                                             subtract(new_knee, positions[hip])))
     if knee != ankle:

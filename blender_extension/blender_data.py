@@ -25,16 +25,17 @@ def armature_of(obj) -> Armature:
         for bone in obj.data.bones
     )
     leaves, carried = _skinned_vertices(obj)
-    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), leaves, carried)
+    holding = tuple(sorted({bone for _, groups, bone in _moved_meshes(obj) if groups is None and bone}))
+    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), leaves, carried, holding)
 
 
 def _skinned_vertices(obj):
     """What the meshes an Armature modifier of `obj` deforms give its bones, by the meshes' own vertex
-    group weights: per bone without a child bone, the (weight, rest position in the glTF frame) of every
-    vertex it moves (where the core ends such a bone); per bone, (name, summed weight, weighted centre)
-    (which bones the mesh is skinned to, for an armature of several top bones)."""
+    group weights: per bone whose child bones carry no vertex (none, or end bones), the (weight, rest
+    position in the glTF frame) of every vertex it moves (where the core ends such a bone); per bone,
+    (name, summed weight, weighted centre) (which bones the mesh is skinned to, for an armature of
+    several top bones)."""
     bone_names = {bone.name for bone in obj.data.bones}
-    leaves = {bone.name for bone in obj.data.bones if not bone.children}
     found, sums = {}, {}
     for mesh_object, groups, _ in _moved_meshes(obj):
         if groups is None:
@@ -51,10 +52,10 @@ def _skinned_vertices(obj):
                     total[0] += g.weight
                     for i in range(3):
                         total[i + 1] += g.weight * point[i]
-                    if name in leaves:
-                        found.setdefault(name, []).append((g.weight, point))
+                    found.setdefault(name, []).append((g.weight, point))  # kept for the ending bones
     carried = tuple((name, w, (x / w, y / w, z / w)) for name, (w, x, y, z) in sums.items())
-    return tuple((name, tuple(samples)) for name, samples in found.items()), carried
+    ending = {bone.name for bone in obj.data.bones if not any(child.name in sums for child in bone.children)}
+    return tuple((name, tuple(samples)) for name, samples in found.items() if name in ending), carried
 
 
 def _blender(point) -> tuple:

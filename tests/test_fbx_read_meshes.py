@@ -155,6 +155,41 @@ def test_a_texture_beside_the_fbx_is_read_and_one_outside_its_folder_is_left_out
     assert issues["numErrors"] == 0, issues["messages"][:5]
 
 
+def test_the_report_s_read_back_has_the_full_reader_s_vertices_without_surfaces(dressed, tmp_path):
+    """`retarget -o walk.fbx` measures its report on the file read back without normals, UVs and materials
+    (fbx.read_motion_document(surfaces=False): reading speed). Read so, our .fbx of the dressed character
+    (UVs, two materials, an embedded texture, a hat and a prop) has the full read's nodes, skins, animation
+    and, primitive for primitive, the same vertices (places, joints, weights) and triangles: a normal or UV
+    still tells two corners apart; only the surfaces are left out."""
+    from kimodo_rig.formats import fbx
+
+    output = tmp_path / "dressed.fbx"
+    _retarget(dressed["root"] / "embedded" / "dressed.fbx", output)
+    full, bare = fbx.read_motion_document(output, 30.0), fbx.read_motion_document(output, 30.0, surfaces=False)
+    assert full.gltf["materials"] and full.gltf.get("textures") and "materials" not in bare.gltf
+    assert "textures" not in bare.gltf and "images" not in bare.gltf
+    assert full.gltf["nodes"] == bare.gltf["nodes"]
+    for skin, same in zip(full.gltf["skins"], bare.gltf["skins"]):
+        assert skin["joints"] == same["joints"]
+        assert full.accessor(skin["inverseBindMatrices"]) == bare.accessor(same["inverseBindMatrices"])
+    kept, left = full.gltf["animations"][0], bare.gltf["animations"][0]
+    assert kept["channels"] == left["channels"]
+    assert [full.accessor(s["output"]) for s in kept["samplers"]] == [bare.accessor(s["output"]) for s in left["samplers"]]
+    surfaced = 0
+    assert len(full.gltf["meshes"]) == len(bare.gltf["meshes"])
+    for mesh, same in zip(full.gltf["meshes"], bare.gltf["meshes"]):
+        assert len(mesh["primitives"]) == len(same["primitives"])
+        for primitive, bare_primitive in zip(mesh["primitives"], same["primitives"]):
+            attributes, bare_attributes = primitive["attributes"], bare_primitive["attributes"]
+            assert set(bare_attributes) == set(attributes) - {"NORMAL", "TEXCOORD_0"}
+            assert "material" not in bare_primitive
+            surfaced += "NORMAL" in attributes and "TEXCOORD_0" in attributes and "material" in primitive
+            for key in bare_attributes:
+                assert full.accessor(attributes[key]) == bare.accessor(bare_attributes[key]), key
+            assert full.accessor(primitive["indices"]) == bare.accessor(bare_primitive["indices"])
+    assert surfaced >= 2  # the body's two materials, with normals and UVs, in the full read
+
+
 def _fbx_corner_counts(path: Path) -> Dict[int, tuple]:
     """Per material slot: (distinct (control point, normal) pairs, triangles), counted with numpy from the
     file's own arrays (its normals are by polygon corner, Direct; one material slot a polygon); normals

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -123,3 +124,54 @@ def test_the_plan_keeps_kimodos_contact_joints_still_on_their_contact_frames(tmp
         moves = np.linalg.norm(np.diff(track, axis=0), axis=1)
         steps += list(moves[flags[:-1, channel]])
     assert 100.0 * float(np.mean(steps)) <= 0.01
+
+
+def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_asked():
+    _, foot, _, _ = _leg()
+    span = contacts.Span(0, 2, (False,) * 3, (True,) * 3, (0.0, 0.1, 0.0), (0.0, 0.02, 0.15), 0.0, foot.bind_rotation, None)
+    hip = (0.0, 0.95, -0.35)  # the body moved on behind the toe: the flat foot's ankle is 0.92 m from the hip
+    goal = (span.ankle, span.rotation, None)
+    ankle, rotation, _ = legs.rolled_within(foot, span, goal, hip, 0.9)
+    assert abs(math.dist(hip, ankle) - 0.9) < 1e-9
+    assert abs(math.dist(ankle, span.toe_point) - math.dist(span.ankle, span.toe_point)) < 1e-12  # turned about the toe
+    assert ankle[1] > span.ankle[1] + 0.01  # the heel up
+    assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
+
+
+def _judged(tmp_path, clip: str, character: str) -> dict:
+    """`clip` retargeted onto a judged character with the plan solver, and the judge's figures of it
+    (tests/leg_figures.py: pygltflib and numpy, none of our code)."""
+    import leg_figures as lf
+
+    judged = lf.build_characters(tmp_path / "rigs", [character])[character]
+    out = tmp_path / "{}_{}.glb".format(clip, character)
+    env = dict(os.environ, KIMODO_LEG_SOLVER="plan")
+    subprocess.run([sys.executable, "-m", "kimodo_rig", "retarget", str(NPZ / clip / "motion.npz"), "--target",
+                    judged.target, "-o", str(out)], check=True, capture_output=True, cwd=str(ROOT), env=env)
+    return lf.figures(out, judged, lf.read_clip(NPZ / clip / "motion.npz"))
+
+
+def test_the_plan_pops_no_knee_where_a_toe_holds_while_the_body_moves_on(tmp_path):
+    """soma_01 onto RobotExpressive: its right toe holds alone while the body walks on (frames 35-41); the
+    leg pulled straight on it popped its thigh 14 deg beyond Kimodo's own turn as the pin let go."""
+    got = _judged(tmp_path, "soma_01_single_text_prompt", "robot")
+    assert got["turn_deg"] <= 10.0, got["turn_where"]
+
+
+def test_the_plan_stands_a_foot_held_on_its_heel_or_toe_alone_on_the_floor(tmp_path):
+    """g1_04 onto Mixamo (heel strikes pitched toe-up about the ankle lifted the heel's sole 1.5 cm) and g1_01
+    onto the toe-less foot with its mesh behind (3.4 cm under the floor on its toe): planted soles within 1 cm
+    and nothing under -2 cm per 1.7 m."""
+    for clip, character in (("g1_04_ee_constraint", "mixamo"), ("g1_01_single_text_prompt", "toeless_mesh_behind")):
+        got = _judged(tmp_path, clip, character)
+        assert got["planted_cm"] <= 1.0 and got["lowest_cm"] >= -2.0, (clip, character, got["planted_cm"], got["lowest_cm"])
+
+
+@pytest.mark.parametrize("name", ["one_bone_limbs", "footless_shins"])
+def test_a_leg_whose_sole_rides_on_its_last_bone_is_not_pushed_under_the_floor(tmp_path, name):
+    """soma_02 onto the mannequin with one-bone legs (Kenney's `leg-left`) or shins without a foot bone:
+    no foot or hand vertex under -2 cm per 1.7 m (the plan stood neither the leg bone's sole nor the hips
+    on the pins: 4.8 cm under; the pin now turns that bone as the foot, on its sole's lowest point, and the
+    hips stay high enough for it)."""
+    got = _judged(tmp_path, "soma_02_multi_text_prompt", name)
+    assert got["lowest_cm"] >= -2.0, got

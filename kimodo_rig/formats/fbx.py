@@ -16,6 +16,7 @@ Reading (read_document, read_motion_document, read) is formats/fbx_scene.py's. L
 """
 from __future__ import annotations
 
+import math
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ from ..errors import KimodoError
 from ..files import write_bytes_atomic
 from ..model import Motion, Skeleton
 from ..ops.fk import rest_pose
-from ..rotations import quat_normalize, quat_to_euler, quat_to_matrix
+from ..rotations import quat_normalize, quat_to_matrix
 from . import fbx_binary as fb
 from . import gltf_document as gd
 from .fbx_binary import Long, Node
@@ -81,9 +82,22 @@ def _inverse_rigid(rotation, position_cm) -> array:
 
 
 def euler_xyz_degrees(rotation) -> Tuple[float, float, float]:
-    """FBX Lcl Rotation (X, Y, Z degrees, order eEulerXYZ: R = Rz Ry Rx) of a quaternion."""
-    z, y, x = quat_to_euler("ZYX", quat_normalize(rotation))
-    return (x, y, z)
+    """FBX Lcl Rotation (X, Y, Z degrees, order eEulerXYZ: R = Rz Ry Rx) of a quaternion: what
+    rotations.quat_to_euler("ZYX", quat_normalize(rotation)) gives, reversed, computed with the same
+    operations on the five matrix entries it reads (every key of every joint: writing speed)."""
+    x, y, z, w = quat_normalize(rotation)
+    m00 = 1 - 2 * (y * y + z * z)
+    m10 = 2 * (x * y + z * w)
+    m20 = 2 * (x * z - y * w)
+    sb = max(-1.0, min(1.0, -1.0 * m20))
+    b = math.asin(sb)
+    if abs(sb) < 0.9999999:
+        a = math.atan2(1.0 * m10, m00)
+        c = math.atan2(1.0 * (2 * (y * z + x * w)), 1 - 2 * (x * x + y * y))
+    else:  # gimbal lock: the first angle folded into the last, as quat_to_euler does
+        a = math.atan2(-1.0 * (2 * (x * y - z * w)), 1 - 2 * (x * x + z * z))
+        c = 0.0
+    return (math.degrees(c), math.degrees(b), math.degrees(a))
 
 
 def _unwrapped(angles: List[float]) -> List[float]:
@@ -719,11 +733,12 @@ def read_document(path) -> gd.Document:
     return read_scene(path)
 
 
-def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
-    """An FBX animation as a glTF document (formats/fbx_scene.py)."""
+def read_motion_document(path, fps: Optional[float] = None, *, surfaces: bool = True) -> gd.Document:
+    """An FBX animation as a glTF document (formats/fbx_scene.py); `surfaces=False`: without the meshes'
+    normals, UVs and materials."""
     from .fbx_scene import read_motion_document as read_motion_scene
 
-    return read_motion_scene(path, fps)
+    return read_motion_scene(path, fps, surfaces=surfaces)
 
 
 def write(motion: Motion, path, options: WriteOptions = DEFAULT) -> None:

@@ -24,7 +24,7 @@ import zlib
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Any, Iterator, List, Optional, Sequence
+    from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..errors import KimodoError
 
@@ -75,6 +75,10 @@ class Single(float):
 
 
 _READ_AS = {"Y": Short, "C": bool, "I": int, "F": Single, "D": float, "L": Long}
+_SCALAR_OF_BYTE = {ord(code): (SCALAR[code], kind) for code, kind in _READ_AS.items()}  # type byte -> reading
+_STRING = ord("S")
+# Scalars written by their exact Python type: type code and packing (_write_property's order for others).
+_SCALAR_OF_TYPE = {kind: (code.encode("ascii"), SCALAR[code]) for code, kind in _READ_AS.items()}
 
 
 class Node:
@@ -116,8 +120,9 @@ def encode(nodes: Sequence[Node], version: int = 7400) -> bytes:
     wide = version >= WIDE_VERSION
     out = bytearray(MAGIC)
     out += _UINT32.pack(version)
+    deflated: Dict[bytes, bytes] = {}  # an array's bytes -> deflated: a curve's key times recur in every curve
     for node in nodes:
-        _write_node(out, node, wide)
+        _write_node(out, node, wide, deflated)
     out += _null_record(wide)
     out += _FOOTER_ID + bytes(4)
     out += bytes(16 - len(out) % 16)  # to 16-byte alignment (a whole 16 when already aligned, as the SDK does)
@@ -129,30 +134,39 @@ def _null_record(wide: bool) -> bytes:
     return bytes(_RECORD_HEAD[wide].size)
 
 
+_NULL_RECORD = {wide: _null_record(wide) for wide in (False, True)}
+
+
 # Nodes the FBX SDK always closes with a null record, even without children (Blender's writer does too).
 _ALWAYS_CLOSED = frozenset(("AnimationStack", "AnimationLayer"))
 
 
-def _write_node(out: bytearray, node: Node, wide: bool) -> None:
+def _write_node(out: bytearray, node: Node, wide: bool, deflated: Dict[bytes, bytes]) -> None:
     head = _RECORD_HEAD[wide]
+    null = _NULL_RECORD[wide]
     start = len(out)
-    out += bytes(head.size)
+    out += null  # the head, filled in below
     name = node.name.encode("utf-8")
     if len(name) > 255:
         raise ValueError("FBX node name longer than 255 bytes: {!r}".format(node.name))
     out += name
     properties_start = len(out)
     for value in node.properties:
-        _write_property(out, value)
+        scalar = _SCALAR_OF_TYPE.get(type(value))  # the common kinds by their exact type (writing speed)
+        if scalar is not None:
+            out += scalar[0]
+            out += scalar[1].pack(value)
+        else:
+            _write_property(out, value, deflated)
     properties_length = len(out) - properties_start
     for child in node.children:
-        _write_node(out, child, wide)
+        _write_node(out, child, wide, deflated)
     if node.children or not node.properties or node.name in _ALWAYS_CLOSED:
-        out += _null_record(wide)
-    out[start:start + head.size] = head.pack(len(out), len(node.properties), properties_length, len(name))
+        out += null
+    head.pack_into(out, start, len(out), len(node.properties), properties_length, len(name))
 
 
-def _write_property(out: bytearray, value: Any) -> None:
+def _write_property(out: bytearray, value: Any, deflated: Optional[Dict[bytes, bytes]] = None) -> None:
     if isinstance(value, bool):
         out += b"C" + SCALAR["C"].pack(value)
     elif isinstance(value, Long):
@@ -179,7 +193,11 @@ def _write_property(out: bytearray, value: Any) -> None:
             value.byteswap()
         raw = value.tobytes()
         if len(raw) >= COMPRESS_FROM_BYTES:
-            packed = zlib.compress(raw, 6)
+            packed = deflated.get(raw) if deflated is not None else None
+            if packed is None:
+                packed = zlib.compress(raw, 6)
+                if deflated is not None:
+                    deflated[raw] = packed
             out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 1, len(packed)) + packed
         else:
             out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 0, len(raw)) + raw
@@ -218,7 +236,8 @@ def version_of(data: bytes) -> int:
 
 class _Reader:
     def __init__(self, data: bytes, source: str, wide: bool) -> None:
-        self.data = memoryview(data)
+        self.bytes = bytes(data)
+        self.data = memoryview(self.bytes)
         self.size = len(data)
         self.source = source
         self.head = _RECORD_HEAD[wide]
@@ -260,13 +279,30 @@ class _Reader:
             raise self.fail(offset, "a node record's lengths point past its end or the end of the file")
         if count > properties_length:  # each property takes at least one byte (its type code)
             raise self.fail(offset, "a node claims {} properties in {} bytes".format(count, properties_length))
+        raw = self.bytes
         try:
-            name = bytes(self.data[name_start:properties_start]).decode("utf-8")
+            name = raw[name_start:properties_start].decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(name_start, "a node name is not UTF-8") from None
         properties = []
         at = properties_start
         for _ in range(count):
+            # A scalar or a string that fits is read here (most of a file's values: reading speed);
+            # anything else, and every problem, by self.property.
+            if at < children_start:
+                scalar = _SCALAR_OF_BYTE.get(raw[at])
+                if scalar is not None:
+                    packing, kind = scalar
+                    if at + 1 + packing.size <= children_start:
+                        properties.append(kind(packing.unpack_from(raw, at + 1)[0]))
+                        at += 1 + packing.size
+                        continue
+                elif raw[at] == _STRING and at + 5 <= children_start:
+                    end_of_text = at + 5 + _UINT32.unpack_from(raw, at + 1)[0]
+                    if end_of_text <= children_start:
+                        properties.append(raw[at + 5:end_of_text].decode("utf-8", "surrogateescape"))
+                        at = end_of_text
+                        continue
             value, at = self.property(at, children_start)
             properties.append(value)
         if at != children_start:

@@ -44,21 +44,24 @@ def read_document(path) -> gd.Document:
     return _scene_document(fb.decode(data, source), source, False, None)
 
 
-def read_motion_document(path, fps: Optional[float] = None) -> gd.Document:
+def read_motion_document(path, fps: Optional[float] = None, *, surfaces: bool = True) -> gd.Document:
     """An FBX animation as a glTF document: the nodes as read_document makes them, a skin of the
     skinned mesh's bones (or, without one, of every LimbNode), and the first take sampled at every
     frame (the take's own rate unless `fps`) as one glTF animation of each animated node's
-    translation, rotation and scale."""
+    translation, rotation and scale. `surfaces=False` leaves out the meshes' normals, UVs and
+    materials (what a report measured on vertex places does not use; the same records are read and
+    checked, and the vertices are the same)."""
     data = _read_bytes(path)
     source = str(path)
-    return _scene_document(fb.decode(data, source), source, True, fps)
+    return _scene_document(fb.decode(data, source), source, True, fps, surfaces)
 
 
-def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Optional[float]) -> gd.Document:
+def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Optional[float],
+                    surfaces: bool = True) -> gd.Document:
     """_FbxScene(...).to_document(...), with what a malformed value deep in the scene raises (a string
     where a number belongs, a singular bind matrix, a scale of zero) said in one line naming the file."""
     try:
-        return _FbxScene(nodes, source).to_document(animation=animation, fps=fps)
+        return _FbxScene(nodes, source).to_document(animation=animation, fps=fps, surfaces=surfaces)
     except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as error:
         raise KimodoError("{}: malformed FBX scene ({}: {})".format(source, type(error).__name__, error)) from error
 
@@ -66,13 +69,20 @@ def _scene_document(nodes: Sequence[Node], source: str, animation: bool, fps: Op
 def _euler_quat(order: str, degrees: Sequence[float]) -> Tuple[float, float, float, float]:
     """The quaternion of Euler angles (X, Y, Z degrees) applied in `order` (first axis first)."""
     angles = dict(zip("XYZ", degrees))
-    q = (0.0, 0.0, 0.0, 1.0)
-    from ..rotations import quat_from_axis_angle, quat_multiply
-
+    x, y, z, w = 0.0, 0.0, 0.0, 1.0
     for axis in order:  # later axes multiply on the left: R = R(last) ... R(first)
-        q = quat_multiply(quat_from_axis_angle({"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}[axis],
-                                               math.radians(angles[axis])), q)
-    return q
+        # quat_multiply(quat_from_axis_angle(axis, angle), q), written out with the same operations
+        # (every animated Model, every frame: reading speed).
+        half = math.radians(angles[axis]) / 2.0
+        s = math.sin(half)
+        unit_x, unit_y, unit_z = _AXES[axis]
+        ax, ay, az, aw = unit_x * s, unit_y * s, unit_z * s, math.cos(half)
+        x, y, z, w = (aw * x + ax * w + ay * z - az * y, aw * y - ax * z + ay * w + az * x,
+                      aw * z + ax * y - ay * x + az * w, aw * w - ax * x - ay * y - az * z)
+    return (x, y, z, w)
+
+
+_AXES = {"X": (1.0, 0.0, 0.0), "Y": (0.0, 1.0, 0.0), "Z": (0.0, 0.0, 1.0)}
 
 
 def _euler_matrix(order: str, degrees: Sequence[float]) -> List[float]:
@@ -157,6 +167,7 @@ class _FbxScene:
                 self.templates[kind] = _properties_of(template)
         self.settings = _properties_of(top.get("GlobalSettings") or Node("GlobalSettings"))
         self._axes: Optional[List[float]] = None
+        self._property_targets: Optional[Dict[int, List[Tuple[int, str]]]] = None  # object -> (target, property)
         # Bind places a BindPose states (Model -> world matrix in the file's frame): the bind of a bone no
         # cluster binds (a bone without weights), where the nodes were saved in another pose.
         self.bind_pose: Dict[int, List[float]] = {}
@@ -278,7 +289,7 @@ class _FbxScene:
     def metres_per_unit(self) -> float:
         return math.sqrt(sum(c * c for c in self.axes_matrix()[0:3]))
 
-    def to_document(self, animation: bool = False, fps: Optional[float] = None) -> gd.Document:
+    def to_document(self, animation: bool = False, fps: Optional[float] = None, surfaces: bool = True) -> gd.Document:
         models = [i for i, node in self.objects.items() if node.name == "Model"]
         for model in models:  # a cycle in the Model hierarchy is refused before anything walks it
             at, steps = model, 0
@@ -311,7 +322,7 @@ class _FbxScene:
         materials = _Materials(self, builder)
         for model in models:
             for geometry in self.linked(model, "Geometry", "Mesh"):
-                mesh_node = self._mesh(builder, model, geometry, index_of, materials)
+                mesh_node = self._mesh(builder, model, geometry, index_of, materials if surfaces else None)
                 if mesh_node is not None:
                     roots.append(mesh_node)
         materials.finish()
@@ -373,11 +384,12 @@ class _FbxScene:
                                     if link == "d|" + axis and self.kind(c) == "AnimationCurve"), None) for axis in "XYZ"]
                     sampled = [self._curve(c) if c is not None else None for c in curves]
                     times = sorted({t for curve in sampled if curve is not None for t in curve[0]}) or [0]
-                    for at in times:
+                    columns = [_samples(curve, times) if curve is not None else None for curve in sampled]
+                    for frame in range(len(times)):
                         values = dict(saved_props)
-                        values[props[0]] = tuple(_sample(curve, at) if curve is not None
+                        values[props[0]] = tuple(column[frame] if column is not None
                                                  else float(defaults.get("d|" + axis, (0.0,))[0])
-                                                 for curve, axis in zip(sampled, "XYZ"))
+                                                 for column, axis in zip(columns, "XYZ"))
                         local = self.scene_local(top, values)
                         if max(abs(a - b) for a, b in zip(local, saved)) > UNMOVED_TOLERANCE:
                             return identity
@@ -440,16 +452,19 @@ class _FbxScene:
         if frames > MAX_FRAMES:
             raise self.fail("the animation runs {} frames, more than {}".format(frames, MAX_FRAMES))
         seconds = [frame / rate for frame in range(frames)]
+        instants = [start + frame * TICKS_PER_SECOND / rate for frame in range(frames)]  # ticks
         samplers, animation_channels = [], []
         time_accessor = builder.add_floats(array("f", seconds), "SCALAR", with_bounds=True)
         for model, props in sorted(curves_of.items()):
-            base = self.properties(model)
+            # Each curve sampled at every frame in one pass (reading speed), a constant channel repeated;
+            # the Model's properties copied once and its animated ones replaced each frame.
+            tracks = [(prop, [_samples(c, instants) if isinstance(c, tuple) else [c] * frames for c in channels])
+                      for prop, channels in props.items()]
+            values = dict(self.properties(model))
             translations, rotations, scales = array("f"), array("f"), array("f")
             for frame in range(frames):
-                at = start + frame * TICKS_PER_SECOND / rate
-                values = dict(base)
-                for prop, channels in props.items():
-                    values[prop] = tuple(_sample(c, at) if isinstance(c, tuple) else c for c in channels)
+                for prop, (x, y, z) in tracks:
+                    values[prop] = (x[frame], y[frame], z[frame])
                 translation, rotation, scale = gd.decompose4(self.scene_local(model, values))
                 translations.extend(translation)
                 rotations.extend(rotation)
@@ -464,8 +479,13 @@ class _FbxScene:
 
     def _targets(self, curve_node: int) -> List[Tuple[int, str]]:
         """(object, property) a curve node animates (connected OP from the node to the object)."""
-        return [(parent, prop) for parent, connected in self.children.items() for child, prop in connected
-                if child == curve_node and prop]
+        if self._property_targets is None:  # every connection walked once, not once per curve node
+            self._property_targets = {}
+            for parent, connected in self.children.items():
+                for child, prop in connected:
+                    if prop:
+                        self._property_targets.setdefault(child, []).append((parent, prop))
+        return list(self._property_targets.get(curve_node, []))
 
     def _curve(self, curve: int) -> Tuple[array, array]:
         node = self.objects[curve]
@@ -483,12 +503,12 @@ class _FbxScene:
         return depth
 
     def _mesh(self, builder: gd.DocumentBuilder, model: int, geometry: int, index_of: Dict[int, int],
-              materials: "_Materials") -> Optional[int]:
+              materials: Optional["_Materials"]) -> Optional[int]:
         """A Mesh Model's geometry as a glTF mesh, one primitive per material slot its polygons use (with
         normals and the first UV set). Skinned: a new node at the scene root (glTF ignores a skinned mesh
         node's transform) with its skin, vertices at bind; the new node's index is returned. Without a
         skin (a hat or sword under a bone, a prop): on the Model's own node, vertices in its frame, so it
-        moves with the node it hangs from; None."""
+        moves with the node it hangs from; None. Without `materials`: no normals, UVs or materials."""
         skins = self.linked(geometry, "Deformer", "Skin")
         clusters = [c for skin in skins for c in self.linked(skin, "Deformer", "Cluster")]
         clusters = [c for c in clusters if any(self.kind(b) == "Model" for b, _ in self._sources(c))]
@@ -594,11 +614,12 @@ class _FbxScene:
 
     def _gltf_mesh(self, builder: gd.DocumentBuilder, geometry: int, surface: "_Surface", positions: List[float],
                    placed_by: Sequence[float], skin: Optional[Tuple[List[List[int]], List[List[float]]]],
-                   materials: "_Materials", model: int) -> int:
+                   materials: Optional["_Materials"], model: int) -> int:
         """The glTF mesh of `surface`: a primitive per material slot, each vertex a control point's
         position (`positions`, placed already), its normal turned by `placed_by` and its UV (V flipped:
         FBX counts V up from the bottom, glTF down from the top), and with `skin` its joints and weights.
-        A skinned surface without polygons keeps its vertices as points (the retarget reads their weights)."""
+        A skinned surface without polygons keeps its vertices as points (the retarget reads their weights).
+        Without `materials`, the vertices alone (the same ones: a normal or UV still tells two apart)."""
         gltf = builder.gltf
         normal_matrix = _normal_matrix(placed_by)
         slots = self.linked(model, "Material")
@@ -609,10 +630,11 @@ class _FbxScene:
         for slot, vertices, triangles in parts:
             points = [c for vertex in vertices for c in positions[3 * vertex[0]:3 * vertex[0] + 3]]
             attributes = {"POSITION": builder.add_components(points, "VEC3", target=gd.ARRAY_BUFFER, with_bounds=True)}
-            normals = surface.normals_of(vertices, normal_matrix) if surface.normals is not None and triangles else None
+            surfaced = materials is not None and triangles
+            normals = surface.normals_of(vertices, normal_matrix) if surface.normals is not None and surfaced else None
             if normals is not None:
                 attributes["NORMAL"] = builder.add_components(normals, "VEC3", target=gd.ARRAY_BUFFER)
-            if surface.uvs is not None and triangles:
+            if surface.uvs is not None and surfaced:
                 attributes["TEXCOORD_0"] = builder.add_components(surface.uvs_of(vertices), "VEC2",
                                                                   target=gd.ARRAY_BUFFER)
             if skin is not None:
@@ -627,7 +649,7 @@ class _FbxScene:
                                                               target=gd.ELEMENT_ARRAY_BUFFER)
             else:
                 primitive["mode"] = 0  # points
-            if 0 <= slot < len(slots):
+            if 0 <= slot < len(slots) and materials is not None:
                 primitive["material"] = materials.index_of(slots[slot])
             primitives.append(primitive)
         gltf["meshes"].append({"name": self.name(geometry), "primitives": primitives})
@@ -733,6 +755,7 @@ class _Surface:
         float noise in one normal written per corner is not a crease) and UV (as float32, as glTF keeps it)."""
         groups: Dict[int, Tuple[Dict[Tuple, int], List[Tuple[int, int, int]], List[int]]] = {}
         normals, uvs = self.normals, self.uvs
+        steps = [int(round(c / NORMAL_KEY_STEP)) for c in normals[0]] if normals is not None else []  # once a value
         for number, (first, end) in enumerate(self.polygons):
             if end - first < 3:
                 continue  # a point or an edge: nothing to draw
@@ -744,7 +767,7 @@ class _Surface:
                 uv_at = 2 * uvs[1][corner] if uvs is not None else -1
                 key: Tuple = (self.points[corner],)
                 if normals is not None:
-                    key += tuple(int(round(c / NORMAL_KEY_STEP)) for c in normals[0][normal_at:normal_at + 3])
+                    key += tuple(steps[normal_at:normal_at + 3])
                 if uvs is not None:
                     key += tuple(uvs[0][uv_at:uv_at + 2])
                 vertex = lookup.get(key)
@@ -929,19 +952,25 @@ def _det3(m: Sequence[Sequence[float]]) -> float:
             + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]))
 
 
-def _sample(curve: Tuple[array, array], at: float) -> float:
-    """A curve's value at time `at` (ticks): linear between keys, held outside them."""
-    from bisect import bisect_right
-
-    times, values = curve
-    after = bisect_right(times, at)
-    if after == 0:
-        return float(values[0])
-    if after == len(times):
-        return float(values[-1])
-    t0, t1 = times[after - 1], times[after]
-    share = (at - t0) / (t1 - t0) if t1 > t0 else 0.0
-    return float(values[after - 1]) + share * (float(values[after]) - float(values[after - 1]))
+def _samples(curve: Tuple[array, array], instants: Sequence[float]) -> List[float]:
+    """A curve's values at each of the increasing times `instants` (ticks): linear between keys, held
+    outside them. One walk along the keys for all of them (the key times increase: _curve checks)."""
+    times, values = curve[0].tolist(), curve[1].tolist()
+    last = len(times)
+    out = []
+    after = 0  # the first key later than `at`: bisect_right(times, at)
+    for at in instants:
+        while after < last and times[after] <= at:
+            after += 1
+        if after == 0:
+            out.append(float(values[0]))
+        elif after == last:
+            out.append(float(values[-1]))
+        else:
+            t0, t1 = times[after - 1], times[after]
+            share = (at - t0) / (t1 - t0) if t1 > t0 else 0.0
+            out.append(float(values[after - 1]) + share * (float(values[after]) - float(values[after - 1])))
+    return out
 
 
 def _properties_of(node: Node) -> Dict[str, Tuple]:

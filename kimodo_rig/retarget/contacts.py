@@ -25,6 +25,7 @@ TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from i
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
 FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns toe-up about its ankle to keep its sole above the floor (then the leg lifts it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
+RIGID_EASE_S = 0.3  # s: a foot that is the leg's last bone eases from standing as its pin has it to the leg's own reach this long before and after a span (its knee takes all the hips' move while it stands)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
 
 
@@ -44,6 +45,9 @@ class Foot:
     forward: Vec3  # the character's facing at bind, horizontal
     thigh: float  # metres: hip to knee, knee to ankle
     shin: float
+    # The leg's last bone where the sole rides on it (a one-bone leg, a shin with no foot bone): the foot
+    # is that bone, turned with it, its ankle the joint ending the bone's line; None for a foot bone.
+    body: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,20 @@ def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
             knee = ankle
         toe = tmap.bones.get("toe_" + side)
         toe = toe if toe is not None and toe != ankle and toe in subtree(skeleton, ankle) else None
+        body = None
+        below = set(subtree(skeleton, ankle))
+        if not any(term[0] in below for point in soles.feet[side] for term in point):
+            body = skeleton.parents[ankle]
+            ends = [tmap.ends.get(part) for part in ("calf_" + side, "thigh_" + side) if tmap.bones.get(part) == body]
+            if ends and ends[0] and len(ends[0]) == 1 and skeleton.parents[ends[0][0]] == body:
+                ankle = ends[0][0]  # the ankle ankles.with_ankles measured from the mesh, not the tip
         toe_point = soles.toe_points.get(side) or ((ankle, 1.0, (0.0, 0.0, 0.0)),)
         lateral = normalize(cross((0.0, 1.0, 0.0), forward))
+        if body is not None:  # the thigh reaches the rigid foot's top (none for a one-bone leg), the rest is rigid
+            knee = body
         result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], rotations[ankle], lateral, forward,
-                            length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])))
+                            length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])),
+                            body)
     return result
 
 

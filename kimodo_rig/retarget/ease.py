@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable, List, Optional, Sequence
 
 from ..rotations import add, quat_conjugate, quat_multiply, quat_normalize, quat_slerp, scale, subtract
-from .contacts import EASE_S, Span
+from .contacts import EASE_S, RIGID_EASE_S, Span
 from .legs import Goal
 
 
@@ -15,6 +15,19 @@ def share(seconds: float) -> float:
     """How much of a pin's change holds `seconds` from its span (1 at the span, 0 from EASE_S on)."""
     x = max(0.0, 1.0 - seconds / EASE_S)
     return x * x * (3.0 - 2.0 * x)
+
+
+def standing_shares(spans: Sequence[Span], frames: int, fps: float) -> List[float]:
+    """Per frame how far a foot stands as its pins have it: 1 inside a span, `share` of the time to the
+    nearest one outside."""
+    shares = [0.0] * frames
+    window = RIGID_EASE_S
+    for span in spans:
+        for frame in range(max(0, span.first - int(window * fps) - 1), min(frames, span.last + int(window * fps) + 2)):
+            seconds = max(span.first - frame, frame - span.last, 0) / fps
+            x = max(0.0, 1.0 - seconds / window)
+            shares[frame] = max(shares[frame], x * x * (3.0 - 2.0 * x))
+    return shares
 
 
 def eased_goals(spans: Sequence[Span], frames: int, fps: float, planned: Callable[[Span, int], Goal],

@@ -34,13 +34,15 @@ contacts, the feet placed on the floor and locked where they land.
 """
 from __future__ import annotations
 
+import math
 import os
 from array import array
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .. import skeletons
 from ..model import Motion, Skeleton
-from ..ops.fk import global_rotations_and_positions, pose_globals, rest_pose
+from ..ops.fk import global_rotations_and_positions, rest_pose
 from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
@@ -51,7 +53,6 @@ from .soles import (
     find_soles,
     leg_chain,
     _leg_length,
-    _locals,
     posed_point,
     _ramp,
     source_contacts,
@@ -192,7 +193,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     if not frames:
         return retargeted, [], treadmill
     ratio = info.reach_target / info.reach_source
-    source_positions = global_rotations_and_positions(source)[1]
+    source_positions = global_rotations_and_positions(source, _source_joints(source, smap))[1]
     contacts = source_contacts(source, smap, source_positions)
     planted = _planted_heights(source_positions, contacts, smap)
     any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
@@ -200,8 +201,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
-    poses = [tuple(map(list, pose_globals(skeleton, retargeted.frame_rotations(frame), retargeted.root_position(frame))))
-             for frame in range(frames)]
+    poses = list(zip(*global_rotations_and_positions(retargeted)))  # pose_globals per frame, in one pass
     if lock and leg_solver() == "plan":
         carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
         return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
@@ -295,11 +295,27 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
-    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions])
+    rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions],
+                         soles.rest_floor)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]
         positions[:] = [(p[0], p[1] + rise, p[2]) for p in positions]
+    # On the toe alone the leg extends no further than the animated leg does, or where it came onto its toe
+    # more bent than that, no more than the animated leg extends from there, the heel rolling up for it: the
+    # body moves on while the toe holds (the robot's knee went straight on its pin and popped 26 deg as it
+    # let go), and a leg that caught up with the animated one at once popped as much.
+    for side, foot in feet_.items():
+        for span in spans[side]:
+            before = None  # the previous frame's extension (goal's and animated)
+            for frame in range(span.first, span.last + 1):
+                positions = poses[frame][1]
+                hip = positions[foot.hip]
+                own = math.dist(hip, positions[foot.ankle])
+                if span.toe[frame - span.first] and not span.heel[frame - span.first]:
+                    reach = own if before is None else before[0] + own - before[1]
+                    inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
+                before = (math.dist(hip, inside[side][frame][0]), own)
 
     def animated(foot):
         def at(frame: int):
@@ -310,6 +326,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
 
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
                                     animated(foot)) for side, foot in feet_.items()}
+    standing = {side: ease.standing_shares(spans[side], frames, fps) for side in feet_}
+    one_end = {side: [False] * frames for side in feet_}  # held on the heel or the toe alone
+    for side in feet_:
+        for span in spans[side]:
+            for frame in range(span.first, span.last + 1):
+                one_end[side][frame] = span.heel[frame - span.first] != span.toe[frame - span.first]
     rest_hips = rest_pose(skeleton)[0][0]
     for frame, (rotations, positions) in enumerate(poses):
         towards = legs.leg_towards(rotations, rest_hips, info.forward)
@@ -317,10 +339,48 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             goal = goals[side][frame]
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
-                           None if inside[side][frame] is not None else soles.rest_floor)
+                           None if inside[side][frame] is not None else soles.rest_floor, standing[side][frame])
+                # A foot that is the leg's last bone already stands on its sole's lowest point (legs._reach_rigid).
+                if inside[side][frame] is not None and one_end[side][frame] and foot.body is None:
+                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor)
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves
+
+
+def _source_joints(source: Motion, smap: HumanoidMap) -> Optional[List[int]]:
+    """The source joints this pass reads (hips, feet, toes, knees), or None for all of them: Kimodo's
+    contact rule, where the clip has no contacts, reads its skeleton's own foot joints."""
+    if source.foot_contacts is None and source.skeleton.name in skeletons.BUILTIN:
+        return None
+    joints = [smap.bones.get("hips")]
+    for side in SIDES:
+        joints += [standing_joint(smap, side), smap.bones.get("toe_" + side), smap.bones.get("calf_" + side)]
+    return [j for j in joints if j is not None]
+
+
+def _local_rotations(skeleton: Skeleton, poses) -> array:
+    """Every frame's local rotations from its world ones, flat: `soles._locals` per frame (conjugate,
+    product and normalisation written out in place, the same arithmetic in the same order)."""
+    out = array("d")
+    plan = list(enumerate(skeleton.parents))
+    sqrt = math.sqrt
+    for rotations, _ in poses:
+        frame = []
+        for joint, parent in plan:
+            if parent < 0:
+                frame.extend(rotations[joint])
+                continue
+            ax, ay, az, aw = rotations[parent]
+            bx, by, bz, bw = rotations[joint]
+            x = aw * bx - ax * bw - ay * bz + az * by
+            y = aw * by + ax * bz - ay * bw - az * bx
+            z = aw * bz - ax * by + ay * bx - az * bw
+            w = aw * bw + ax * bx + ay * by + az * bz
+            n = sqrt(x * x + y * y + z * z + w * w)
+            frame.extend((0.0, 0.0, 0.0, 1.0) if n == 0.0 else (x / n, y / n, z / n, w / n))
+        out.extend(frame)
+    return out
 
 
 def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array, carried, treadmill):
@@ -330,10 +390,7 @@ def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array
     floor = soles.rest_floor
     keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps)
 
-    local_rotations = array("d")
-    for rotations, _ in poses:
-        for q in _locals(skeleton, rotations):
-            local_rotations.extend(q)
+    local_rotations = _local_rotations(skeleton, poses)
     moved = carried
     if treadmill is not None:
         # In place: the solve's travel out, and the travel the planted feet carried the hips (its smooth

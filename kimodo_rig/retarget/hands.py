@@ -47,6 +47,7 @@ ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shou
 ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
 #                           against its own lean, so an arm hanging straight down swings out, not into the body
 ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
+BOUND_SLACK = 1e-9  # m: what a bound of a point's height keeps in hand for rounding (float noise, not a tuning)
 
 Pose = Tuple[List[Quat], List[Vec3]]  # world rotations and positions of every joint, changed in place
 UP = (0.0, 1.0, 0.0)
@@ -60,13 +61,14 @@ def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, 
     bounds = {side: _HandBound(points) for side, points in hands.items() if points}
     if not any(bound.under(pose, floor) for bound in bounds.values() for pose in poses):
         return
-    _lift_torso(skeleton, tmap, hands, bounds, poses, floor, fps)
+    sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
+    _lift_torso(skeleton, tmap, sorted_points, bounds, poses, floor, fps)
     for side in SIDES:
         if side in bounds:
             _pitch_hand(tmap, side, hands[side], bounds[side], poses, floor, fps)
     for side in SIDES:
         if side in bounds:
-            _swing_arm(skeleton, tmap, side, hands[side], bounds[side], poses, floor, fps)
+            _swing_arm(skeleton, tmap, side, sorted_points[side], bounds[side], poses, floor, fps)
 
 
 class _HandBound:
@@ -87,6 +89,55 @@ class _HandBound:
         return any(positions[joint][1] - reach < floor for joint, reach in self.reach)
 
 
+class _HandPoints:
+    """A hand's points grouped by the joints that carry them, each group in order of how far its points
+    may sit below the lowest of those joints (the weighted lengths of their offsets), so a pose poses
+    only the points a bound leaves possibly under the floor: a few in a hundred where a hand nears it."""
+
+    def __init__(self, points: Sequence[Point]) -> None:
+        self.points = list(points)
+        groups: Dict[Tuple[int, ...], List[Tuple[float, int]]] = {}
+        for index, point in enumerate(self.points):
+            drop = sum(weight * length(offset) for _, weight, offset in point)
+            groups.setdefault(tuple(sorted(joint for joint, _, _ in point)), []).append((drop, index))
+        self.groups = [(joints, sorted(members, reverse=True)) for joints, members in groups.items()]
+
+    def _candidates(self, positions: Sequence[Vec3], below: float) -> List[int]:
+        """The indices (in order) of the points that may stand under `below`: no point stands lower
+        than its group's lowest joint less its drop."""
+        chosen = []
+        for joints, members in self.groups:
+            lowest = min(positions[j][1] for j in joints)
+            for drop, index in members:
+                if lowest - drop >= below + BOUND_SLACK:
+                    break
+                chosen.append(index)
+        chosen.sort()
+        return chosen
+
+    def under(self, pose: Pose, floor: float) -> List[Vec3]:
+        """Where the points under `floor` are in `pose`, in their order (posing only the candidates)."""
+        rotations, positions = pose
+        points = self.points
+        threshold = floor - ON_FLOOR
+        return [posed_point(points[i], rotations, positions) for i in self._candidates(positions, threshold)
+                if _height(points[i], rotations, positions) < threshold]
+
+    def lowest(self, pose: Pose) -> float:
+        """The lowest point's height in `pose`: the least bound first, until no bound is lower."""
+        rotations, positions = pose
+        best = math.inf
+        for joints, members in self.groups:
+            floor_of_group = min(positions[j][1] for j in joints)
+            for drop, index in members:
+                if floor_of_group - drop >= best + BOUND_SLACK:
+                    break
+                height = _height(self.points[index], rotations, positions)
+                if height < best:
+                    best = height
+        return best
+
+
 def _height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> float:
     """`posed_point(...)[1]` alone (quat_rotate's y written out): a third of the work, and most points
     need no more."""
@@ -98,12 +149,6 @@ def _height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) 
         tz = 2.0 * (qx * vy - qy * vx)
         y += weight * (positions[joint][1] + vy + qw * ty + (qz * tx - qx * tz))
     return y
-
-
-def _under(points: Sequence[Point], pose: Pose, floor: float) -> List[Vec3]:
-    """Where the points under `floor` are in `pose` (the lowest among them)."""
-    rotations, positions = pose
-    return [posed_point(p, rotations, positions) for p in points if _height(p, rotations, positions) < floor - ON_FLOOR]
 
 
 def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, limit: float) -> float:
@@ -154,7 +199,7 @@ def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> N
         positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
 
 
-def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Sequence[Point]],
+def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],
                 bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float) -> None:
     """The back's share: the body above the spine's base turns about it, about the horizontal axis that
     raises the shoulders of the hands under the floor fastest (across their lean from the base, each
@@ -175,7 +220,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Seque
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):
-                depth = floor - min(_height(p, pose[0], pose[1]) for p in hands[side])
+                depth = floor - hands[side].lowest(pose)
                 if depth > ON_FLOOR:
                     depths[shoulder] = depth
         if not depths:
@@ -236,13 +281,14 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
     points = [p for p in points if sum(w for j, w, _ in p if j in turning) >= 0.5]
     if not points:
         return
+    carried = _HandPoints(points)
     wrist = joints[0]
     limit = math.radians(WRIST_PITCH_MAX_DEG)
     needs, axes = {}, {}
     for frame, pose in enumerate(poses):
         if not bound.under(pose, floor):
             continue
-        under = _under(points, pose, floor)
+        under = carried.under(pose, floor)
         axis = _swing_axis(min(under, key=lambda q: q[1]), pose[1][wrist], (0.0, 0.0, 0.0)) if under else None
         if axis is None:
             continue
@@ -256,7 +302,7 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
             _turn_about(joints, pose, pose[1][wrist], quat_from_axis_angle(axis, angle))
 
 
-def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound,
+def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPoints, bound: _HandBound,
                poses: Sequence[Pose], floor: float, fps: float) -> None:
     """The arm's share: the whole arm swings up about its shoulder as one piece, out to the side and along
     the way it already leans, by the least angle that brings the hand onto the floor (at most
@@ -273,7 +319,7 @@ def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: Sequenc
 
     def own_need(pose: Pose) -> Tuple[Optional[Vec3], float]:
         positions = pose[1]
-        under = _under(points, pose, floor)
+        under = points.under(pose, floor)
         if not under:
             return None, 0.0
         outward = subtract(positions[shoulder], positions[tmap.bones[other]]) if tmap.has(other) else (0.0, 0.0, 0.0)

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..rotations import Vec3, quat_from_axis_angle, quat_multiply, quat_normalize
 from .contacts import HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
-from .legs import Goal, reach_limits
+from .legs import Goal, reach_limits, rigid_top, standing_sole
 from .soles import posed_point
 
 
@@ -42,11 +42,14 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
                 pins.pop(side, None)
                 continue
             point = positions[foot.ankle] if heel else posed_point(foot.toe_point, rotations, positions)
+            state = heel
+            if foot.body is not None and heel and toe:  # a rigid foot flat on the floor holds its top
+                point, state = positions[foot.knee], None
             root = positions[foot.hip]
             pin = pins.get(side)
-            if pin is None or pin[0] != heel:
+            if pin is None or pin[0] != state:
                 moved = _carried(root, centre, turn, offset)
-                pins[side] = (heel, (point[0] + moved[0], point[2] + moved[1]))
+                pins[side] = (state, (point[0] + moved[0], point[2] + moved[1]))
                 continue
             wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2])))
         if len(wants) == 2:
@@ -102,7 +105,7 @@ def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tupl
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
-            fps: float, source: Sequence[float]) -> List[float]:
+            fps: float, source: Sequence[float], floor: Optional[float] = None) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
     has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
     within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
@@ -110,9 +113,17 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     wanted: List[Optional[float]] = [None] * frames
     upper = [math.inf] * frames
     lower = [-math.inf] * frames
+    rigid_upper = [math.inf] * frames
+    rigid_lower = [-math.inf] * frames
     sums = [[0.0, 0] for _ in range(frames)]
     for side, foot in feet.items():
         near, far = reach_limits(foot)
+        if floor is not None and foot.body == foot.hip:
+            # A one-bone leg has no knee to lift its free foot with: the hips keep its sole above `floor`.
+            for frame, (rotations, positions) in enumerate(poses):
+                if goals[side][frame] is None:
+                    lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+                    lower[frame] = max(lower[frame], floor - lowest)
         for span in spans[side]:
             for frame in range(span.first, span.last + 1):
                 positions = poses[frame][1]
@@ -120,9 +131,32 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
                 if goal is None:
                     continue
                 miss = goal[0][1] - positions[foot.ankle][1]
+                hip = positions[foot.hip]
+                if foot.body is not None:
+                    # A rigid foot (the leg's last bone) flat on its pin stands as the pin has it where its
+                    # top (knee; a one-bone leg's hip) is the thigh's length under the hip; on its heel or
+                    # toe alone, or where the hip is farther aside than that, it rocks on its sole's lowest
+                    # point. Two such feet may want the hips at different heights: their bounds are kept
+                    # apart, spread like the others but never clipped to (no frame dips to one of them),
+                    # the lower one last (a foot floats rather than sinks).
+                    top = rigid_top(foot, poses[frame][0], positions, goal)
+                    across = math.hypot(hip[0] - top[0], hip[2] - top[2])
+                    miss = top[1] + math.sqrt(max(0.0, foot.thigh * foot.thigh - across * across)) - hip[1]
+                    sums[frame][0] += miss
+                    sums[frame][1] += 1
+                    if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
+                        rigid_upper[frame], rigid_lower[frame] = min(rigid_upper[frame], miss), max(rigid_lower[frame], miss)
+                        continue
+                    pivot = min(standing_sole(foot, poses[frame][0], positions, goal), key=lambda p: p[1])
+                    radius = math.dist(top, pivot)
+                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                    for reach, bound in ((radius + foot.thigh, rigid_upper), (abs(radius - foot.thigh), rigid_lower)):
+                        if across < reach:
+                            height = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                            bound[frame] = min(bound[frame], height) if bound is rigid_upper else max(bound[frame], height)
+                    continue
                 sums[frame][0] += miss
                 sums[frame][1] += 1
-                hip = positions[foot.hip]
                 # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
                 folded = min(near, math.dist(hip, positions[foot.ankle]))
                 across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
@@ -144,6 +178,8 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, _filled(wanted))], half), grounded)]
     # What the path rises over a bound, spread by a max-filter then a moving average of the same half-width
     # (never less than the raw excess), and taken off: the path stays smooth where a bound starts.
+    path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, rigid_upper)], half))]
+    path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, rigid_lower)], half))]
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, upper)], half))]
     path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, lower)], half))]
     return [min(p, u) for p, u in zip(path, upper)]  # a leg that must both reach and fold: it reaches

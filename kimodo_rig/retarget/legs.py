@@ -8,17 +8,23 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..rotations import (
+    IDENTITY,
     Quat,
     Vec3,
     add,
+    bend_direction,
     cross,
     dot,
+    length,
+    normalize,
     quat_between,
     quat_conjugate,
     quat_from_axis_angle,
     quat_multiply,
     quat_normalize,
     quat_rotate,
+    quat_slerp,
+    scale,
     subtract,
     two_bone_points,
     yaw_rotation,
@@ -82,19 +88,52 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
 
 
+def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -> Goal:
+    """A goal on the toe alone rolled further heel-up about the pinned toe point, as far as puts the ankle
+    within `reach` of the `hip` (the animated leg's own extension: the body moves on while the toe holds,
+    and the leg pulled straight on it snaps its knee as the pin lets go), at most TOE_ROLL_MAX_DEG from the
+    pin. Closed form: the ankle turned by t about the axis through the toe point is toe + p + cos t q +
+    sin t (axis x q) (p along the axis, q across), so its squared distance to the hip is linear in cos t
+    and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
+    ankle, rotation, toe_local = goal
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    arm = subtract(ankle, span.toe_point)
+    apart = subtract(span.toe_point, hip)
+    along = dot(arm, axis)
+    across = subtract(arm, tuple(along * a for a in axis))
+    side = cross(axis, across)
+    fixed = dot(apart, apart) + dot(arm, arm) + 2.0 * along * dot(apart, axis)
+    a, b = 2.0 * dot(apart, across), 2.0 * dot(apart, side)
+    wanted = reach * reach - fixed  # a cos t + b sin t must come down to this
+    if a <= wanted or b >= 0.0:
+        return goal  # within reach, or a heel lifting about the toe would take the ankle further first
+    radius = math.hypot(a, b)
+    middle = math.atan2(b, a)  # in (-pi, 0): the distance falls from t = 0 on
+    angle = middle + (math.acos(wanted / radius) if wanted > -radius else math.pi)
+    limit = math.radians(TOE_ROLL_MAX_DEG) - pitch(foot, rotation, span.rotation, span.yaw)
+    angle = min(max(angle, 0.0), max(0.0, limit))
+    turn = quat_from_axis_angle(axis, angle)
+    turned = quat_normalize(quat_multiply(turn, rotation))
+    if toe_local is not None:
+        toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
+    return add(span.toe_point, quat_rotate(turn, arm)), turned, toe_local
+
+
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
     """The angle from `a` to `b` about `axis` (unit), both seen along it."""
     return math.atan2(dot(cross(a, b), axis), dot(a, b) - dot(a, axis) * dot(b, axis))
 
 
 def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
-          towards: Vec3, floor: Optional[float] = None) -> None:
+          towards: Vec3, floor: Optional[float] = None, standing: float = 1.0) -> None:
     """Turn the leg in place (world rotations and positions of the thigh's subtree) so the ankle reaches
     `goal`'s position, the knee in the leg's plane (`towards` where the leg is straight), then the foot
     and toe to `goal`'s rotations; every other joint below keeps its rotation relative to its parent.
     With `floor`, a sole that ends under it is turned up about the ankle (`clearing_pitch`), and what that
-    leaves is reached again that much higher."""
-    _reach(skeleton, foot, rotations, positions, goal, towards)
+    leaves is reached again that much higher. A foot that is the leg's last bone stands as `goal` turns it
+    by the share `standing` (1 on a pin, easing to 0 off it: `ease.standing_shares`), the rest of the way
+    reached by the leg as a free foot's is (`_reach`)."""
+    _reach(skeleton, foot, rotations, positions, goal, towards, floor is None, standing)
     if floor is None:
         return
     under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
@@ -108,7 +147,7 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     if under > 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
         _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe),
-               towards)
+               towards, False, standing)
 
 
 def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
@@ -134,16 +173,40 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     return clearing[0] if clearing else max(allowed, key=lowest)
 
 
+def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
+             floor: float) -> None:
+    """A foot held on its heel or its toe alone, turned about its pin (the ankle, the toe point), reached
+    again up or down by what puts its lowest sole point on `floor`: a heel struck toe-up turns about its
+    ankle, which lifts the heel's own sole; a toe rolled heel-up lifts the ball behind it. Only the height
+    moves, so the pinned point does not slide."""
+    shift = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+    if shift != 0.0:
+        toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe),
+               towards)
+
+
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
                floor: float) -> None:
     """A free foot whose sole is under `floor` reached that much higher, its rotations kept."""
     toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
-    solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor)
+    solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor, 0.0)
 
 
 def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal,
-           towards: Vec3) -> None:
+           towards: Vec3, pinned: bool = False, standing: float = 1.0) -> None:
     ankle_goal, foot_rotation, toe_local = goal
+    if foot.body is not None and standing > 0.0:
+        rigid = (list(rotations), list(positions))
+        _reach_rigid(skeleton, foot, rigid[0], rigid[1], goal, towards, pinned)
+        if standing < 1.0:  # the leg's own reach, turned the `standing` share of the way to the rigid foot's
+            _reach(skeleton, foot, rotations, positions, goal, towards, pinned, 0.0)
+            for joint in sorted({foot.hip, foot.body}):  # parents first
+                turn = quat_normalize(quat_multiply(rigid[0][joint], quat_conjugate(rotations[joint])))
+                _turn(skeleton, joint, rotations, positions, quat_slerp(IDENTITY, turn, standing))
+            return
+        rotations[:], positions[:] = rigid
+        return
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
     new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
                                           math.sin(math.radians(KNEE_LEAN_DEG)))
@@ -156,6 +219,69 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
     if foot.toe is not None and toe_local is not None:
         wanted = quat_multiply(rotations[ankle], toe_local)
         _turn(skeleton, foot.toe, rotations, positions, quat_multiply(wanted, quat_conjugate(rotations[foot.toe])))
+
+
+def rigid_top(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal) -> Vec3:
+    """Where a rigid foot's top (its knee; a one-bone leg's hip) is with the foot standing as `goal` has it."""
+    offset = quat_rotate(quat_conjugate(rotations[foot.ankle]), subtract(positions[foot.knee], positions[foot.ankle]))
+    return add(goal[0], quat_rotate(goal[1], offset))
+
+
+def standing_sole(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal) -> List[Vec3]:
+    """The foot's sole points (world) with the foot standing as `goal` has it, carried rigidly by its ankle."""
+    inverse = quat_conjugate(rotations[foot.ankle])
+    return [add(goal[0], quat_rotate(goal[1], quat_rotate(inverse, subtract(posed_point(p, rotations, positions), positions[foot.ankle]))))
+            for p in foot.sole]
+
+
+def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3,
+               pivot: Vec3, towards: Optional[Vec3] = None) -> Tuple[Vec3, Quat]:
+    """Where a rigid foot's top (its knee; a one-bone leg's hip) goes and the foot's world rotation, the
+    foot standing on `goal` turned by the least about `pivot` (a point of it, world) that puts its top at
+    the thigh's length from `hip` (no turn where the goal does; the top toward `hip` where none reaches),
+    the knee off the line from `pivot` to `hip` as the goal has it (with `towards`, leaning on it by
+    KNEE_LEAN_DEG, so that a swinging leg's knee never switches sides as that line passes through it)."""
+    top = rigid_top(foot, rotations, positions, goal)
+    wanted = subtract(top, pivot)
+    span = subtract(hip, pivot)
+    distance = length(span)
+    radius, thigh = length(wanted), foot.thigh
+    if distance < 1e-9 or radius < 1e-9:
+        return add(pivot, wanted), goal[1]
+    axis = scale(span, 1.0 / distance)
+    distance = min(max(distance, abs(radius - thigh)), radius + thigh)
+    side = bend_direction(pivot, top, hip, towards, math.sin(math.radians(KNEE_LEAN_DEG))) if towards is not None else wanted
+    side = subtract(side, scale(axis, dot(side, axis)))
+    if length(side) < 1e-9 * radius:
+        side = cross(axis, (1.0, 0.0, 0.0) if abs(axis[0]) < 0.9 else (0.0, 1.0, 0.0))
+    side = normalize(side)
+    cosine = min(1.0, max(-1.0, (radius * radius + distance * distance - thigh * thigh) / (2.0 * radius * distance)))
+    top = add(scale(axis, radius * cosine), scale(side, radius * math.sqrt(1.0 - cosine * cosine)))
+    return add(pivot, top), quat_normalize(quat_multiply(quat_between(wanted, top), goal[1]))
+
+
+def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal, towards: Vec3,
+                 pinned: bool) -> None:
+    """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the lowest point of its
+    sole as the goal stands it (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
+    the foot turns on smoothly), and `pinned`, where that turn presses another point lower, about that
+    one (a planted rigid sole rocks onto the edge it is pressed on): the thigh turned to its top, the bone
+    as the foot."""
+    hip, body = foot.hip, foot.body
+    standing = standing_sole(foot, rotations, positions, goal)
+    pivot = min(standing, key=lambda p: p[1])
+    tried = set()
+    while True:
+        top, rotation = rigid_knee(foot, rotations, positions, goal, positions[hip], pivot, None if pinned else towards)
+        turn = quat_multiply(rotation, quat_conjugate(goal[1]))
+        lowest = min(range(len(standing)), key=lambda k: quat_rotate(turn, subtract(standing[k], pivot))[1])
+        if not pinned or quat_rotate(turn, subtract(standing[lowest], pivot))[1] >= -1e-6 or lowest in tried:
+            break
+        tried.add(lowest)
+        pivot = standing[lowest]
+    if body != hip:
+        _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[body], positions[hip]), subtract(top, positions[hip])))
+    _turn(skeleton, body, rotations, positions, quat_multiply(rotation, quat_conjugate(rotations[foot.ankle])))
 
 
 def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:

@@ -145,7 +145,8 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
     if extension == ".fbx":  # the .glb's scene, self-checked, written as FBX: one retarget, two containers
         from ..formats import fbx  # loaded for .fbx output only
 
-        document = gd.parse_glb(checked_glb(motion, info, target, str(path)), str(path))
+        # The document the self-check parsed (its accessors decoded once); encode_gltf only reads it.
+        document = character_glb.parsed_glb(checked_glb(motion, info, target, str(path)), str(path))
         write_bytes_atomic(path, fbx.encode_gltf(document, take=motion.name or Path(str(path)).stem, fps=motion.fps))
         return
     if info.root_track is not None:
@@ -185,7 +186,8 @@ def report_from_output(path, source: Motion, retargeted: Motion, info: RetargetI
     if Path(str(path)).suffix.lower() == ".fbx":
         from ..formats import fbx  # loaded for .fbx output only
 
-        document = fbx.read_motion_document(path, fps=retargeted.fps)
+        # Without normals, UVs and materials: the report measures vertex places, not surfaces.
+        document = fbx.read_motion_document(path, fps=retargeted.fps, surfaces=False)
         node_of = _nodes_of_read_fbx(document, info, target, retargeted.skeleton.joint_names, str(path))
         positions = character_glb.document_joint_world_positions(document, retargeted.skeleton.joint_names,
                                                                  str(path), node_of)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import skeletons
 from ..model import Motion, Skeleton
@@ -165,12 +165,14 @@ def _extremes(items: List, count: int) -> List:
     them (nearly: skinning bends a little)."""
     groups: Dict[int, List[int]] = {}
     for index, (_, weights) in enumerate(items):
-        groups.setdefault(max(weights, key=lambda j: weights[j]), []).append(index)
+        groups.setdefault(max(weights, key=weights.__getitem__), []).append(index)
     chosen = set()
     directions = sphere_directions(count)
     for members in groups.values():
-        for direction in directions:
-            chosen.add(max(members, key=lambda i: dot(items[i][0], direction)))
+        places = [items[i][0] for i in members]
+        for dx, dy, dz in directions:  # dot(place, direction), the first of the farthest
+            along = [p[0] * dx + p[1] * dy + p[2] * dz for p in places]
+            chosen.add(members[along.index(max(along))])
     return [items[i] for i in sorted(chosen)]
 
 
@@ -206,6 +208,11 @@ def sole_front(sole: Sequence[Sequence[float]], ankle: Sequence[float], forward:
     return max(range(len(sole)), key=score)
 
 
+def _weighed_by(vertices: Sequence[Tuple[Vec3, Dict[int, float]]], joints: Set[int]) -> List[Tuple[Vec3, Dict[int, float]]]:
+    """The vertices `joints` carry at least half of (a vertex none of them weighs is skipped unsummed)."""
+    return [(v, w) for v, w in vertices if not joints.isdisjoint(w) and sum(w.get(j, 0.0) for j in joints) >= 0.5]
+
+
 def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
     """The character's soles, hands and rest floor on the retarget's working skeleton, from its bind mesh
     (`character.bind_mesh`, or a host's own: positions in the glTF frame, weights by joint name)."""
@@ -223,14 +230,12 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
         foot = standing_joint(tmap, side)
         foot_joints = set(subtree(skeleton, foot)) - props
         hand = hand_joint(tmap, side)
-        on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in foot_joints) >= 0.5]
+        on_foot = _weighed_by(vertices, foot_joints)
         if not on_foot and skeleton.parents[foot] >= 0:
             # A one-bone leg, or a shin with no foot bone, ends at a tip no vertex follows: the bone's own
             # vertices carry its sole.
-            leg_joints = set(subtree(skeleton, skeleton.parents[foot]))
-            on_foot = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in leg_joints) >= 0.5]
-        carrying = set(hand_joints(tmap, side))
-        on_hand = [(v, w) for v, w in vertices if sum(w.get(j, 0.0) for j in carrying) >= 0.5]
+            on_foot = _weighed_by(vertices, set(subtree(skeleton, skeleton.parents[foot])))
+        on_hand = _weighed_by(vertices, set(hand_joints(tmap, side)))
         toes[side] = ((tmap.bones["toe_" + side], 1.0, (0.0, 0.0, 0.0)),) if tmap.has("toe_" + side) else None
         if on_foot:
             lowest = min(v[1] for v, _ in on_foot)

@@ -45,17 +45,25 @@ def _skinned_vertices(obj):
             continue
         points = _world_points(mesh_object.matrix_world, _coordinates(mesh_object.data))
         for vertex, point in zip(mesh_object.data.vertices, points):
-            for g in vertex.groups:
-                if g.group in bone_groups and g.weight > 0.0:
-                    name = bone_groups[g.group]
-                    total = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
-                    total[0] += g.weight
-                    for i in range(3):
-                        total[i + 1] += g.weight * point[i]
-                    found.setdefault(name, []).append((g.weight, point))  # kept for the ending bones
+            for name, weight in _file_weights(vertex.groups, bone_groups):
+                total = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+                total[0] += weight
+                for i in range(3):
+                    total[i + 1] += weight * point[i]
+                found.setdefault(name, []).append((weight, point))  # kept for the ending bones
     carried = tuple((name, w, (x / w, y / w, z / w)) for name, (w, x, y, z) in sums.items())
     ending = {bone.name for bone in obj.data.bones if not any(child.name in sums for child in bone.children)}
     return tuple((name, tuple(samples)) for name, samples in found.items() if name in ending), carried
+
+
+def _file_weights(groups, bone_groups) -> List[tuple]:
+    """A vertex's (bone, weight) as the file exported from it holds them and the command line reads them:
+    its four largest bone weights, normalised (glTF's JOINTS_0/WEIGHTS_0, our FBX reader). Raw group weights
+    put a leaf bone's tip elsewhere (the Quaternius dress: 0.3-1 mm)."""
+    held = sorted(((g.weight, bone_groups[g.group]) for g in groups if g.group in bone_groups and g.weight > 0.0),
+                  reverse=True)[:4]
+    total = sum(w for w, _ in held)
+    return [(name, w / total) for w, name in held] if total > 0.0 else []
 
 
 def _blender(point) -> tuple:

@@ -12,7 +12,7 @@ from ..model import Skeleton
 from ..rotations import Vec3, quat_from_axis_angle, quat_multiply, quat_normalize
 from .contacts import HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
 from .legs import Goal, reach_limits, rigid_top, standing_sole
-from .soles import posed_point
+from .soles import _carried, _middle, posed_point
 
 
 def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
@@ -90,18 +90,6 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
         positions[:] = [(p[0] + d[0], p[1], p[2] + d[1]) for p, d in
                         zip(positions, [shifts[j] if j in turned else shifts[anchor[j]] for j in range(skeleton.joint_count)])]
     return moves
-
-
-def _middle(positions: Sequence[Vec3], joints: Sequence[int]) -> Tuple[float, float]:
-    return (sum(positions[j][0] for j in joints) / len(joints), sum(positions[j][2] for j in joints) / len(joints))
-
-
-def _carried(point: Vec3, centre: Tuple[float, float], turn: float, offset: Tuple[float, float]) -> Tuple[float, float]:
-    """How far (x, z) a point moves when the body turns by `turn` about the vertical through `centre`
-    and shifts by `offset`."""
-    x, z = point[0] - centre[0], point[2] - centre[1]
-    c, s = math.cos(turn), math.sin(turn)
-    return (x * c + z * s - x + offset[0], -x * s + z * c - z + offset[1])
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,

@@ -241,14 +241,15 @@ def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], front: Optional[Poi
     if along > 0.0:
         forward = (heading[0] / along, 0.0, heading[2] / along)  # type: ignore[index]
         points = [(arm[1], dot(arm, forward)) for arm in arms]
-        toe_up = _least_pitch(points, height, limit)
-        heel_up = _least_pitch([(up, -ahead) for up, ahead in points], height, limit)
-        up_low, down_low = _lowest_turned(points, toe_up), _lowest_turned(points, -heel_up)
-        slack = 1e-12 * (1.0 + abs(height))
-        if up_low >= height - slack and down_low >= height - slack:
-            angle = toe_up if toe_up <= heel_up else -heel_up
+        behind = [(up, -ahead) for up, ahead in points]  # heel up: a turn lifts what is behind
+        toe_up, heel_up = _least_clearing(points, height, limit), _least_clearing(behind, height, limit)
+        if toe_up is not None and (heel_up is None or toe_up <= heel_up):
+            angle = toe_up
+        elif heel_up is not None:
+            angle = -heel_up
         else:
-            angle = toe_up if up_low >= down_low else -heel_up
+            toe_up, heel_up = _highest_lowest(points, limit), _highest_lowest(behind, limit)
+            angle = toe_up if _lowest_turned(points, toe_up) >= _lowest_turned(behind, heel_up) else -heel_up
     else:
         out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
                sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
@@ -272,9 +273,12 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
     """The least turn t in [0, limit] after which every point is at or above `floor`, each point given
     as (up, ahead) from the pivot, its height turned being up cos t + ahead sin t; where none gets them
     all there, the t in that range that brings the lowest of them highest."""
-    def lowest(t: float) -> float:
-        return _lowest_turned(points, t)
+    clearing = _least_clearing(points, floor, limit)
+    return clearing if clearing is not None else _highest_lowest(points, limit)
 
+
+def _least_clearing(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> Optional[float]:
+    """`_least_pitch` where a turn in [0, limit] puts every point at or above `floor`; else None."""
     slack = 1e-12 * (1.0 + abs(floor))  # rounding: a point put exactly on the floor is on it
     starts = [0.0]
     for up, ahead in points:
@@ -285,9 +289,14 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
             if start <= limit:
                 starts.append(start)
     for t in sorted(starts):
-        if lowest(t) >= floor - slack:
+        if _lowest_turned(points, t) >= floor - slack:
             return t
-    # No turn clears them all: the best is at an end, where two points cross, or at a point's highest.
+    return None
+
+
+def _highest_lowest(points: Sequence[Tuple[float, float]], limit: float) -> float:
+    """The turn in [0, limit] that brings the lowest of the points highest: at an end, where two points
+    cross, or at a point's highest."""
     candidates = [0.0, limit]
     for i, (up, ahead) in enumerate(points):
         candidates.append(math.atan2(ahead, up))
@@ -295,7 +304,7 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
             crossing = math.atan2(up - up2, ahead2 - ahead)
             candidates += [crossing, crossing + math.pi]
     inside = sorted(t % (2.0 * math.pi) for t in candidates)
-    return max((t for t in inside if t <= limit), key=lowest)
+    return max((t for t in inside if t <= limit), key=lambda t: _lowest_turned(points, t))
 
 
 def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]],

@@ -208,7 +208,7 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
     Kimodo's short one is would push its toes through the ground (or lift the body off it).
 
     One turn, solved in closed form (`_least_pitch`) about one level axis: across the foot, square to
-    the level line from its ankle to its sole's front (`Soles.toe_points`), toe up or heel up, whichever
+    its own heading (`Soles.headings`: the facing at rest, turned as the foot is), toe up or heel up, whichever
     is the lesser turn that puts every sole point on the floor (where neither does, the one that brings
     the lowest highest). The turn goes to nothing as the depth does, with no cut-off and no choice of
     one point among near-equals, so a pose a hair different (Blender's float32 rest) gives a foot a hair
@@ -216,18 +216,20 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
     deep it is: where they sit either side of the ankle (a heel's two corners) their reach nearly
     cancels, and its direction swung by 3e-4 rad for 1e-6 m of input (the Quaternius dress, g1_02 f64:
     its foot turned 61 deg about a line 22 deg off its own, its tip 0.5 mm apart between Blender's rest
-    and the file's). A foot with neither a toe joint nor a sole's front still turns about that line."""
+    and the file's). Not its sole's front either: the robot's, its foot's mesh behind the ankle as
+    Blender's importer places it, lies aside, and its thigh turned further from Kimodo's."""
     chain = subtree(skeleton, tmap.bones["foot_" + side])
     for frame, (rotations, positions) in enumerate(poses):
         if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
             continue
-        _pitch_foot(chain, soles.feet[side], soles.toe_points.get(side), rotations, positions, floor, 0.0)
+        _pitch_foot(chain, soles.feet[side], soles.headings.get(side), rotations, positions, floor, 0.0)
 
 
 def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], front: Optional[Point], rotations: List[Quat],
                 positions: List[Vec3], floor: float, rise: float) -> None:
     """`_pitch_onto_floor` for one pose, its foot (`chain`'s first joint) as if `rise` higher than it is;
-    `front`: the sole's front (None: the line the points under the floor reach along)."""
+    `front`: a point ahead of the ankle along the foot's heading (None: the line the points under the
+    floor reach along)."""
     ankle = positions[chain[0]]
     arms = [subtract(posed_point(p, rotations, positions), ankle) for p in sole]
     height = floor - ankle[1] - rise  # of the floor above the ankle
@@ -672,7 +674,7 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 # it, as `_pitch_onto_floor` does where the animation puts it: raised instead, a long foot
                 # Kimodo still has toe-down the frame before it lands flat held the ankle up, then
                 # dropped it 22 cm in the frame it landed (the robot, soma_06: the thigh 27 deg beyond Kimodo's).
-                _pitch_foot(feet_carrying[side], soles.feet[side], soles.toe_points.get(side), rotations, positions, floor,
+                _pitch_foot(feet_carrying[side], soles.feet[side], soles.headings.get(side), rotations, positions, floor,
                             goal[1] - positions[foot][1])
                 low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
@@ -731,7 +733,7 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
             low = lowest_at(frame, side, rotations, positions, foot, goal)
             if low < floor and side in feet_carrying and not (contacts is not None and any(contacts[side][frame])):
                 turned, placed = list(rotations), list(moved)
-                _pitch_foot(feet_carrying[side], soles.feet[side], soles.toe_points.get(side), turned, placed, floor,
+                _pitch_foot(feet_carrying[side], soles.feet[side], soles.headings.get(side), turned, placed, floor,
                             goal[1] - placed[foot][1])
                 low = _lowest(soles.feet[side], turned, placed, subtract(goal, placed[foot]))
             if low < floor:

@@ -285,12 +285,16 @@ STRAIGHT_SINE = 0.02  # sine of the elbow/knee angle (about 1.1 deg) below which
 def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: float = 0.0) -> Vec3:
     """Where the elbow or knee sits off the line from the chain's top to its end (its bending plane), or
     `towards` where the limb is straight; with `lean` (a sine), that offset plus `towards` as long as the
-    upper bone's offset is when bent that much, so the plane turns smoothly, never switches, as the limb
-    straightens."""
+    upper bone's offset is when bent that much, fading to nothing as the offset grows to it: the plane
+    turns smoothly, never switches, as the limb straightens, and a limb bent further keeps its own plane
+    (reached again to where it is, it does not move)."""
     upper, lower = subtract(middle, top), subtract(end, middle)
     if lean > 0.0:
         axis = normalize(subtract(end, top))
-        return add(subtract(upper, scale(axis, dot(upper, axis))), scale(normalize(towards), lean * length(upper)))
+        offset = subtract(upper, scale(axis, dot(upper, axis)))
+        reach = lean * length(upper)
+        fade = max(0.0, 1.0 - length(offset) / reach) if reach > 0.0 else 0.0
+        return add(offset, scale(normalize(towards), reach * fade * fade))
     sine = length(cross(upper, lower)) / max(length(upper) * length(lower), 1e-300)
     if sine < STRAIGHT_SINE:
         return towards

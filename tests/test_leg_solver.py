@@ -82,6 +82,23 @@ def test_a_free_foot_under_the_floor_is_lifted_onto_it():
     assert min(positions[3][1], positions[2][1]) > -1e-9
 
 
+def test_a_sole_a_hair_under_the_floor_moves_the_knee_no_more_than_a_hair():
+    """The knee's plane leans on `towards` once per solve: a free foot lifted by 1e-9 m is the leg of a
+    foot not lifted, not one reached twice (a second reach leaned the plane again: the knee of the
+    mannequin wrapped in a scaled armature moved 1.4 mm from the plain one's)."""
+    knees = []
+    for nudge in (-1e-9, 1e-9):
+        skeleton, foot, rotations, positions = _leg()
+        goal = ((0.02, 0.3, 0.25), rotations[2], None)
+        probe = (list(rotations), list(positions))
+        legs.solve(skeleton, foot, probe[0], probe[1], goal, (1.0, 0.0, 0.0))
+        floor = probe[1][3][1] + nudge  # the sole (the toe point) this goal stands on, nudged
+        legs.solve(skeleton, foot, rotations, positions, goal, (1.0, 0.0, 0.0), floor=floor)
+        assert positions[3][1] >= floor - 1e-9
+        knees.append(positions[1])
+    assert math.dist(*knees) < 1e-6, knees
+
+
 def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take():
     excess = [0.0] * 20 + [0.05] + [0.0] * 20
     spread = hips._spread(excess, 4)
@@ -124,6 +141,29 @@ def test_the_plan_keeps_kimodos_contact_joints_still_on_their_contact_frames(tmp
         moves = np.linalg.norm(np.diff(track, axis=0), axis=1)
         steps += list(moves[flags[:-1, channel]])
     assert 100.0 * float(np.mean(steps)) <= 0.01
+
+
+def test_a_clip_that_plants_no_foot_moves_as_without_the_lock(tmp_path):
+    """SMPL-X standing straight-legged, gliding 1 m forward (no contact anywhere): nothing pins the body,
+    so the plan keeps the free retarget's body height (its soles as high over the floor as Kimodo's) and
+    its legs (a leg a free foot does not push under the floor is not reached again). Before: the body
+    5.6 cm lower, both knees bent to lift the feet, the knees 1.8 cm off the free retarget's."""
+    from gltf_judge import skeleton_record, write_raw_clip
+
+    names = skeleton_record("smplx22")["joint_names"]
+    frames = 40
+    quats = np.zeros((frames, len(names), 4))
+    quats[..., 3] = 1.0
+    roots = np.tile([0.0, 0.95, 0.0], (frames, 1))
+    roots[:, 2] = np.linspace(0.0, 1.0, frames)
+    clip = write_raw_clip(tmp_path / "glide", quats, roots)
+    worlds = []
+    for name, extra, env in (("plan", [], dict(os.environ, KIMODO_LEG_SOLVER="plan")), ("free", ["--no-foot-lock"], dict(os.environ))):
+        out = tmp_path / (name + ".glb")
+        subprocess.run([sys.executable, "-m", "kimodo_rig", "retarget", str(clip), "--target", "mannequin", "-o", str(out)] + extra,
+                       check=True, capture_output=True, cwd=str(ROOT), env=env)
+        worlds.append(Glb(out).joint_world_positions())
+    assert np.abs(worlds[0] - worlds[1]).max() < 1e-3
 
 
 def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_asked():
@@ -174,4 +214,20 @@ def test_a_leg_whose_sole_rides_on_its_last_bone_is_not_pushed_under_the_floor(t
     on the pins: 4.8 cm under; the pin now turns that bone as the foot, on its sole's lowest point, and the
     hips stay high enough for it)."""
     got = _judged(tmp_path, "soma_02_multi_text_prompt", name)
+    assert got["lowest_cm"] >= -2.0, got
+
+
+@pytest.mark.parametrize("clip,name", [("soma_04_ee_constraint", "one_bone_limbs"), ("soma_04_ee_constraint", "footless_shins"),
+                                       ("soma_01_single_text_prompt", "footless_shins"), ("g1_04_ee_constraint", "one_bone_limbs"),
+                                       ("g1_03_full_body_keyframes", "footless_shins")])
+def test_rigid_legs_planted_at_different_heights_roll_the_pelvis_so_both_soles_stand(tmp_path, clip, name):
+    """Onto one-bone legs (Kenney's `leg-left`) or shins without a foot bone, the judge's figures: planted
+    soles within 1 cm, Kimodo's skate at most the clip's own, nothing under -2 cm per 1.7 m. Two rigid legs
+    planted want the hips at different heights: with one height the plan floated a sole 3.3-8.3 cm (and
+    the footless shins skated 0.35 cm a frame on soma_01 against the clip's 0.10, 0.46 on g1_03 against
+    0.17); the pelvis now rolls by the least that lets both reach (`hips.rolls`), and a rigid foot rocks
+    on the sole point its turn presses lowest."""
+    got = _judged(tmp_path, clip, name)
+    assert got["planted_cm"] <= 1.0, got
+    assert got["skate_cm"] <= got["source_skate_cm"], got
     assert got["lowest_cm"] >= -2.0, got

@@ -292,11 +292,24 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             for frame in range(span.first, span.last + 1):
                 nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
                 flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
-                inside[side][frame] = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+                goal = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+                if foot.body is not None:  # a rigid foot on its heel or toe alone turns about its sole's lowest point: on the floor
+                    lowest = min(p[1] for p in legs.standing_sole(foot, poses[frame][0], poses[frame][1], goal))
+                    goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
+                inside[side][frame] = goal
+    # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
+    # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
+    hips.rolls(skeleton, feet_, spans, inside, poses, fps, soles.rest_floor)
     hips_joint = info.source_map.bones["hips"]
     ratio = info.reach_target / info.reach_source
+    unpinned = None
+    if not any(spans.values()):  # no pin holds the body up or down: its lowest sole keeps Kimodo's clearance
+        planted = _planted_heights(source_positions, contacts, info.source_map)
+        unpinned = [soles.rest_floor + max(0.0, min(source_positions[frame][j][1] - h for j, h in planted.items())) * ratio
+                    - min(posed_point(p, rotations, positions)[1] for foot in feet_.values() for p in foot.sole)
+                    for frame, (rotations, positions) in enumerate(poses)]
     rises = hips.heights(feet_, spans, inside, poses, fps, [p[hips_joint][1] * ratio for p in source_positions],
-                         soles.rest_floor)
+                         soles.rest_floor, unpinned)
     for frame, rise in enumerate(rises):
         roots[frame * 3 + 1] += rise
         positions = poses[frame][1]
@@ -312,7 +325,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 positions = poses[frame][1]
                 hip = positions[foot.hip]
                 own = math.dist(hip, positions[foot.ankle])
-                if span.toe[frame - span.first] and not span.heel[frame - span.first]:
+                if span.toe[frame - span.first] and not span.heel[frame - span.first] and foot.body is None:
                     reach = own if before is None else before[0] + own - before[1]
                     inside[side][frame] = legs.rolled_within(foot, span, inside[side][frame], hip, reach)
                 before = (math.dist(hip, inside[side][frame][0]), own)
@@ -338,11 +351,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         for side, foot in feet_.items():
             goal = goals[side][frame]
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
+                given = legs.leg_pose(skeleton, foot, rotations, positions)
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
                            None if inside[side][frame] is not None else soles.rest_floor, standing[side][frame])
                 # A foot that is the leg's last bone already stands on its sole's lowest point (legs._reach_rigid).
                 if inside[side][frame] is not None and one_end[side][frame] and foot.body is None:
-                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor)
+                    legs.stand_on(skeleton, foot, rotations, positions, towards, soles.rest_floor, given)
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves

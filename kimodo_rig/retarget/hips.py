@@ -6,13 +6,16 @@ retargeted fold."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import Vec3, quat_from_axis_angle, quat_multiply, quat_normalize
-from .contacts import HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
-from .legs import Goal, reach_limits, rigid_top, standing_sole
-from .soles import _carried, _middle, posed_point
+from ..rotations import Vec3, add, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract
+from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
+from .ease import standing_shares
+from .legs import Goal, reach_limits, rigid_top, rocking_pivot
+from .mapping import SIDES
+from .soles import _carried, _middle, posed_point, subtree
 
 
 def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
@@ -92,85 +95,233 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
     return moves
 
 
+@dataclass
+class Bounds:
+    """Per frame, how far one side's thigh root may move up or down for its foot: `wanted` puts the pinned
+    ankle where its pin has it (None: not pinned); `lower`, `upper` keep a two-bone leg within its reach and
+    fold, and a one-bone leg's free sole above the floor; `rigid_lower`, `rigid_upper` are a rigid foot's
+    (the leg's last bone) reach from its pin."""
+
+    wanted: List[Optional[float]]
+    lower: List[float]
+    upper: List[float]
+    rigid_lower: List[float]
+    rigid_upper: List[float]
+
+
+def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, floor: Optional[float] = None) -> Bounds:
+    """One side's `Bounds` over the clip (`goals`: the span's goal per frame, None outside the spans)."""
+    frames = len(poses)
+    bounds = Bounds([None] * frames, [-math.inf] * frames, [math.inf] * frames, [-math.inf] * frames, [math.inf] * frames)
+    near, far = reach_limits(foot)
+    if floor is not None and foot.body == foot.hip:
+        # A one-bone leg has no knee to lift its free foot with: the hips keep its sole above `floor`.
+        for frame, (rotations, positions) in enumerate(poses):
+            if goals[frame] is None:
+                lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
+                bounds.lower[frame] = floor - lowest
+    for span in spans:
+        for frame in range(span.first, span.last + 1):
+            positions = poses[frame][1]
+            goal = goals[frame]
+            if goal is None:
+                continue
+            miss = goal[0][1] - positions[foot.ankle][1]
+            hip = positions[foot.hip]
+            if foot.body is not None:
+                # A rigid foot (the leg's last bone) flat on its pin stands as the pin has it where its
+                # top (knee; a one-bone leg's hip) is the thigh's length under the hip; on its heel or
+                # toe alone, or where the hip is farther aside than that, it rocks on its sole's lowest
+                # point, its top within its reach from there.
+                top = rigid_top(foot, poses[frame][0], positions, goal)
+                across = math.hypot(hip[0] - top[0], hip[2] - top[2])
+                bounds.wanted[frame] = top[1] + math.sqrt(max(0.0, foot.thigh * foot.thigh - across * across)) - hip[1]
+                if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
+                    bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
+                    continue
+                pivot = rocking_pivot(foot, poses[frame][0], positions, goal, hip)
+                radius = math.dist(top, pivot)
+                across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
+                    if across < reach:
+                        bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                continue
+            bounds.wanted[frame] = miss
+            # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
+            folded = min(near, math.dist(hip, positions[foot.ankle]))
+            across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
+            above = hip[1] - goal[0][1]
+            if across < far:
+                bounds.upper[frame] = math.sqrt(far * far - across * across) - above
+            # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
+            # (no knee) has no fold of its own to keep: its reach alone holds the hips.
+            if across < folded < far and above > 0.0:
+                bounds.lower[frame] = math.sqrt(folded * folded - across * across) - above
+    return bounds
+
+
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
-            fps: float, source: Sequence[float], floor: Optional[float] = None) -> List[float]:
+            fps: float, source: Sequence[float], floor: Optional[float] = None,
+            unpinned: Optional[Sequence[float]] = None) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
     has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
-    within each frame's bounds by what it leaves them, spread smoothly (`_spread`)."""
+    within each frame's bounds (`side_bounds`) by what it leaves them, spread smoothly (`_spread`). Two
+    rigid feet may want the hips at different heights (what `rolls` leaves): their bounds are kept apart,
+    spread like the others but never clipped to (no frame dips to one of them), the lower one last (a foot
+    floats rather than sinks). A clip that pins no foot anywhere moves by `unpinned` (what keeps its
+    lowest sole as high over the floor as Kimodo's), smoothed, in place of the pins' fill."""
     frames = len(poses)
+    sides = [side_bounds(foot, spans[side], goals[side], poses, floor) for side, foot in feet.items()]
     wanted: List[Optional[float]] = [None] * frames
-    upper = [math.inf] * frames
-    lower = [-math.inf] * frames
-    rigid_upper = [math.inf] * frames
-    rigid_lower = [-math.inf] * frames
-    sums = [[0.0, 0] for _ in range(frames)]
-    for side, foot in feet.items():
-        near, far = reach_limits(foot)
-        if floor is not None and foot.body == foot.hip:
-            # A one-bone leg has no knee to lift its free foot with: the hips keep its sole above `floor`.
-            for frame, (rotations, positions) in enumerate(poses):
-                if goals[side][frame] is None:
-                    lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
-                    lower[frame] = max(lower[frame], floor - lowest)
-        for span in spans[side]:
-            for frame in range(span.first, span.last + 1):
-                positions = poses[frame][1]
-                goal = goals[side][frame]
-                if goal is None:
-                    continue
-                miss = goal[0][1] - positions[foot.ankle][1]
-                hip = positions[foot.hip]
-                if foot.body is not None:
-                    # A rigid foot (the leg's last bone) flat on its pin stands as the pin has it where its
-                    # top (knee; a one-bone leg's hip) is the thigh's length under the hip; on its heel or
-                    # toe alone, or where the hip is farther aside than that, it rocks on its sole's lowest
-                    # point. Two such feet may want the hips at different heights: their bounds are kept
-                    # apart, spread like the others but never clipped to (no frame dips to one of them),
-                    # the lower one last (a foot floats rather than sinks).
-                    top = rigid_top(foot, poses[frame][0], positions, goal)
-                    across = math.hypot(hip[0] - top[0], hip[2] - top[2])
-                    miss = top[1] + math.sqrt(max(0.0, foot.thigh * foot.thigh - across * across)) - hip[1]
-                    sums[frame][0] += miss
-                    sums[frame][1] += 1
-                    if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
-                        rigid_upper[frame], rigid_lower[frame] = min(rigid_upper[frame], miss), max(rigid_lower[frame], miss)
-                        continue
-                    pivot = min(standing_sole(foot, poses[frame][0], positions, goal), key=lambda p: p[1])
-                    radius = math.dist(top, pivot)
-                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
-                    for reach, bound in ((radius + foot.thigh, rigid_upper), (abs(radius - foot.thigh), rigid_lower)):
-                        if across < reach:
-                            height = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
-                            bound[frame] = min(bound[frame], height) if bound is rigid_upper else max(bound[frame], height)
-                    continue
-                sums[frame][0] += miss
-                sums[frame][1] += 1
-                # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
-                folded = min(near, math.dist(hip, positions[foot.ankle]))
-                across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
-                above = hip[1] - goal[0][1]
-                if across < far:
-                    upper[frame] = min(upper[frame], math.sqrt(far * far - across * across) - above)
-                # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
-                # (no knee) has no fold of its own to keep: its reach alone holds the hips.
-                if across < folded < far and above > 0.0:
-                    lower[frame] = max(lower[frame], math.sqrt(folded * folded - across * across) - above)
-    for frame, (total, count) in enumerate(sums):
-        if count:
-            wanted[frame] = total / count
+    for frame in range(frames):
+        misses = [b.wanted[frame] for b in sides if b.wanted[frame] is not None]
+        if misses:
+            wanted[frame] = sum(misses, 0.0) / len(misses)
+    upper = [min([math.inf] + [b.upper[t] for b in sides]) for t in range(frames)]
+    lower = [max([-math.inf] + [b.lower[t] for b in sides]) for t in range(frames)]
+    rigid_upper = [min([math.inf] + [b.rigid_upper[t] for b in sides]) for t in range(frames)]
+    rigid_lower = [max([-math.inf] + [b.rigid_lower[t] for b in sides]) for t in range(frames)]
     half = _half_width(fps)
     # Smoothed is the hips' height less the source's (`source`: Kimodo's hips height, scaled), not less the
     # retarget's: the retarget grounds each frame on its lowest foot joint, which jumps where a rigid leg's
     # tip takes over from the other.
     grounded = [positions[0][1] - height for (_, positions), height in zip(poses, source)]
-    path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, _filled(wanted))], half), grounded)]
+    filled = list(unpinned) if unpinned is not None and all(w is None for w in wanted) else _filled(wanted)
+    path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, filled)], half), grounded)]
     # What the path rises over a bound, spread by a max-filter then a moving average of the same half-width
     # (never less than the raw excess), and taken off: the path stays smooth where a bound starts.
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, rigid_upper)], half))]
     path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, rigid_lower)], half))]
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, upper)], half))]
     path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, lower)], half))]
+    # A rigid foot's own bounds, on its pin and easing on and off it (`_reaches`), hold exactly where the
+    # spread of a bound rising steeply (a rigid foot pressed into a lunge) took the path past them: a rigid
+    # foot has no knee to take that up. Where two conflict (what the roll could not take) the foot floats
+    # rather than sinks.
+    rigid = [_reaches(foot, spans[side], goals[side], poses, fps, floor, True) for side, foot in feet.items() if foot.body is not None]
+    if rigid:
+        path = [max(min(p, min(r[t][1] for r in rigid)), max(r[t][0] for r in rigid)) for t, p in enumerate(path)]
     return [min(p, u) for p, u in zip(path, upper)]  # a leg that must both reach and fold: it reaches
+
+
+def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
+          poses, fps: float, floor: Optional[float] = None) -> List[float]:
+    """Roll the pelvis (the thighs' nearest common joint and the joints from it to the thighs) about the
+    body's forward, in `poses`, by the least that lets both legs reach: where the bounds of the two thigh
+    roots' heights (`side_bounds`) do not meet (two rigid legs planted at different heights; a one-bone leg
+    swinging, which has no knee to clear the floor with, beside a planted one), the left root rises against
+    the right by what they lack, smoothed over HIPS_WINDOW_S as the hips' bounds are (`_spread`, never less
+    than what a frame needs), at most HIPS_ROLL_MAX_DEG; every other joint moves with the first turned one
+    above it, keeping its world rotation. Returns the rise of the left thigh root against the right per
+    frame (metres: 0 where the bounds meet)."""
+    frames = len(poses)
+    if set(feet) != set(SIDES) or not frames:
+        return [0.0] * frames
+    reaches = [_reaches(feet[side], spans[side], goals[side], poses, fps, floor) for side in SIDES]
+    least, most = [0.0] * frames, [0.0] * frames  # what the left root must rise against the right: at least, at most
+    for frame in range(frames):
+        (low_l, high_l), (low_r, high_r) = reaches[0][frame], reaches[1][frame]
+        least[frame], most[frame] = low_l - high_r, high_l - low_r
+        if least[frame] > most[frame]:  # a leg that must both reach and fold: halfway
+            least[frame] = most[frame] = 0.5 * (least[frame] + most[frame])
+    half = _half_width(fps)
+    rises = _spread([max(0.0, a) for a in least], half)
+    rises = [r - e for r, e in zip(rises, _spread([max(0.0, r - b) for r, b in zip(rises, most)], half))]
+    rises = [min(max(r, a), b) for r, a, b in zip(rises, least, most)]  # a frame that needs it has all of it
+    thighs = [feet[side].hip for side in SIDES]
+    pelvis = _common_parent(skeleton, thighs)
+    turned = set()
+    for thigh in thighs:
+        joint = skeleton.parents[thigh]
+        while joint >= 0 and joint != skeleton.parents[pelvis]:
+            turned.add(joint)
+            joint = skeleton.parents[joint]
+    anchor: Dict[int, int] = {}
+    for j in subtree(skeleton, pelvis):  # parents before children
+        if j not in turned:
+            anchor[j] = j if skeleton.parents[j] in turned else anchor[skeleton.parents[j]]
+    limit = math.radians(HIPS_ROLL_MAX_DEG)
+    for frame, rise in enumerate(rises):
+        if rise == 0.0:
+            continue
+        rotations, positions = poses[frame]
+        line = subtract(positions[thighs[0]], positions[thighs[1]])
+        across = math.hypot(line[0], line[2])
+        if across < 1e-9:
+            continue
+        # Rolled by t about the level axis square to the line, the line's height is across sin t + its
+        # height cos t over its length: the t that raises it by `rise`, less the roll it has.
+        apart = math.hypot(across, line[1])
+        has = math.atan2(line[1], across)
+        angle = math.asin(max(-1.0, min(1.0, (line[1] + rise) / apart))) - has
+        angle = max(-limit, min(limit, angle))
+        axis = (-line[2] / across, 0.0, line[0] / across)  # the line's level direction x up: + lifts the left
+        turn = quat_from_axis_angle(axis, angle)
+        pivot = positions[pelvis]
+        shifts = {j: subtract(quat_rotate(turn, subtract(positions[j], pivot)), subtract(positions[j], pivot))
+                  for j in turned | set(anchor.values())}
+        for j in subtree(skeleton, pelvis):
+            if j in turned:
+                rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
+            positions[j] = add(positions[j], shifts[j if j in turned else anchor[j]])
+    return rises
+
+
+def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, fps: float,
+             floor: Optional[float], may_lift: bool = False) -> List[Tuple[float, float]]:
+    """Per frame the least and most the side's thigh root may rise (`side_bounds`). A rigid foot stands on
+    its pin a while after its span and before it (`ease.standing_shares`): there it holds the root as on
+    the span's nearest frame, from below as on the span (a foot easing onto or off its pin is not pressed
+    under the floor: a one-bone leg has no knee to give) and from above widened by its leg's length times
+    the share it does not stand (nothing at the span, all at the window's end), so the roll meets a foot's
+    landing and the other's lifting smoothly rather than in the frame the pins change hands; `may_lift`: not
+    from above at all there (it may lift: held down, a leap's hips were pulled 48 cm down before landing)."""
+    frames = len(poses)
+    shares = standing_shares(spans, frames, fps) if foot.body is not None else [0.0] * frames
+    owner: List[Optional[int]] = [None] * frames  # the span a frame of the ease window belongs to
+    for index, span in enumerate(spans):
+        for frame in range(span.first, span.last + 1):
+            owner[frame] = index
+    for frame in range(frames):
+        if owner[frame] is None and shares[frame] > 0.0:
+            owner[frame] = min(range(len(spans)), key=lambda k: max(spans[k].first - frame, frame - spans[k].last))
+    held = list(goals)
+    widened = []
+    for index, span in enumerate(spans):
+        mine = [t for t in range(frames) if owner[t] == index]
+        first, last = min(mine + [span.first]), max(mine + [span.last])
+        for frame in range(first, last + 1):
+            if held[frame] is None:
+                held[frame] = goals[span.first if frame < span.first else span.last]
+        widened.append(replace(span, first=first, last=last,
+                               heel=(span.heel[0],) * (span.first - first) + span.heel + (span.heel[-1],) * (last - span.last),
+                               toe=(span.toe[0],) * (span.first - first) + span.toe + (span.toe[-1],) * (last - span.last)))
+    free = side_bounds(foot, spans, goals, poses, floor)
+    if not any(owner[t] is not None and goals[t] is None for t in range(frames)):
+        return [(max(free.lower[t], free.rigid_lower[t]), min(free.upper[t], free.rigid_upper[t])) for t in range(frames)]
+    bounds = side_bounds(foot, widened, held, poses, floor)
+    result = []
+    for t, share in enumerate(shares):
+        low, high = max(bounds.lower[t], bounds.rigid_lower[t]), min(bounds.upper[t], bounds.rigid_upper[t])
+        if owner[t] is not None and goals[t] is None:  # in the window, above the floor as a free foot too
+            slack = (1.0 - share) * (foot.thigh + foot.shin)
+            low, high = max(free.lower[t], low), math.inf if may_lift else high + slack
+        result.append((low, max(low, high)))
+    return result
+
+
+def _common_parent(skeleton: Skeleton, joints: Sequence[int]) -> int:
+    """The nearest joint above every one of `joints` (the pelvis above the thighs)."""
+    chains = []
+    for joint in joints:
+        chain = []
+        joint = skeleton.parents[joint]
+        while joint >= 0:
+            chain.append(joint)
+            joint = skeleton.parents[joint]
+        chains.append(chain)
+    shared = set(chains[0]).intersection(*chains[1:])
+    return next((j for j in chains[0] if j in shared), 0)
 
 
 def _spread(excess: Sequence[float], half: int) -> List[float]:

@@ -132,7 +132,10 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     With `floor`, a sole that ends under it is turned up about the ankle (`clearing_pitch`), and what that
     leaves is reached again that much higher. A foot that is the leg's last bone stands as `goal` turns it
     by the share `standing` (1 on a pin, easing to 0 off it: `ease.standing_shares`), the rest of the way
-    reached by the leg as a free foot's is (`_reach`)."""
+    reached by the leg as a free foot's is (`_reach`). Each solve reaches once from the pose it was given
+    (a reach leans the knee's plane on `towards`, so a second reach on top of the first would lean it
+    twice: a sole a hair under the floor moved the knee 1.4 mm where one a hair over it did not)."""
+    given = leg_pose(skeleton, foot, rotations, positions)
     _reach(skeleton, foot, rotations, positions, goal, towards, floor is None, standing)
     if floor is None:
         return
@@ -146,8 +149,22 @@ def solve(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List
     under = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
     if under > 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
-        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe),
-               towards, False, standing)
+        lifted = (add(positions[foot.ankle], (0.0, under, 0.0)), rotations[foot.ankle], toe)
+        # A rigid foot is lifted from where its first reach stood it: reached again from the given pose, its
+        # rock turned the sole back under the floor (footless shins 3.8 cm under on soma_01).
+        if foot.body is None:
+            restore(given, rotations, positions)
+        _reach(skeleton, foot, rotations, positions, lifted, towards, False, standing)
+
+
+def leg_pose(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> List[Tuple[int, Quat, Vec3]]:
+    """The leg's joints (the thigh's subtree) as they stand, for `restore`."""
+    return [(j, rotations[j], positions[j]) for j in subtree(skeleton, foot.hip)]
+
+
+def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], positions: List[Vec3]) -> None:
+    for j, rotation, position in pose:
+        rotations[j], positions[j] = rotation, position
 
 
 def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
@@ -174,21 +191,26 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
 
 
 def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
-             floor: float) -> None:
+             floor: float, given: Sequence[Tuple[int, Quat, Vec3]]) -> None:
     """A foot held on its heel or its toe alone, turned about its pin (the ankle, the toe point), reached
     again up or down by what puts its lowest sole point on `floor`: a heel struck toe-up turns about its
     ankle, which lifts the heel's own sole; a toe rolled heel-up lifts the ball behind it. Only the height
-    moves, so the pinned point does not slide."""
+    moves, so the pinned point does not slide. Reached from `given` (the leg as `solve` was given it,
+    `leg_pose`), so the knee's plane leans once whatever the shift."""
     shift = floor - min(posed_point(p, rotations, positions)[1] for p in foot.sole)
     if shift != 0.0:
         toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
-        _reach(skeleton, foot, rotations, positions, (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe),
-               towards)
+        shifted = (add(positions[foot.ankle], (0.0, shift, 0.0)), rotations[foot.ankle], toe)
+        restore(given, rotations, positions)
+        _reach(skeleton, foot, rotations, positions, shifted, towards)
 
 
 def lift_above(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,
                floor: float) -> None:
-    """A free foot whose sole is under `floor` reached that much higher, its rotations kept."""
+    """A free foot whose sole is under `floor` reached that much higher, its rotations kept; one above it
+    is left as it is."""
+    if min(posed_point(p, rotations, positions)[1] for p in foot.sole) >= floor:
+        return
     toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
     solve(skeleton, foot, rotations, positions, (positions[foot.ankle], rotations[foot.ankle], toe), towards, floor, 0.0)
 
@@ -260,16 +282,28 @@ def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
     return add(pivot, top), quat_normalize(quat_multiply(quat_between(wanted, top), goal[1]))
 
 
+def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Vec3:
+    """The point of a rigid foot's sole (world, standing as `goal` has it) it turns about to reach `hip`
+    (`rigid_knee`): its lowest, or where the least turn about that one presses another lower, that one (a
+    block's sole turned toward its front rocks on its front edge: turned about its middle, the front went
+    2 cm under the floor)."""
+    standing = standing_sole(foot, rotations, positions, goal)
+    pivot = min(standing, key=lambda p: p[1])
+    _, rotation = rigid_knee(foot, rotations, positions, goal, hip, pivot)
+    turn = quat_multiply(rotation, quat_conjugate(goal[1]))
+    return min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1])
+
+
 def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal, towards: Vec3,
                  pinned: bool) -> None:
-    """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the lowest point of its
-    sole as the goal stands it (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
+    """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the point of its sole
+    `rocking_pivot` picks (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
     the foot turns on smoothly), and `pinned`, where that turn presses another point lower, about that
     one (a planted rigid sole rocks onto the edge it is pressed on): the thigh turned to its top, the bone
     as the foot."""
     hip, body = foot.hip, foot.body
     standing = standing_sole(foot, rotations, positions, goal)
-    pivot = min(standing, key=lambda p: p[1])
+    pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
     tried = set()
     while True:
         top, rotation = rigid_knee(foot, rotations, positions, goal, positions[hip], pivot, None if pinned else towards)

@@ -484,7 +484,8 @@ def _without_end_bones(skeleton: Skeleton, skinned: Collection[str]) -> Skeleton
     children: Dict[int, List[int]] = {}
     for joint, parent in enumerate(skeleton.parents):
         children.setdefault(parent, []).append(joint)
-    ends = end_bones(skeleton.parents, children, set(skinned), skeleton.joint_names)
+    ends = end_bones(skeleton.parents, children, set(skinned), skeleton.joint_names,
+                     lambda j: math.degrees(2.0 * math.acos(min(1.0, abs(skeleton.rest_rotations[j][3])))))
     if not ends:
         return skeleton
     kept = [joint for joint in range(skeleton.joint_count) if joint not in ends]

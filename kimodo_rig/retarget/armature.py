@@ -42,7 +42,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .character import body_and_hangers, end_bones, is_end_name, tip_from_vertices
+from .character import body_and_hangers, end_bones, is_end_name, tip_from_vertices, turn_between_deg
 
 Matrix4 = Sequence[Sequence[float]]
 # Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
@@ -103,7 +103,12 @@ class Armature:
         carrying = {name for name, weight, _ in self.carried if weight > 0.0}
         if carrying:
             carrying.update(self.holding)
-        return {names[k] for k in end_bones(parents, children, carrying, names)}
+        bones = self.bones
+
+        def rest_turn(k: int) -> float:
+            return turn_between_deg([row[:3] for row in bones[parents[k]].matrix_local[:3]],
+                                    [row[:3] for row in bones[k].matrix_local[:3]])
+        return {names[k] for k in end_bones(parents, children, carrying, names, rest_turn)}
 
 
 @dataclass(frozen=True)

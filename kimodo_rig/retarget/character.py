@@ -312,7 +312,15 @@ def read_gltf_target(path) -> Target:
     if binds is not None:
         mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
                        for k in _mend_stray_binds(gltf, carried, skin, parents, children, binds, source))
-    ends = end_bones(parents, children, _carrying_nodes(gltf, carried, joints, node_parents), joints)
+    rests = binds
+    if rests is None:
+        static = gd.world_matrices(gltf, {})
+        rests = [static[node] for node in joints]
+
+    def rest_turn(k: int) -> float:  # column-major 4x4s
+        return turn_between_deg([[rests[parents[k]][c * 4 + r] for c in range(3)] for r in range(3)],
+                                [[rests[k][c * 4 + r] for c in range(3)] for r in range(3)])
+    ends = end_bones(parents, children, _carrying_nodes(gltf, carried, joints, node_parents), joints, rest_turn)
     if ends:  # no joints of the skeleton: their nodes ride on their bones in the written file
         children = {p: [k for k in kids if k not in ends] for p, kids in children.items() if p not in ends}
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
@@ -375,19 +383,36 @@ def read_gltf_target(path) -> Target:
                   table, label, tuple(tip_records), mended)
 
 
+END_BONE_TURN_MAX_DEG = 0.01  # deg: an end bone rests turned as its bone (Blender's leaf bones: 0.000 in the file, 0.0005 in Blender's float32; a forearm 9.6-43)
+
+
 def end_bones(parents: Sequence[int], children: Mapping[int, Sequence[int]], carrying: Set[Any],
-              keys: Sequence[Any]) -> FrozenSet[int]:
+              keys: Sequence[Any], rest_turn_deg: Callable[[int], float]) -> FrozenSet[int]:
     """The end bones of a skeleton whose mesh says which bones deform: joints with no child that carry no
-    vertex, hanging from a bone that does (Blender's FBX exporter adds a `<bone>_end` at each chain's tip
-    by default, 100 times too long under an armature scaled by 100; an exporter's tip markers). They mark
-    where a bone ends, often wrongly, and are no limb part, extremity or end of a chain: the bone above
-    ends where its vertices reach, as it does without them. `carrying`: the keys (`keys[k]` of joint k)
-    that carry vertices; empty (no mesh): nothing tells an end bone, none is. The glTF/FBX reader and the
-    Blender add-on (kimodo_rig.retarget.armature) both leave them out of the skeleton the retarget drives."""
+    vertex, hanging from a bone that does, and resting turned as that bone does (Blender's FBX exporter
+    adds a `<bone>_end` at each chain's tip by default, 100 times too long under an armature scaled by
+    100; an exporter's tip markers). They mark where a bone ends, often wrongly, and are no limb part,
+    extremity or end of a chain: the bone above ends where its vertices reach, as it does without them.
+    `carrying`: the keys (`keys[k]` of joint k) that carry vertices; empty (no mesh): nothing tells an end
+    bone, none is. `rest_turn_deg(k)`: joint k's rest rotation against its parent's, degrees; a childless
+    bone with no vertex turned its own way (a forearm whose mesh the upper arm carries) is a limb's bone.
+    The glTF/FBX reader, the Blender add-on (kimodo_rig.retarget.armature) and the Unreal plan leave them
+    out of the skeleton the retarget drives."""
     if not carrying:
         return frozenset()
     return frozenset(k for k, parent in enumerate(parents) if parent >= 0 and not children.get(k)
-                     and keys[k] not in carrying and keys[parent] in carrying)
+                     and keys[k] not in carrying and keys[parent] in carrying
+                     and rest_turn_deg(k) <= END_BONE_TURN_MAX_DEG)
+
+
+def turn_between_deg(parent: Sequence[Sequence[float]], child: Sequence[Sequence[float]]) -> float:
+    """Degrees between two rest orientations given as 3x3 matrices (rows; columns scaled alike or not)."""
+    def columns(m):
+        cols = [[m[r][c] for r in range(3)] for c in range(3)]
+        return [[x / (math.sqrt(sum(v * v for v in col)) or 1.0) for x in col] for col in cols]
+    a, b = columns(parent), columns(child)
+    trace = sum(sum(a[i][r] * b[i][r] for r in range(3)) for i in range(3))  # trace(A^T B)
+    return math.degrees(math.acos(max(-1.0, min(1.0, (trace - 1.0) / 2.0))))
 
 
 def _carrying_nodes(gltf: Dict, carried: Callable[[], Dict[int, Tuple[float, List[float]]]], joints: Sequence[int],

@@ -293,6 +293,12 @@ def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: floa
         axis = normalize(subtract(end, top))
         offset = subtract(upper, scale(axis, dot(upper, axis)))
         reach = lean * length(upper)
+        # A knee a hair behind the line (against `towards`, within `reach`; fading out by twice that) is
+        # straight: bent further by a nearer goal, the leg bends toward `towards` (a straight swinging leg
+        # folded backwards, 55 deg in a frame); a knee bent further back keeps its plane (a kneel's).
+        ahead = normalize(subtract(towards, scale(axis, dot(towards, axis))))
+        behind = min(0.0, dot(offset, ahead)) * min(1.0, max(0.0, 2.0 - length(offset) / reach)) if reach > 0.0 else 0.0
+        offset = subtract(offset, scale(ahead, behind))
         fade = max(0.0, 1.0 - length(offset) / reach) if reach > 0.0 else 0.0
         return add(offset, scale(normalize(towards), reach * fade * fade))
     sine = length(cross(upper, lower)) / max(length(upper) * length(lower), 1e-300)

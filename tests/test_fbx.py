@@ -9,6 +9,7 @@ back node for node in 7.4 and 7.5, and hostile files are refused in one line.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -619,13 +620,8 @@ def _assert_report_is_ufbx(report: dict, got: dict) -> None:
     assert report["duration_s"] == pytest.approx(got["duration_s"], abs=judges.DURATION_TOLERANCE_S)
 
 
-def test_the_fbx_report_is_what_ufbx_evaluates_in_the_written_file_writer_bugs_included(tmp_path, monkeypatch):
-    """The report of `retarget -o walk.fbx` against ufbx's own evaluation of that file; then with the FBX
-    writer made to lift every translation key 30 cm (a bug the .glb scene it is written from does not
-    have): the report, read from the .fbx, says what ufbx sees in it, not what the retarget meant."""
-    good = tmp_path / "good.fbx"
-    good_report = _retarget_in_process(good)
-    _assert_report_is_ufbx(good_report, _figures_by_ufbx(good))
+def _lift_every_translation_key(monkeypatch) -> None:
+    """Plant a writer bug: the FBX writer lifts every translation key 30 cm (the scene it writes has no such lift)."""
     write_curve_node = fbx._curve_node
 
     def lifted(scene, layer_id, model_id, short, prop, times, columns):
@@ -634,11 +630,36 @@ def test_the_fbx_report_is_what_ufbx_evaluates_in_the_written_file_writer_bugs_i
         write_curve_node(scene, layer_id, model_id, short, prop, times, columns)
 
     monkeypatch.setattr(fbx, "_curve_node", lifted)
+
+
+def test_the_fbx_report_is_what_ufbx_evaluates_in_the_written_file_writer_bugs_included(tmp_path, monkeypatch):
+    """The report of `retarget -o walk.fbx` against ufbx's own evaluation of that file; then with the FBX
+    writer made to lift every translation key 30 cm (a bug the .glb scene it is written from does not
+    have): the report, read from the .fbx, says what ufbx sees in it, not what the retarget meant."""
+    good = tmp_path / "good.fbx"
+    good_report = _retarget_in_process(good)
+    _assert_report_is_ufbx(good_report, _figures_by_ufbx(good))
+    _lift_every_translation_key(monkeypatch)
     output = tmp_path / "lifted.fbx"
     report = _retarget_in_process(output)
     got = _figures_by_ufbx(output)
     assert got["pelvis_cm"] - good_report["pelvis_cm"] > 10.0  # the bug is there, in the file
     _assert_report_is_ufbx(report, got)
+
+
+def test_an_fbx_the_writer_got_wrong_is_measured_and_said_to_be_off_the_retarget(tmp_path, monkeypatch, caplog):
+    """`retarget -o walk.fbx` writes no .glb self-check; reading the written .fbx back for the report
+    compares its joints with the retarget: nothing said of a good file, and a warning with the distance
+    when the FBX writer lifts every translation key 30 cm (the report still measures that file, exit 0)."""
+    _retarget_in_process(tmp_path / "good.fbx")
+    assert not [r for r in caplog.records if "read back" in r.getMessage()]
+    _lift_every_translation_key(monkeypatch)
+    _retarget_in_process(tmp_path / "lifted.fbx")
+    said = [r.getMessage() for r in caplog.records if "read back" in r.getMessage()]
+    assert len(said) == 1, said
+    found = re.fullmatch(r"lifted\.fbx: read back, the written file puts a joint (\S+) m from where the retarget has it",
+                         said[0])
+    assert found and float(found.group(1)) > 0.29, said
 
 
 def test_meshes_hanging_under_bones_read_back_from_the_fbx_and_its_report_is_the_glbs(tmp_path):

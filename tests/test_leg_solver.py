@@ -119,8 +119,8 @@ def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_r
     for frame in (12, 13, 14, 19, 20, 21):  # 0.4 to 0.7 s: instants both rates have a frame at
         a, b = at30[frame], at120[4 * frame]
         assert math.dist(a[0], b[0]) < 1e-9, frame
-    assert at30[round(0.3 * 30)][0] == (0.0, 0.1, round(0.3 * 30) / 30)  # beyond EASE_S: the animation's own
-    assert contacts.EASE_S < 0.2
+    assert at30[7][0] == (0.0, 0.1, 7 / 30)  # beyond EASE_S: the animation's own
+    assert contacts.EASE_S < 0.5 - 7 / 30
 
 
 def test_the_plan_keeps_kimodos_contact_joints_still_on_their_contact_frames(tmp_path):
@@ -178,6 +178,73 @@ def test_a_toe_held_alone_rolls_the_heel_up_until_the_ankle_is_within_the_reach_
     assert legs.rolled_within(foot, span, goal, hip, 1.0) == goal  # within reach: as it was
 
 
+def test_a_straight_leg_swung_forward_with_its_knee_behind_its_line_bends_forward():
+    """soma_03 onto RobotExpressive: a swinging leg straight in Kimodo's pose (2 deg, its knee 1 cm behind
+    its line) and swung forward, lifted off the floor by the hips brought down, bent its knee 38 deg
+    backward for one frame (its thigh 44 deg beyond Kimodo's turn): the lean on the hips' forward, mostly
+    along the leg's line, did not outweigh the knee's own offset."""
+    swing = math.radians(25.0)
+    line, ahead = (0.0, -math.cos(swing), math.sin(swing)), (0.0, math.sin(swing), math.cos(swing))
+    knee = tuple(0.45 * a - 0.012 * b for a, b in zip(line, ahead))
+    ankle = tuple(0.9 * a for a in line)
+    skeleton = Skeleton("leg", ("hip", "knee", "ankle", "toe"), (-1, 0, 1, 2),
+                        ((0.0, 1.0, 0.0), knee, tuple(a - k for a, k in zip(ankle, knee)), (0.0, -0.05, 0.15)))
+    rotations, positions = pose_globals(skeleton, [(0.0, 0.0, 0.0, 1.0)] * 4, (0.0, 1.0, 0.0))
+    rotations, positions = list(rotations), list(positions)
+    foot = contacts.Foot("l", 0, 1, 2, 3, ((3, 1.0, (0.0, 0.0, 0.0)),), (((3, 1.0, (0.0, 0.0, 0.0)),),),
+                         rotations[2], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), math.dist(positions[0], positions[1]),
+                         math.dist(positions[1], positions[2]))
+    lifted = (positions[2][0], positions[2][1] + 0.1, positions[2][2])
+    legs.solve(skeleton, foot, rotations, positions, (lifted, rotations[2], None), (0.0, 0.0, 1.0))
+    assert math.dist(positions[2], lifted) < 1e-9
+    bent = np.subtract(positions[1], positions[0])
+    across = bent - np.dot(bent, np.subtract(lifted, positions[0])) * np.subtract(lifted, positions[0]) / np.sum(np.square(np.subtract(lifted, positions[0])))
+    assert np.dot(across, ahead) > 0.05  # the knee well in front of the leg's line
+
+
+def test_a_foot_held_flat_that_the_animation_lifts_heel_up_rolls_on_its_toe_as_far():
+    """Kimodo's heel contact holds while its heel rises under the contact threshold; scaled onto a long foot
+    (RobotExpressive's, 0.55 of its leg) the heel rises several cm, and held flat the hips dived for it (g1_03:
+    the free leg bent 50 deg where Kimodo's is at 6, its thigh 10.1 deg beyond Kimodo's turn). The foot
+    held flat rolls about its pinned toe point as far as the animation pitches it heel-up, the toe bone
+    staying put; pitched toe-up it stands flat."""
+    skeleton, foot, rotations, positions = _leg()
+    span = contacts.Span(0, 2, (True,) * 3, (True,) * 3, positions[foot.ankle], positions[foot.toe], 0.0,
+                         rotations[foot.ankle], (0.0, 0.0, 0.0, 1.0))
+    heel_up = math.radians(8.0)
+    for angle, lifted in ((heel_up, True), (-heel_up, False)):
+        animated = legs.quat_multiply(legs.quat_from_axis_angle(foot.lateral, angle), span.rotation)
+        ankle, rotation, toe_local = legs.planned(foot, span, 1, animated, positions[foot.ankle], None)
+        if not lifted:
+            assert (ankle, rotation) == (span.ankle, span.rotation)
+            continue
+        assert abs(math.degrees(legs.pitch(foot, rotation, span.rotation, 0.0)) - 8.0) < 1e-6
+        assert abs(math.dist(ankle, span.toe_point) - math.dist(span.ankle, span.toe_point)) < 1e-12  # about the toe
+        assert ankle[1] > span.ankle[1] + 0.01
+        toe = legs.quat_multiply(rotation, toe_local)  # the toe bone's world rotation: as the pin has it
+        assert max(abs(a - b) for a, b in zip(toe, legs.quat_multiply(span.rotation, span.toe_local))) < 1e-12
+
+
+def test_a_toe_stood_down_onto_the_floor_rolls_about_where_it_stands_and_keeps_the_reach_asked():
+    """A toe held alone whose sole ends above the floor is stood down in the goal (`stood_on`) before the
+    roll, so the roll turns about the lowered toe and the leg is asked for no more than the reach given
+    (RobotExpressive on g1_04: stood down 1.2 cm after the roll, its knee went straight and its thigh
+    popped 8.7 deg beyond Kimodo's where the bar is 8)."""
+    skeleton, foot, rotations, positions = _leg()
+    floor = min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions,
+                                             (positions[foot.ankle], rotations[foot.ankle], None))) - 0.02
+    toe_point = positions[foot.toe]
+    span = contacts.Span(0, 2, (False,) * 3, (True,) * 3, positions[foot.ankle], toe_point, 0.0, rotations[foot.ankle], None)
+    goal = legs.stood_on(skeleton, foot, rotations, positions, (span.ankle, span.rotation, None), floor)
+    assert abs(min(p[1] for p in legs.goal_sole(skeleton, foot, rotations, positions, goal)) - floor) < 1e-9
+    assert abs(goal[0][1] - (span.ankle[1] - 0.02)) < 1e-9 and goal[0][0] == span.ankle[0] and goal[0][2] == span.ankle[2]
+    hip = (0.0, span.ankle[1] + 0.85, span.ankle[2] - 0.35)
+    ankle, rotation, _ = legs.rolled_within(foot, span, goal, hip, 0.9)
+    assert abs(math.dist(hip, ankle) - 0.9) < 1e-9
+    lowered_toe = (toe_point[0], toe_point[1] - 0.02, toe_point[2])
+    assert abs(math.dist(ankle, lowered_toe) - math.dist(span.ankle, toe_point)) < 1e-12  # turned about the lowered toe
+
+
 def _judged(tmp_path, clip: str, character: str) -> dict:
     """`clip` retargeted onto a judged character with the plan solver, and the judge's figures of it
     (tests/leg_figures.py: pygltflib and numpy, none of our code)."""
@@ -231,3 +298,82 @@ def test_rigid_legs_planted_at_different_heights_roll_the_pelvis_so_both_soles_s
     assert got["planted_cm"] <= 1.0, got
     assert got["skate_cm"] <= got["source_skate_cm"], got
     assert got["lowest_cm"] >= -2.0, got
+
+
+SWING_FLOOR = 0.15  # m: the leg's hip is 1 m up and it reaches 0.9 m
+
+
+def _swing_under_the_heel(fps: float):
+    """A free foot whose sole reaches 25 cm behind its ankle (the foot bone at the front of its mesh, as
+    Blender leaves RobotExpressive's) swinging between two pins over 0.8 s at `fps`: its ankle comes down
+    from 25 cm to 6 cm over the floor (FLOOR) while it pitches toe-up by up to 30 deg (a heel strike) and
+    back to flat on the pin. Returns the leg, the foot, per frame the goals and whether the foot is free."""
+    from dataclasses import replace
+
+    skeleton, foot, rotations, positions = _leg()
+    ankle = foot.ankle
+    foot = replace(foot, sole=(((ankle, 1.0, (0.0, -0.05, -0.25)),), ((ankle, 1.0, (0.0, -0.05, -0.02)),)))
+    frames = int(round(1.0 * fps))
+    first, last = int(round(0.1 * fps)), int(round(0.9 * fps))  # the free frames: first..last - 1
+    goals, free = [], []
+    for frame in range(frames):
+        s = min(1.0, max(0.0, (frame - first) / float(last - first)))
+        height = SWING_FLOOR + 0.06 + 0.19 * math.sin(math.pi * min(1.0, 1.5 * s)) if s < 2.0 / 3.0 else SWING_FLOOR + 0.06
+        pitch = -math.radians(30.0) * math.sin(math.pi * max(0.0, 3.0 * s - 1.0) / 2.0) if s < 1.0 else 0.0
+        turn = (math.sin(pitch / 2.0), 0.0, 0.0, math.cos(pitch / 2.0))  # about +X, the foot's left
+        goals.append(((0.0, height, 0.2 * s), legs.quat_multiply(turn, rotations[ankle]), None))
+        free.append(first <= frame < last)
+    return skeleton, foot, rotations, positions, goals, free
+
+
+def test_a_free_sole_reaching_behind_its_ankle_is_cleared_by_a_turn_and_lift_planned_over_the_swing():
+    """The swing of `_swing_under_the_heel`: frame by frame, the sole's back dipped 11 cm under the floor
+    and the leg was lifted that much where it dipped (a toe-up turn clears nothing behind the ankle): on
+    soma_02 onto the toe-less foot with its mesh behind, 7 cm in a frame, its thigh turning 14 deg
+    beyond Kimodo's. Planned over the swing (`hips.cleared_swings`), the foot turns toe-down and the
+    solve leaves it on or above the floor, its ankle off the goal's own path by what changes less than a
+    centimetre in a thirtieth of a second (it stepped 4.2 cm), at 30 and 120 fps alike."""
+    for fps in (30.0, 120.0):
+        skeleton, foot, rotations, positions, goals, free = _swing_under_the_heel(fps)
+        poses = [(list(rotations), list(positions)) for _ in goals]
+        cleared = hips.cleared_swings(foot, goals, free, poses, fps, SWING_FLOOR)
+        ankles = []
+        for frame, goal in enumerate(cleared):
+            pose = (list(rotations), list(positions))
+            legs.solve(skeleton, foot, pose[0], pose[1], goal, (0.0, 0.0, 1.0), SWING_FLOOR if free[frame] else None)
+            assert min(legs.posed_point(p, *pose)[1] for p in foot.sole) >= SWING_FLOOR - 1e-9, (fps, frame)
+            ankles.append(pose[1][foot.ankle][1] - goals[frame][0][1])
+        stride = int(round(fps / 30.0))  # the change over a thirtieth of a second, at any rate
+        steps = [abs(b - a) for a, b in zip(ankles, ankles[stride:])]
+        assert max(steps) < 0.01, (fps, max(steps))
+
+
+@pytest.mark.parametrize("clip,name", [("soma_03_full_body_keyframes", "toeless_mesh_behind"),
+                                       ("g1_02_multi_text_ee_constraint", "toeless_mesh_behind"),
+                                       ("g1_03_full_body_keyframes", "robot"), ("soma_03_full_body_keyframes", "robot")])
+def test_a_free_foot_kept_above_the_floor_pops_no_leg(tmp_path, clip, name):
+    """The judge's figures, every bar of issue 40: no limb segment turning over 10 deg in a frame beyond
+    Kimodo's own turn. A free foot's sole under the floor was turned toe-up and the leg lifted what that
+    left, frame by frame: the toe-less foot whose mesh reaches behind its ankle dips its back as it comes
+    down heel first (soma_03 31.7 deg, g1_02 10.4) and RobotExpressive's swing 10.1 (g1_03); the turn
+    (either way, one per swing) and the lift are now planned over the clip (`hips.cleared_swings`). On
+    soma_03 RobotExpressive's free leg, hanging straight, bent backwards for its lift (44.7 deg)."""
+    got = _judged(tmp_path, clip, name)
+    assert got["turn_deg"] <= 10.0, got
+    assert got["planted_cm"] <= 1.0 and got["lowest_cm"] >= -2.0 and got["skate_cm"] <= got["source_skate_cm"], got
+
+
+def test_a_straight_leg_with_its_knee_a_hair_behind_bends_forward_when_reached_nearer():
+    """soma_03 onto RobotExpressive, frame 64: the swinging leg hangs straight, its knee a centimetre
+    behind the line from hip to ankle, and its free foot lifted off the floor (its goal 13 cm nearer the
+    hip) bent it in the plane of that hair's offset: backwards, the thigh turning 55 deg in a frame. A
+    knee bent against `towards` counts as straight: the leg bends toward it."""
+    from kimodo_rig.rotations import two_bone_points
+
+    hip, knee, ankle = (0.0, 1.0, 0.0), (0.0, 0.55, -0.015), (0.0, 0.1, 0.0)
+    lean = math.sin(math.radians(contacts.KNEE_LEAN_DEG))
+    new_knee, new_ankle = two_bone_points(hip, knee, ankle, (0.0, 0.25, 0.0), (0.0, 0.0, 1.0), lean)
+    assert math.dist(new_ankle, (0.0, 0.25, 0.0)) < 1e-9
+    assert new_knee[2] > 0.1, new_knee  # forward, toward `towards` (+Z)
+    bent = (0.0, 0.55, 0.05)  # a knee bent forward keeps its own plane, reached to where it is
+    assert math.dist(two_bone_points(hip, bent, ankle, ankle, (0.0, 0.0, 1.0), lean)[0], bent) < 1e-9

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from itertools import islice, zip_longest
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -83,33 +84,56 @@ def _inverse_rigid(rotation, position_cm) -> array:
 
 def euler_xyz_degrees(rotation) -> Tuple[float, float, float]:
     """FBX Lcl Rotation (X, Y, Z degrees, order eEulerXYZ: R = Rz Ry Rx) of a quaternion: what
-    rotations.quat_to_euler("ZYX", quat_normalize(rotation)) gives, reversed, computed with the same
-    operations on the five matrix entries it reads (every key of every joint: writing speed)."""
-    x, y, z, w = quat_normalize(rotation)
-    m00 = 1 - 2 * (y * y + z * z)
-    m10 = 2 * (x * y + z * w)
-    m20 = 2 * (x * z - y * w)
-    sb = max(-1.0, min(1.0, -1.0 * m20))
-    b = math.asin(sb)
-    if abs(sb) < 0.9999999:
-        a = math.atan2(1.0 * m10, m00)
-        c = math.atan2(1.0 * (2 * (y * z + x * w)), 1 - 2 * (x * x + y * y))
-    else:  # gimbal lock: the first angle folded into the last, as quat_to_euler does
-        a = math.atan2(-1.0 * (2 * (x * y - z * w)), 1 - 2 * (x * x + z * z))
-        c = 0.0
-    return (math.degrees(c), math.degrees(b), math.degrees(a))
+    rotations.quat_to_euler("ZYX", quat_normalize(rotation)) gives, reversed (euler_curves of one key)."""
+    xs, ys, zs = euler_curves(rotation, 0, 4, 1)
+    return (xs[0], ys[0], zs[0])
 
 
-def _unwrapped(angles: List[float]) -> List[float]:
-    """The same angles (degrees) shifted by whole turns so that no step between keys exceeds 180."""
-    previous = None
-    out = []
-    for angle in angles:
-        if previous is not None:
-            angle -= 360.0 * round((angle - previous) / 360.0)
-        out.append(angle)
-        previous = angle
-    return out
+def euler_curves(quaternions: Sequence[float], first: int, step: int, keys: int) -> List[List[float]]:
+    """The X, Y and Z Lcl Rotation curves (degrees) of `keys` quaternions (x, y, z, w at `first`,
+    `first + step`, ...), each key quat_to_euler("ZYX", quat_normalize(q)) reversed, computed with its
+    operations on the five matrix entries it reads, in one loop (every key of every joint: writing speed);
+    each angle shifted by whole turns so that no step between keys exceeds 180 degrees. A key equal to the
+    one before (most keys of a joint the motion leaves at rest) repeats its angles, which is what they
+    would come to: an angle a whole number of turns from the one before is unwrapped onto it."""
+    xs: List[float] = []
+    ys: List[float] = []
+    zs: List[float] = []
+    sqrt, asin, atan2, degrees = math.sqrt, math.asin, math.atan2, math.degrees
+    before = (math.nan,) * 4
+    for at in range(first, first + step * keys, step):
+        x, y, z, w = key = quaternions[at], quaternions[at + 1], quaternions[at + 2], quaternions[at + 3]
+        if key == before and x * y * z * w != 0.0:  # equal and no zero (0.0 == -0.0): the same bits
+            xs.append(xs[-1])
+            ys.append(ys[-1])
+            zs.append(zs[-1])
+            continue
+        before = key
+        n = sqrt(x * x + y * y + z * z + w * w)  # quat_normalize, in place
+        if n == 0.0:
+            x, y, z, w = 0.0, 0.0, 0.0, 1.0
+        else:
+            x, y, z, w = x / n, y / n, z / n, w / n
+        m00 = 1 - 2 * (y * y + z * z)
+        m10 = 2 * (x * y + z * w)
+        m20 = 2 * (x * z - y * w)
+        sb = max(-1.0, min(1.0, -1.0 * m20))
+        b = asin(sb)
+        if abs(sb) < 0.9999999:
+            a = atan2(1.0 * m10, m00)
+            c = atan2(1.0 * (2 * (y * z + x * w)), 1 - 2 * (x * x + y * y))
+        else:  # gimbal lock: the first angle folded into the last, as quat_to_euler does
+            a = atan2(-1.0 * (2 * (x * y - z * w)), 1 - 2 * (x * x + z * z))
+            c = 0.0
+        angle_x, angle_y, angle_z = degrees(c), degrees(b), degrees(a)
+        if xs:
+            angle_x -= 360.0 * round((angle_x - xs[-1]) / 360.0)
+            angle_y -= 360.0 * round((angle_y - ys[-1]) / 360.0)
+            angle_z -= 360.0 * round((angle_z - zs[-1]) / 360.0)
+        xs.append(angle_x)
+        ys.append(angle_y)
+        zs.append(angle_z)
+    return [xs, ys, zs]
 
 
 class _Scene:
@@ -120,6 +144,18 @@ class _Scene:
         self.connections = Node("Connections")
         self.counts: Dict[str, int] = {}
         self.next_id = 1000000
+        self.key_records: Dict[int, Tuple[array, List[Node], List[Node]]] = {}
+
+    def key_records_of(self, times: array) -> Tuple[List[Node], List[Node]]:
+        """The records every AnimationCurve keyed at `times` holds alike, before and after its values:
+        made once and shared by the curves (the encoder only reads them; writing speed)."""
+        held = self.key_records.get(id(times))
+        if held is None:
+            before = [Node("KeyVer", [4009]), Node("KeyTime", [times])]
+            after = [Node("KeyAttrFlags", [array("i", [KEY_FLAGS])]), Node("KeyAttrDataFloat", [array("f", KEY_DATA)]),
+                     Node("KeyAttrRefCount", [array("i", [len(times)])])]
+            held = self.key_records[id(times)] = (times, before, after)  # `times` kept: its id stays its own
+        return held[1], held[2]
 
     def add(self, node_type: str, name: str, kind: str, subtype: str) -> Tuple[Long, Node]:
         self.next_id += 1
@@ -248,9 +284,7 @@ def _animation(scene: _Scene, motion: Motion, bone_ids: Sequence[Long], clip: st
     count = motion.joint_count
     rotations = motion.local_rotations
     for joint in range(count):
-        angles = [euler_xyz_degrees(rotations[4 * (frame * count + joint):4 * (frame * count + joint) + 4])
-                  for frame in range(frames)]
-        columns = [_unwrapped([a[axis] for a in angles]) for axis in range(3)]
+        columns = euler_curves(rotations, 4 * joint, 4 * count, frames)
         _curve_node(scene, layer_id, bone_ids[joint], "R", "Lcl Rotation", times, columns)
     roots = motion.root_positions
     columns = [[c * CENTIMETRES_PER_METRE for c in roots[axis::3]] for axis in range(3)]
@@ -265,16 +299,13 @@ def _curve_node(scene: _Scene, layer_id: Long, model_id: Long, short: str, prop:
                          for axis, column in zip("XYZ", columns)])
     scene.connect(node_id, layer_id)
     scene.connect(node_id, model_id, prop)
-    keys = len(times)
+    before, after = scene.key_records_of(times)  # KeyVer, KeyTime; KeyAttrFlags, KeyAttrDataFloat, KeyAttrRefCount
     for axis, column in zip("XYZ", columns):
         curve_id, curve = scene.add("AnimationCurve", "", "AnimCurve", "")
         curve.add("Default", float(column[0]) if column else 0.0)
-        curve.add("KeyVer", 4009)
-        curve.add("KeyTime", times)
+        curve.children += before
         curve.add("KeyValueFloat", array("f", column))
-        curve.add("KeyAttrFlags", array("i", [KEY_FLAGS]))
-        curve.add("KeyAttrDataFloat", array("f", KEY_DATA))
-        curve.add("KeyAttrRefCount", array("i", [keys]))
+        curve.children += after
         scene.connect(curve_id, node_id, "d|" + axis)
 
 
@@ -577,24 +608,27 @@ def _gltf_geometry(scene: _Scene, document: gd.Document, mesh_index: int, materi
                               "meshes only".format(document.source, mesh.get("name", mesh_index), number, primitive["mode"]))
         attributes = primitive["attributes"]
         base = len(positions) // 3
-        points = document.accessor(attributes["POSITION"])
-        positions.extend(c * CENTIMETRES_PER_METRE for point in points for c in point)
+        coordinates = document.floats(attributes["POSITION"])  # x, y, z end to end
+        positions.extend([c * CENTIMETRES_PER_METRE for c in coordinates])
         if has_normals:
             normals.extend(document.accessor(attributes["NORMAL"]))
         if has_uvs:
-            uvs.extend(c for u, v in document.accessor(attributes["TEXCOORD_0"]) for c in (u, 1.0 - v))
+            uv = document.floats(attributes["TEXCOORD_0"])
+            flipped = [1.0 - v for v in uv[1::2]]
+            uv = list(uv)
+            uv[1::2] = flipped
+            uvs.extend(uv)
         if "indices" in primitive:
-            indices = [int(i[0]) for i in document.accessor(primitive["indices"])]
+            indices = [base + int(i[0]) for i in document.accessor(primitive["indices"])]
         else:
-            indices = list(range(len(points)))
+            indices = list(range(base, base + gltf["accessors"][attributes["POSITION"]]["count"]))
+        del indices[len(indices) - len(indices) % 3:]  # whole triangles only
         material = primitive.get("material", -1)
         if material not in slots:
             slots.append(material)
-        slot = slots.index(material)
-        for at in range(0, len(indices) - 2, 3):
-            a, b, c = indices[at:at + 3]
-            corners.extend((base + a, base + b, -1 - (base + c)))
-            polygon_slots.append(slot)
+        polygon_slots.extend(array("i", [slots.index(material)]) * (len(indices) // 3))
+        indices[2::3] = [-1 - c for c in indices[2::3]]  # a polygon's last corner is stored as ~index
+        corners.extend(indices)
     geometry_id, geometry = scene.add("Geometry", mesh.get("name") or "mesh{}".format(mesh_index), "Geometry", "Mesh")
     geometry.add("GeometryVersion", 124)
     geometry.add("Vertices", positions)
@@ -646,22 +680,32 @@ def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int
     gltf = document.gltf
     joints = skin.get("joints", [])
     inverse_binds = _inverse_binds(document, skin)
-    weights_of: List[Dict[int, float]] = [{} for _ in joints]
+    # Per joint slot, its vertices in order and their weights: a vertex's weights for one slot (over its
+    # JOINTS_n sets, in set order) summed into one; influences past a primitive's vertex count are no vertex's.
+    vertices_of = [array("i") for _ in joints]
+    weights_of: List[List[float]] = [[] for _ in joints]
     base = 0
     for primitive in gltf["meshes"][mesh_index]["primitives"]:
         attributes = primitive["attributes"]
         count = gltf["accessors"][attributes["POSITION"]]["count"]
+        sets = []
         for set_number in range(4):
             joint_key, weight_key = "JOINTS_{}".format(set_number), "WEIGHTS_{}".format(set_number)
             if joint_key not in attributes or weight_key not in attributes:
                 break
-            for vertex, (slots, weights) in enumerate(zip(document.accessor(attributes[joint_key]),
-                                                          document.accessor(attributes[weight_key]))):
+            sets.append(zip(document.accessor(attributes[joint_key]), document.accessor(attributes[weight_key])))
+        for vertex, influences in enumerate(islice(zip_longest(*sets, fillvalue=((), ())), count), base):
+            for slots, weights in influences:
                 for slot, weight in zip(slots, weights):
-                    slot = int(slot)
-                    if weight > 0.0 and 0 <= slot < len(joints):
-                        held = weights_of[slot]
-                        held[base + vertex] = held.get(base + vertex, 0.0) + float(weight)
+                    if weight > 0.0:
+                        slot = int(slot)
+                        if 0 <= slot < len(joints):
+                            held = vertices_of[slot]
+                            if held and held[-1] == vertex:
+                                weights_of[slot][-1] += float(weight)
+                            else:
+                                held.append(vertex)
+                                weights_of[slot].append(float(weight))
         base += count
     skin_id, deformer = scene.add("Deformer", skin.get("name") or "Skin", "Deformer", "Skin")
     deformer.add("Version", 101)
@@ -675,9 +719,8 @@ def _gltf_skin(scene: _Scene, document: gd.Document, skin: Dict, mesh_index: int
         cluster_id, cluster = scene.add("Deformer", name, "SubDeformer", "Cluster")
         cluster.add("Version", 100)
         cluster.add("UserData", "", "")
-        held = sorted(weights_of[slot].items())
-        cluster.add("Indexes", array("i", [vertex for vertex, _ in held]))
-        cluster.add("Weights", array("d", [weight for _, weight in held]))
+        cluster.add("Indexes", vertices_of[slot])
+        cluster.add("Weights", array("d", weights_of[slot]))
         cluster.add("Transform", array("d", inverse_bind))
         cluster.add("TransformLink", bind)
         cluster.add("TransformAssociateModel", array("d", placement.armature_world))
@@ -712,8 +755,10 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
                 if width is None or len(values) != width * keys:
                     continue
                 if path == "rotation":
-                    angles = [euler_xyz_degrees(values[4 * k:4 * k + 4]) for k in range(keys)]
-                    columns = [_unwrapped([a[axis] for a in angles]) for axis in range(3)]
+                    if keys > 1 and _repeats_its_first_key(values, keys):  # a joint at rest: one key's angles
+                        columns = [column * keys for column in euler_curves(values, 0, 4, 1)]
+                    else:
+                        columns = euler_curves(values, 0, 4, keys)
                     _curve_node(scene, layer_id, model_ids[node], "R", "Lcl Rotation", ticks, columns)
                 elif path == "translation":
                     columns = [[c * CENTIMETRES_PER_METRE for c in values[axis::3]] for axis in range(3)]
@@ -724,6 +769,12 @@ def _gltf_animation(scene: _Scene, document: gd.Document, model_ids: Dict[int, L
     _properties70(stack, [_p(name, "KTime", "Time", "", Long(value)) for name, value in (
         ("LocalStart", 0), ("LocalStop", stop), ("ReferenceStart", 0), ("ReferenceStop", stop))])
     return stop
+
+
+def _repeats_its_first_key(values: Sequence[float], keys: int) -> bool:
+    """Whether every key of a channel is its first, bit for bit (euler_curves then repeats its angles)."""
+    stored = bytes(values)  # type: ignore[arg-type]  # a float view of the binary chunk or an array
+    return stored == stored[:len(stored) // keys] * keys
 
 
 def read_document(path) -> gd.Document:

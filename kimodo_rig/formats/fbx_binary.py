@@ -24,7 +24,7 @@ import zlib
 from array import array
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterator, List, Optional, Sequence
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import KimodoError
 
@@ -78,7 +78,7 @@ _READ_AS = {"Y": Short, "C": bool, "I": int, "F": Single, "D": float, "L": Long}
 _SCALAR_OF_BYTE = {ord(code): (SCALAR[code], kind) for code, kind in _READ_AS.items()}  # type byte -> reading
 _STRING = ord("S")
 # Scalars written by their exact Python type: type code and packing (_write_property's order for others).
-_SCALAR_OF_TYPE = {kind: (code.encode("ascii"), SCALAR[code]) for code, kind in _READ_AS.items()}
+_SCALAR_OF_TYPE = {kind: (code.encode("ascii"), SCALAR[code].pack) for code, kind in _READ_AS.items()}
 
 
 class Node:
@@ -120,9 +120,9 @@ def encode(nodes: Sequence[Node], version: int = 7400) -> bytes:
     wide = version >= WIDE_VERSION
     out = bytearray(MAGIC)
     out += _UINT32.pack(version)
-    deflated: Dict[bytes, bytes] = {}  # an array's bytes -> deflated: a curve's key times recur in every curve
+    write_node = _node_writer(out, wide)
     for node in nodes:
-        _write_node(out, node, wide, deflated)
+        write_node(node)
     out += _null_record(wide)
     out += _FOOTER_ID + bytes(4)
     out += bytes(16 - len(out) % 16)  # to 16-byte alignment (a whole 16 when already aligned, as the SDK does)
@@ -141,33 +141,59 @@ _NULL_RECORD = {wide: _null_record(wide) for wide in (False, True)}
 _ALWAYS_CLOSED = frozenset(("AnimationStack", "AnimationLayer"))
 
 
-def _write_node(out: bytearray, node: Node, wide: bool, deflated: Dict[bytes, bytes]) -> None:
+def _node_writer(out: bytearray, wide: bool) -> Callable[[Node], None]:
+    """A function that appends a node's record (its children's inside) to `out`. What a file repeats is
+    encoded once (writing speed): each node name, each string value (object classes, a Properties70
+    row's type names), each array's deflated bytes (a take's key times recur in every curve)."""
     head = _RECORD_HEAD[wide]
     null = _NULL_RECORD[wide]
-    start = len(out)
-    out += null  # the head, filled in below
-    name = node.name.encode("utf-8")
-    if len(name) > 255:
-        raise ValueError("FBX node name longer than 255 bytes: {!r}".format(node.name))
-    out += name
-    properties_start = len(out)
-    for value in node.properties:
-        scalar = _SCALAR_OF_TYPE.get(type(value))  # the common kinds by their exact type (writing speed)
-        if scalar is not None:
-            out += scalar[0]
-            out += scalar[1].pack(value)
-        else:
-            _write_property(out, value, deflated)
-    properties_length = len(out) - properties_start
-    for child in node.children:
-        _write_node(out, child, wide, deflated)
-    if node.children or not node.properties or node.name in _ALWAYS_CLOSED:
-        out += null
-    head.pack_into(out, start, len(out), len(node.properties), properties_length, len(name))
+    put = out.extend
+    openings: Dict[str, Tuple[bytes, int]] = {}  # name -> the record's start (head to fill in, name), name's length
+    strings: Dict[str, bytes] = {}  # value -> its S property
+    deflated: Dict[bytes, bytes] = {}
+    scalar_of_type = _SCALAR_OF_TYPE
+
+    def write_node(node: Node) -> None:
+        opening = openings.get(node.name)
+        if opening is None:
+            name = node.name.encode("utf-8")
+            if len(name) > 255:
+                raise ValueError("FBX node name longer than 255 bytes: {!r}".format(node.name))
+            opening = openings[node.name] = (null + name, len(name))
+        start = len(out)
+        put(opening[0])
+        properties = node.properties
+        properties_start = len(out)
+        for value in properties:
+            kind = type(value)
+            if kind is str:
+                packed = strings.get(value)
+                if packed is None:
+                    data = value.encode("utf-8")
+                    packed = strings[value] = b"S" + _UINT32.pack(len(data)) + data
+                put(packed)
+                continue
+            scalar = scalar_of_type.get(kind)  # the common kinds by their exact type
+            if scalar is not None:
+                put(scalar[0])
+                put(scalar[1](value))
+            else:
+                _write_property(out, value, deflated)
+        properties_length = len(out) - properties_start
+        children = node.children
+        for child in children:
+            write_node(child)
+        if children or not properties or node.name in _ALWAYS_CLOSED:
+            put(null)
+        head.pack_into(out, start, len(out), len(properties), properties_length, opening[1])
+
+    return write_node
 
 
 def _write_property(out: bytearray, value: Any, deflated: Optional[Dict[bytes, bytes]] = None) -> None:
-    if isinstance(value, bool):
+    if isinstance(value, array) and value.typecode in ARRAY_CODE:  # first: the encoder's fast path takes the rest
+        _write_array(out, value, deflated)
+    elif isinstance(value, bool):
         out += b"C" + SCALAR["C"].pack(value)
     elif isinstance(value, Long):
         out += b"L" + SCALAR["L"].pack(value)
@@ -184,25 +210,27 @@ def _write_property(out: bytearray, value: Any, deflated: Optional[Dict[bytes, b
         out += b"S" + _UINT32.pack(len(data)) + data
     elif isinstance(value, (bytes, bytearray)):
         out += b"R" + _UINT32.pack(len(value)) + bytes(value)
-    elif isinstance(value, array) and value.typecode in ARRAY_CODE:
-        code = ARRAY_CODE[value.typecode]
-        if value.typecode == "B":
-            value = array("b", value.tobytes())
-        if _SWAP:
-            value = array(value.typecode, value)
-            value.byteswap()
-        raw = value.tobytes()
-        if len(raw) >= COMPRESS_FROM_BYTES:
-            packed = deflated.get(raw) if deflated is not None else None
-            if packed is None:
-                packed = zlib.compress(raw, 6)
-                if deflated is not None:
-                    deflated[raw] = packed
-            out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 1, len(packed)) + packed
-        else:
-            out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 0, len(raw)) + raw
     else:
         raise TypeError("no FBX property type for {!r}".format(type(value).__name__))
+
+
+def _write_array(out: bytearray, value: array, deflated: Optional[Dict[bytes, bytes]]) -> None:
+    code = ARRAY_CODE[value.typecode]
+    if value.typecode == "B":
+        value = array("b", value.tobytes())
+    if _SWAP:
+        value = array(value.typecode, value)
+        value.byteswap()
+    raw = value.tobytes()
+    if len(raw) >= COMPRESS_FROM_BYTES:
+        packed = deflated.get(raw) if deflated is not None else None
+        if packed is None:
+            packed = zlib.compress(raw, 6)
+            if deflated is not None:
+                deflated[raw] = packed
+        out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 1, len(packed)) + packed
+    else:
+        out += code.encode("ascii") + _ARRAY_HEAD.pack(len(value), 0, len(raw)) + raw
 
 
 # --- reading ---------------------------------------------------------------------------------------

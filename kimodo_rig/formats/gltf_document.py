@@ -120,11 +120,22 @@ class DocumentBuilder:
         accessors.append(accessor)
         return len(accessors) - 1
 
-    def to_glb(self) -> bytes:
+    def _close_buffer(self) -> None:
         while len(self.binary) % 4:
             self.binary.append(0)
         # Buffer 0 is the binary chunk; any others (a meshopt fallback buffer, which holds no bytes) stay.
         self.gltf["buffers"] = [{"byteLength": len(self.binary)}] + list(self.gltf.get("buffers") or [])[1:]
+
+    def to_document(self, source: str) -> "Document":
+        """The document parse_glb reads from to_glb's bytes (its structure checked as parse_glb checks it),
+        without writing and parsing them: for a writer of another container (.fbx). The builder's JSON
+        becomes the document's: build no more with it."""
+        self._close_buffer()
+        check_structure(self.gltf, source)
+        return Document(self.gltf, bytes(self.binary), source)
+
+    def to_glb(self) -> bytes:
+        self._close_buffer()
         text = json.dumps(self.gltf, separators=(",", ":")).encode("utf-8")
         text += b" " * (-len(text) % 4)
         total = 12 + 8 + len(text) + 8 + len(self.binary)

@@ -332,7 +332,7 @@ def _add_twin_followers(animated: Dict[int, List[Matrix4]], joint_nodes: Dict[st
         animated[joint_nodes[name]] = [gd.multiply4(world, offset) for world in animated[joint_nodes[leader]]]
 
 
-def encode(
+def build(
     document: gd.Document,
     motion: Motion,
     joint_nodes: Dict[str, int],
@@ -345,9 +345,10 @@ def encode(
     bind_worlds: Optional[Dict[str, Matrix4]] = None,
     inverse_binds: Optional[Dict[int, Sequence[float]]] = None,
     poses: Optional[Tuple[Sequence[Sequence[Quat]], Sequence[Sequence[Vec3]]]] = None,
-) -> bytes:
-    """GLB bytes: `document` with one animation playing `motion`, whose joints are the nodes
-    `joint_nodes[name]` (world poses from the motion; `joint_scales` the bind world scale per joint).
+) -> gd.DocumentBuilder:
+    """The GLB being built (to_glb: its bytes; to_document: its scene in memory): `document` with one
+    animation playing `motion`, whose joints are the nodes `joint_nodes[name]` (world poses from the
+    motion; `joint_scales` the bind world scale per joint).
     With `root_track`, the node `root_node_name` (a new one when `new_root`) carries it; `inverse_binds`
     (node -> matrix) replaces those nodes' inverse bind matrices in every skin that holds them; `poses`,
     the motion's global_rotations_and_positions where the caller has them."""
@@ -424,7 +425,7 @@ def encode(
             channels.append({"sampler": len(samplers) - 1, "target": {"node": node, "path": path}})
     gltf["animations"] = [{"name": motion.name or "retargeted", "samplers": samplers, "channels": channels}]
     gltf["asset"]["generator"] = "kimodo-rig"
-    return builder.to_glb()
+    return builder
 
 
 def _inverse_parent_worlds(gltf: Dict[str, Any], animated: Dict[int, List[Matrix4]], parents: Sequence[int],
@@ -478,6 +479,13 @@ def nodes_by_name(gltf: Dict[str, Any]) -> Dict[str, int]:
 # object), and on a 700-bone rig each evaluation was a second of the retarget.
 _LAST_EVALUATED: Dict[Tuple[Any, ...], List[List[Vec3]]] = {}
 _LAST_PARSED: Dict[bytes, gd.Document] = {}
+
+
+def clear_caches() -> None:
+    """Forget the last parse and evaluation, as a new process starts (benchmarks/bench_fbx.py times each
+    write as a process pays it: an earlier write of the same bytes would lend it both)."""
+    _LAST_PARSED.clear()
+    _LAST_EVALUATED.clear()
 
 
 def parsed_glb(data: bytes, source: str) -> gd.Document:

@@ -275,15 +275,20 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
-    pinned = {side: contact_plan.held(contacts[side], fps) for side in feet_}
-    # The feet carry the body on their contact frames alone, not through the step out or the short lifts
-    # the pins hold: there the foot moves, and the body followed it by a frame's length (the robot's body
-    # drifted 20 cm apart between 30 and 60 fps in 3 s).
-    moves = hips.carried(skeleton, feet_, contacts, poses, fps)
+    # The feet move the body on their contact frames alone, not through the step out or the short lifts
+    # the pins hold: there the foot moves away from its pin. Legs with a knee: the pins stand where the
+    # retargeted feet stand over their spans, before the body moves toward them (not carried from step to
+    # step, so not integrating the frame rate's differences). A rigid leg has no knee to take up what that
+    # smoothed move leaves: the body goes where its landing feet put it, and the pins where it then has them.
+    rigid = any(foot.body is not None for foot in feet_.values())
+    if rigid:
+        moves = hips.carried_from_landings(skeleton, feet_, contacts, poses, fps)
+    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
+    if not rigid:
+        moves = hips.carried(skeleton, feet_, spans, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
         roots[frame * 3 + 2] += dz
-    spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
     inside: Dict[str, List] = {}
     for side, foot in feet_.items():
         inside[side] = [None] * frames
@@ -296,6 +301,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                 if foot.body is not None:  # a rigid foot on its heel or toe alone turns about its sole's lowest point: on the floor
                     lowest = min(p[1] for p in legs.standing_sole(foot, poses[frame][0], poses[frame][1], goal))
                     goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
+                else:  # on its heel or toe alone, or rolled heel-up on its toe
+                    goal = legs.stood_on(skeleton, foot, poses[frame][0], poses[frame][1], goal, soles.rest_floor)
                 inside[side][frame] = goal
     # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
     # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
@@ -340,6 +347,11 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
                                     animated(foot)) for side, foot in feet_.items()}
     standing = {side: ease.standing_shares(spans[side], frames, fps) for side in feet_}
+    # A free foot's sole is kept above the floor by a turn and a lift planned over the clip (a foot bone's:
+    # a rigid foot is lifted by its leg's reach, `legs.solve`).
+    for side, foot in feet_.items():
+        if foot.body is None:
+            goals[side] = hips.cleared_swings(foot, goals[side], [g is None for g in inside[side]], poses, fps, soles.rest_floor)
     one_end = {side: [False] * frames for side in feet_}  # held on the heel or the toe alone
     for side in feet_:
         for span in spans[side]:

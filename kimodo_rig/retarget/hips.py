@@ -1,7 +1,7 @@
-"""The hips' path, solved once for the whole clip: carried horizontally (and turned) by the planted feet,
-and raised or lowered by the least change from Kimodo's (scaled) hips height that puts the pinned ankles
-on their pins, smoothed over HIPS_WINDOW_S and kept within the closed-form bounds in which every planted
-leg reaches its pin (knee bent at least KNEE_STRAIGHTEST_DEG) without folding past KNEE_FOLDEST_DEG or its
+"""The hips' path, solved once for the whole clip: horizontally the source's (scaled), moved (and turned)
+toward where the feet in contact stand on their pins, and raised or lowered by the least change from
+Kimodo's (scaled) hips height that puts the pinned ankles on their pins, smoothed over HIPS_WINDOW_S and
+kept within the closed-form bounds in which every planted leg reaches its pin (knee bent at least KNEE_STRAIGHTEST_DEG) without folding past KNEE_FOLDEST_DEG or its
 retargeted fold."""
 from __future__ import annotations
 
@@ -10,25 +10,91 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import Vec3, add, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract
-from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span
-from .ease import standing_shares
-from .legs import Goal, reach_limits, rigid_top, rocking_pivot
+from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
+                         yaw_rotation)
+from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
+from .ease import share, standing_shares
+from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
 
-def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
-            fps: float) -> List[Tuple[float, float]]:
+def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]],
+            contacts: Dict[str, Sequence[Tuple[bool, bool]]], poses, fps: float) -> List[Tuple[float, float]]:
+    """Move the body horizontally (and turn its hips about the vertical) toward where the feet in contact
+    stand on their spans' pins, in `poses`; returns the hips' move (x, z) per frame. Not carried from one
+    step to the next: each frame's move is what the feet in contact that frame miss their own pins by
+    (the pins stand where the retargeted foot stands over its span, `contacts.plan`, a point in time, not
+    a first frame), so the body keeps the source's scaled path but for local corrections, and these do
+    not depend on the frame rate (a carry from pin to pin integrated a frame's difference at each step:
+    30 cm by 4 s on the robot between 30 and 60 fps). With both feet in contact the hips also turn by
+    HIPS_TURN_SHARE of what points the line between the thighs' roots where the pins want it (hips wider
+    than Kimodo's, turned as Kimodo turns its own, swing the feet round with them), which goes back at
+    HIPS_TURN_RETURN_DEG a second otherwise. Filled between contacts by straight lines, smoothed over
+    HIPS_WINDOW_S (`_moved`). For legs with a knee, which takes up what the smoothed move leaves a foot
+    off its pin: a body on a rigid leg is carried from landing to landing (`carried_from_landings`)."""
+    thighs = [foot.hip for foot in feet.values()]
+    if not thighs:
+        return [(0.0, 0.0)] * len(poses)
+    holding: Dict[str, List[Optional[Span]]] = {}
+    for side in feet:
+        holding[side] = [None] * len(poses)
+        for span in spans[side]:
+            for frame in range(span.first, span.last + 1):
+                holding[side][frame] = span
+
+    misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
+    for frame, (rotations, positions) in enumerate(poses):
+        centre = _middle(positions, thighs)
+        wants = []
+        for side, foot in feet.items():
+            heel, toe = contacts[side][frame]
+            span = holding[side][frame]
+            if not (heel or toe) or span is None:
+                continue
+            if heel:
+                point, pin = positions[foot.ankle], span.ankle
+            else:
+                point, pin = posed_point(foot.toe_point, rotations, positions), span.toe_point
+            root = positions[foot.hip]
+            wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
+        misses.append(wants)
+    back = math.radians(HIPS_TURN_RETURN_DEG) / fps
+    turns, turn = [], 0.0
+    for wants in misses:
+        if len(wants) == 2:
+            turn = _both_turn(wants)
+        else:
+            turn -= max(-back, min(back, turn))
+        turns.append(turn)
+    half = _half_width(fps)
+    turns = _moving_average(turns, half)
+    offsets: List[Optional[Tuple[float, float]]] = []
+    for wants, turn in zip(misses, turns):
+        if not wants:
+            offsets.append(None)
+            continue
+        # Each foot's miss less how far the turn swings its thigh's root (the foot goes with it).
+        swung = [_carried((r[0], 0.0, r[1]), (0.0, 0.0), turn, (0.0, 0.0)) for r, _ in wants]
+        offsets.append((sum(w[0] - s[0] for (_, w), s in zip(wants, swung)) / len(wants),
+                        sum(w[1] - s[1] for (_, w), s in zip(wants, swung)) / len(wants)))
+    eased = [turns] + [_moving_average(_filled([None if o is None else o[k] for o in offsets]), half) for k in range(2)]
+    return _moved(skeleton, thighs, poses, eased)
+
+
+def carried_from_landings(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequence[Tuple[bool, bool]]], poses,
+                          fps: float) -> List[Tuple[float, float]]:
     """Move the body horizontally (and turn its hips about the vertical) so the planted feet stay where
-    they landed, in `poses`; returns the hips' move (x, z) per frame. A foot that lands (or rolls from its
+    they landed, in `poses`; returns the hips' move (x, z) per frame. For a body on a rigid leg (a foot
+    that is the leg's last bone, `Foot.body`): it has no knee to take up a miss, so the body goes where
+    its feet put it, step by step (`carried`'s smoothed move toward pins set before it left a rigid sole
+    2-5 cm off the floor at a landing). A foot that lands (or rolls from its
     heel onto its toe) is pinned where it is, carried as far as the body already is; with one foot
     planted the body moves by its miss, with both by their mean miss and a turn of HIPS_TURN_SHARE of
     what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
     turned as Kimodo turns its own, swing the feet round with them), which goes back at HIPS_TURN_RETURN_DEG
     a second while one foot alone is down; with none the body keeps its move. Smoothed over
-    HIPS_WINDOW_S. The hips and the joints between them and the thighs turn; every other joint moves
-    with the first joint below those, keeping its world rotation."""
+    HIPS_WINDOW_S (`_moved`)."""
     thighs = [foot.hip for foot in feet.values()]
     if not thighs:
         return [(0.0, 0.0)] * len(poses)
@@ -56,10 +122,8 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
                 continue
             wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[1][0] - point[0], pin[1][1] - point[2])))
         if len(wants) == 2:
-            (ra, wa), (rb, wb) = wants
-            base = (ra[0] - rb[0], ra[1] - rb[1])
-            wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
-            turn = HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+            turn = _both_turn(wants)
+            (_, wa), (_, wb) = wants
             offset = ((wa[0] + wb[0]) / 2.0, (wa[1] + wb[1]) / 2.0)
         else:
             turn -= max(-back, min(back, turn))
@@ -70,6 +134,22 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dict[str, Sequenc
         raw.append((turn, offset[0], offset[1]))
     half = _half_width(fps)
     eased = [_moving_average([r[k] for r in raw], half) for k in range(3)]
+    return _moved(skeleton, thighs, poses, eased)
+
+
+def _both_turn(wants) -> float:
+    """With both feet down (each: its thigh's root from the thighs' middle, its miss), HIPS_TURN_SHARE of
+    the turn about the vertical that points the line between the thighs' roots where the pins want it."""
+    (ra, wa), (rb, wb) = wants
+    base = (ra[0] - rb[0], ra[1] - rb[1])
+    wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
+    return HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+
+
+def _moved(skeleton: Skeleton, thighs: Sequence[int], poses, eased: Sequence[Sequence[float]]) -> List[Tuple[float, float]]:
+    """Turn the hips about the vertical by eased[0] and move the body by (eased[1], eased[2]) per frame, in
+    `poses`: the hips and the joints between them and the thighs turn; every other joint moves with the
+    first joint below those, keeping its world rotation. Returns the hips' move (x, z) per frame."""
     turned = set()
     for thigh in thighs:
         joint = skeleton.parents[thigh]
@@ -354,3 +434,66 @@ def _moving_average(values: Sequence[float], half: int) -> List[float]:
     infinite bound stays infinite only where every bound it averages is)."""
     count = len(values)
     return [sum(values[max(0, t - half):t + half + 1]) / (min(count, t + half + 1) - max(0, t - half)) for t in range(count)]
+
+
+def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[bool], poses, fps: float,
+                   floor: float) -> List[Optional[Goal]]:
+    """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned about its
+    ankle and lifted by what keeps the sole above `floor`, planned over the clip so neither steps from
+    frame to frame: each swing (a run of free frames) turns one way, toe-up or toe-down, whichever leaves
+    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first),
+    each frame by the least that clears it (`legs.clearing_pitch`); that turn and then what it leaves
+    under the floor are each spread as the hips' excess is (`_spread`: never less than a frame needs)
+    and faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
+    frame), whose height and turn it then has. What a frame still needs is the solve's (`legs.solve`'s
+    floor branch). A free frame with nothing planned keeps its goal (None: the foot left as posed)."""
+    frames = len(poses)
+    half = _half_width(fps)
+    arms = {}  # type: Dict[int, Tuple[Goal, Vec3, List[Vec3]]]
+    for frame in range(frames):
+        if free[frame]:
+            rotations, positions = poses[frame]
+            goal = goals[frame]
+            if goal is None:
+                toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+                goal = (positions[foot.ankle], rotations[foot.ankle], toe)
+            sole = [subtract(p, goal[0]) for p in standing_sole(foot, rotations, positions, goal)]
+            arms[frame] = (goal, quat_rotate(yaw_rotation(foot_yaw(foot, goal[1])), foot.lateral), sole)
+
+    def under(frame: int, angle: float) -> float:
+        goal, axis, sole = arms[frame]
+        turn = quat_from_axis_angle(axis, angle)
+        return max(0.0, floor - goal[0][1] - min(quat_rotate(turn, p)[1] for p in sole))
+
+    raw = [0.0] * frames
+    frame = 0
+    while frame < frames:
+        if not free[frame]:
+            frame += 1
+            continue
+        swing = range(frame, next((t for t in range(frame, frames) if not free[t]), frames))
+        ways = []
+        for toe_down in (False, True):
+            turns = [clearing_pitch(arms[t][2], arms[t][1], floor - arms[t][0][0][1], toe_down) for t in swing]
+            ways.append((sum(under(t, a) for t, a in zip(swing, turns)), sum(abs(a) for a in turns), turns))
+        for t, angle in zip(swing, min(ways, key=lambda w: w[:2])[2]):
+            raw[t] = angle
+        frame = swing[-1] + 1
+    # Frames from the nearest pinned frame, forward then back.
+    apart = [math.inf] * frames
+    for order in (range(frames), range(frames - 1, -1, -1)):
+        last = math.inf
+        for frame in order:
+            last = 0.0 if not free[frame] else last + 1.0
+            apart[frame] = min(apart[frame], last)
+    fades = [1.0 - share(a / fps) if f else 0.0 for a, f in zip(apart, free)]
+    ups = _spread([max(0.0, -a) for a in raw], half)
+    downs = _spread([max(0.0, a) for a in raw], half)
+    turns = [(d - u) * f for u, d, f in zip(ups, downs, fades)]
+    lifts = [n * f for n, f in zip(_spread([under(t, turns[t]) if t in arms else 0.0 for t in range(frames)], half), fades)]
+    result = list(goals)
+    for frame, (goal, axis, _) in arms.items():
+        if turns[frame] != 0.0 or lifts[frame] != 0.0:
+            result[frame] = ((goal[0][0], goal[0][1] + lifts[frame], goal[0][2]),
+                             quat_normalize(quat_multiply(quat_from_axis_angle(axis, turns[frame]), goal[1])), goal[2])
+    return result

@@ -68,9 +68,9 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
-    if heel and toe:
-        return span.ankle, span.rotation, span.toe_local
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if heel and toe:
+        return rolled(foot, span, _heel_up(foot, span, rotation))
     if heel:
         reference = flat[0] if flat is not None else span.rotation
         turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
@@ -80,12 +80,29 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     pinned = subtract(span.ankle, span.toe_point)
     angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
     if flat is not None:
-        angle -= _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
-    turn = quat_from_axis_angle(axis, min(max(angle, 0.0), math.radians(TOE_ROLL_MAX_DEG)))
+        angle += _heel_up(foot, span, flat[0]) - _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
+    return rolled(foot, span, angle)
+
+
+def _heel_up(foot: Foot, span: Span, rotation: Quat) -> float:
+    """How far the animated foot (its world `rotation`) is pitched heel-up from the pin's (radians, 0 if
+    toe-up): a foot held flat rolls on its toe by that much, a foot bone that is not the leg's last (a
+    long foot scaled from Kimodo's heel lift under its contact threshold lifts its heel several cm; held
+    flat, the hips dived for it and the knees bent 20 deg more than Kimodo's)."""
+    return 0.0 if foot.body is not None else max(0.0, pitch(foot, rotation, span.rotation, span.yaw))
+
+
+def rolled(foot: Foot, span: Span, angle: float) -> Goal:
+    """The span's pin pitched heel-up by `angle` (radians; clamped to 0..TOE_ROLL_MAX_DEG) about its toe
+    point, the toe bone staying put."""
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    if angle <= 0.0:
+        return span.ankle, span.rotation, span.toe_local
+    turn = quat_from_axis_angle(axis, min(angle, math.radians(TOE_ROLL_MAX_DEG)))
     turned = quat_normalize(quat_multiply(turn, span.rotation))
     toe_local = None if span.toe_local is None else quat_normalize(
         quat_multiply(quat_conjugate(turned), quat_multiply(span.rotation, span.toe_local)))
-    return add(span.toe_point, quat_rotate(turn, pinned)), turned, toe_local
+    return add(span.toe_point, quat_rotate(turn, subtract(span.ankle, span.toe_point))), turned, toe_local
 
 
 def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -> Goal:
@@ -97,8 +114,9 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     and sin t, and the least t >= 0 at which it equals `reach` squared ends a circle's arc."""
     ankle, rotation, toe_local = goal
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
-    arm = subtract(ankle, span.toe_point)
-    apart = subtract(span.toe_point, hip)
+    pivot = goal_toe_point(span, goal)
+    arm = subtract(ankle, pivot)
+    apart = subtract(pivot, hip)
     along = dot(arm, axis)
     across = subtract(arm, tuple(along * a for a in axis))
     side = cross(axis, across)
@@ -116,7 +134,13 @@ def rolled_within(foot: Foot, span: Span, goal: Goal, hip: Vec3, reach: float) -
     turned = quat_normalize(quat_multiply(turn, rotation))
     if toe_local is not None:
         toe_local = quat_normalize(quat_multiply(quat_conjugate(turned), quat_multiply(rotation, toe_local)))
-    return add(span.toe_point, quat_rotate(turn, arm)), turned, toe_local
+    return add(pivot, quat_rotate(turn, arm)), turned, toe_local
+
+
+def goal_toe_point(span: Span, goal: Goal) -> Vec3:
+    """Where `goal` puts the foot's toe point: the span's pinned one as the goal turns and moves the foot
+    (moved in height where it was stood on the floor)."""
+    return add(goal[0], quat_rotate(quat_multiply(goal[1], quat_conjugate(span.rotation)), subtract(span.toe_point, span.ankle)))
 
 
 def _angle_about(axis: Vec3, a: Vec3, b: Vec3) -> float:
@@ -167,15 +191,17 @@ def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], posit
         rotations[j], positions[j] = rotation, position
 
 
-def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
+def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: bool = False) -> float:
     """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
     FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
     point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
     by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
-    end that clears them all, or where none does, the one of them that leaves the lowest point highest."""
+    end that clears them all, or where none does, the one of them that leaves the lowest point highest.
+    `toe_down`: the same toe-down (`hips.cleared_swings` picks one way per swing and smooths it in time)."""
     terms = [(p[1], cross(axis, p)[1]) for p in points]
     limit = math.radians(FOOT_PITCH_MAX_DEG)
-    candidates = [0.0, -limit]
+    low, high = (0.0, limit) if toe_down else (-limit, 0.0)
+    candidates = [low, high]
     for y, x in terms:
         radius = math.hypot(y, x)
         if radius > 0.0 and abs(floor) <= radius:
@@ -185,7 +211,7 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float) -> float:
     def lowest(angle: float) -> float:
         return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
 
-    allowed = sorted((a for a in candidates if -limit <= a <= 0.0), key=abs)
+    allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
     return clearing[0] if clearing else max(allowed, key=lowest)
 
@@ -230,8 +256,8 @@ def _reach(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: Lis
         rotations[:], positions[:] = rigid
         return
     hip, knee, ankle = foot.hip, foot.knee, foot.ankle
-    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards,
-                                          math.sin(math.radians(KNEE_LEAN_DEG)))
+    lean = math.sin(math.radians(KNEE_LEAN_DEG))
+    new_knee, new_ankle = two_bone_points(positions[hip], positions[knee], positions[ankle], ankle_goal, towards, lean)
     _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[knee], positions[hip]),
                                                             subtract(new_knee, positions[hip])))
     if knee != ankle:
@@ -254,6 +280,31 @@ def standing_sole(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec
     inverse = quat_conjugate(rotations[foot.ankle])
     return [add(goal[0], quat_rotate(goal[1], quat_rotate(inverse, subtract(posed_point(p, rotations, positions), positions[foot.ankle]))))
             for p in foot.sole]
+
+
+def goal_sole(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal) -> List[Vec3]:
+    """The foot's sole points (world) with the foot standing as `goal` has it: the ankle's subtree carried
+    rigidly onto the goal, the toe bone's turned to the goal's toe rotation where it gives one."""
+    rotations, positions = list(rotations), list(positions)
+    ankle = foot.ankle
+    turn = quat_multiply(goal[1], quat_conjugate(rotations[ankle]))
+    pivot = positions[ankle]
+    for j in subtree(skeleton, ankle):
+        rotations[j] = quat_multiply(turn, rotations[j])
+        positions[j] = add(goal[0], quat_rotate(turn, subtract(positions[j], pivot)))
+    if foot.toe is not None and goal[2] is not None:
+        _turn(skeleton, foot.toe, rotations, positions, quat_multiply(quat_multiply(goal[1], goal[2]), quat_conjugate(rotations[foot.toe])))
+    return [posed_point(p, rotations, positions) for p in foot.sole]
+
+
+def stood_on(skeleton: Skeleton, foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal,
+             floor: float) -> Goal:
+    """`goal` moved up or down by what puts its lowest sole point on `floor` (a foot held on its heel or
+    its toe alone: a heel struck toe-up lifts the heel's own sole, a toe rolled heel-up the ball behind
+    it). Only the height moves, so the pinned point does not slide; moved in the goal, before the hips'
+    path and the toe's roll, both reckon with the reach the leg will be asked for."""
+    shift = floor - min(p[1] for p in goal_sole(skeleton, foot, rotations, positions, goal))
+    return add(goal[0], (0.0, shift, 0.0)), goal[1], goal[2]
 
 
 def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3,

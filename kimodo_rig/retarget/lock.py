@@ -29,6 +29,7 @@ from ..rotations import (
     scale,
     subtract,
 )
+from .hips import _moved
 from .hips_path import least_turning_offsets
 from .mapping import SIDES, HumanoidMap
 from .solve import centred_average
@@ -172,32 +173,10 @@ def _follow_planted_feet(tmap: HumanoidMap, soles: Soles, sides: Sequence[str],
     eased = [centred_average([r[k] for r in raw], BLEND_FRAMES) for k in range(3)]
     # The hips and any joint between them and a thigh turn; every other joint moves with the first joint
     # below those (a thigh, the spine: its subtree keeps its world rotations).
-    turned = set()
-    for thigh in thighs:
-        joint = skeleton.parents[thigh]
-        while joint >= 0:
-            turned.add(joint)
-            joint = skeleton.parents[joint]
-    anchor: Dict[int, int] = {}
-    for j in range(skeleton.joint_count):  # parents before children
-        if j not in turned:
-            anchor[j] = j if skeleton.parents[j] in turned else anchor[skeleton.parents[j]]
-    carried = []
-    for frame in range(frames):
-        rotations, positions = poses[frame]
-        turn, offset = eased[0][frame], (eased[1][frame], eased[2][frame])
-        centre = _middle(positions, thighs)
-        moves = {j: _carried(positions[j], centre, turn, offset) for j in turned | set(anchor.values())}
-        hips = moves[0]
-        carried.append(hips)
-        roots[frame * 3] += hips[0]
-        roots[frame * 3 + 2] += hips[1]
-        if turn != 0.0:
-            yaw = quat_from_axis_angle((0.0, 1.0, 0.0), turn)
-            for j in turned:
-                rotations[j] = quat_normalize(quat_multiply(yaw, rotations[j]))
-        positions[:] = [(p[0] + d[0], p[1], p[2] + d[1]) for p, d in
-                        zip(positions, [moves[j] if j in turned else moves[anchor[j]] for j in range(skeleton.joint_count)])]
+    carried = _moved(skeleton, thighs, poses, eased)
+    for frame, (dx, dz) in enumerate(carried):
+        roots[frame * 3] += dx
+        roots[frame * 3 + 2] += dz
     return carried
 
 

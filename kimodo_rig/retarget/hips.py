@@ -12,7 +12,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
                          yaw_rotation)
-from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
+from .contacts import (HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, SWING_LIFT_TIE, Foot, Span,
+                       foot_yaw)
 from .ease import share, standing_shares
 from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
@@ -441,7 +442,9 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
     """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned about its
     ankle and lifted by what keeps the sole above `floor`, planned over the clip so neither steps from
     frame to frame: each swing (a run of free frames) turns one way, toe-up or toe-down, whichever leaves
-    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first),
+    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first), or
+    where the two lifts are within SWING_LIFT_TIE the one turning less, blended across that tie so float
+    noise in the lifts moves the turn by no more than noise,
     each frame by the least that clears it (`legs.clearing_pitch`); that turn and then what it leaves
     under the floor are each spread as the hips' excess is (`_spread`: never less than a frame needs)
     and faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
@@ -449,6 +452,7 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
     floor branch). A free frame with nothing planned keeps its goal (None: the foot left as posed)."""
     frames = len(poses)
     half = _half_width(fps)
+    tie = SWING_LIFT_TIE * (foot.thigh + foot.shin)
     arms = {}  # type: Dict[int, Tuple[Goal, Vec3, List[Vec3]]]
     for frame in range(frames):
         if free[frame]:
@@ -475,9 +479,14 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
         ways = []
         for toe_down in (False, True):
             turns = [clearing_pitch(arms[t][2], arms[t][1], floor - arms[t][0][0][1], toe_down) for t in swing]
-            ways.append((sum(under(t, a) for t, a in zip(swing, turns)), sum(abs(a) for a in turns), turns))
-        for t, angle in zip(swing, min(ways, key=lambda w: w[:2])[2]):
-            raw[t] = angle
+            ways.append((sum(under(t, a) for t, a in zip(swing, turns)) / len(swing), sum(abs(a) for a in turns), turns))
+        (up_lift, up_turn, up), (down_lift, down_turn, down) = ways
+        # Toe-down's share: the one leaving less to lift, or where the lifts are within `tie` the lesser turn,
+        # blended across that tie so that float noise between the two lifts moves the turn only as much.
+        by_lift = min(1.0, abs(up_lift - down_lift) / tie) if tie > 0.0 else 1.0
+        down_share = by_lift * (down_lift < up_lift) + (1.0 - by_lift) * (down_turn < up_turn)
+        for t, u, d in zip(swing, up, down):
+            raw[t] = u + (d - u) * down_share
         frame = swing[-1] + 1
     # Frames from the nearest pinned frame, forward then back.
     apart = [math.inf] * frames

@@ -219,12 +219,19 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
                 if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
                     bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
                     continue
-                pivot = rocking_pivot(foot, poses[frame][0], positions, goal, hip)
-                radius = math.dist(top, pivot)
-                across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
-                for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
-                    if across < reach:
-                        bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                # The point it rocks on depends on where the hip is: picked again with the hip where the
+                # first pick's bounds put it (picked for the hip before its move, the block's other front
+                # corner left its sole 7 mm under the floor, 1.6 cm per 1.7 m).
+                rise = 0.0
+                for _ in range(2):
+                    raised = (hip[0], hip[1] + rise, hip[2])
+                    rocked, pivot = rocking_pivot(foot, poses[frame][0], positions, goal, raised)
+                    radius = math.dist(rigid_top(foot, poses[frame][0], positions, rocked), pivot)
+                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                    for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
+                        if across < reach:
+                            bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                    rise = min(max(0.0, bounds.rigid_lower[frame]), bounds.rigid_upper[frame])
                 continue
             bounds.wanted[frame] = miss
             # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).

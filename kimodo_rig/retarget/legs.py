@@ -333,16 +333,25 @@ def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
     return add(pivot, top), quat_normalize(quat_multiply(quat_between(wanted, top), goal[1]))
 
 
-def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Vec3:
+def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Tuple[Goal, Vec3]:
     """The point of a rigid foot's sole (world, standing as `goal` has it) it turns about to reach `hip`
     (`rigid_knee`): its lowest, or where the least turn about that one presses another lower, that one (a
     block's sole turned toward its front rocks on its front edge: turned about its middle, the front went
-    2 cm under the floor)."""
+    2 cm under the floor). Returned with `goal` lowered by what puts that point as low as the lowest one
+    (`_rocked_onto`): the foot rests on the point it rocks on (turned about a point over the floor, a
+    block's sole floated 2.5 cm, 5.7 per 1.7 m, over its pin)."""
     standing = standing_sole(foot, rotations, positions, goal)
     pivot = min(standing, key=lambda p: p[1])
     _, rotation = rigid_knee(foot, rotations, positions, goal, hip, pivot)
     turn = quat_multiply(rotation, quat_conjugate(goal[1]))
-    return min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1])
+    return _rocked_onto(goal, standing, min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1]))
+
+
+def _rocked_onto(goal: Goal, standing: Sequence[Vec3], pivot: Vec3) -> Tuple[Goal, Vec3]:
+    """`goal` lowered by what puts `pivot` (a point of its sole, `standing`) as low as the sole's lowest
+    point, and `pivot` lowered with it."""
+    drop = min(p[1] for p in standing) - pivot[1]
+    return ((goal[0][0], goal[0][1] + drop, goal[0][2]), goal[1], goal[2]), (pivot[0], pivot[1] + drop, pivot[2])
 
 
 def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal, towards: Vec3,
@@ -354,16 +363,37 @@ def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], position
     as the foot."""
     hip, body = foot.hip, foot.body
     standing = standing_sole(foot, rotations, positions, goal)
-    pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
-    tried = set()
-    while True:
-        top, rotation = rigid_knee(foot, rotations, positions, goal, positions[hip], pivot, None if pinned else towards)
-        turn = quat_multiply(rotation, quat_conjugate(goal[1]))
-        lowest = min(range(len(standing)), key=lambda k: quat_rotate(turn, subtract(standing[k], pivot))[1])
-        if not pinned or quat_rotate(turn, subtract(standing[lowest], pivot))[1] >= -1e-6 or lowest in tried:
-            break
-        tried.add(lowest)
-        pivot = standing[lowest]
+    rocked, pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
+    top, rotation = rigid_knee(foot, rotations, positions, rocked, positions[hip], pivot, None if pinned else towards)
+    if pinned:
+        # The point it rests on is the one that leaves its sole's lowest point where the goal has it (as
+        # low as the goal's lowest) with the hip where the hips' path put it: the path's bounds picked
+        # theirs for another height of the hip (`hips.side_bounds`), and a block's other front corner,
+        # picked here, left it 7 mm under the floor.
+        floor = min(p[1] for p in standing)
+
+        def rests(point: Vec3) -> Tuple[float, Vec3, Quat, bool]:
+            moved, about = _rocked_onto(goal, standing, point)
+            placed, turned = rigid_knee(foot, rotations, positions, moved, positions[hip], about)
+            reached = positions[hip]
+            if foot.thigh > 0.0:
+                apart = length(subtract(placed, reached))
+                reached = add(reached, scale(subtract(placed, reached), foot.thigh / apart)) if apart > 1e-12 else placed
+            turn = quat_multiply(turned, quat_conjugate(goal[1]))
+            moved_top = rigid_top(foot, rotations, positions, moved)
+            drop = moved[0][1] - goal[0][1]
+            heights = [reached[1] + quat_rotate(turn, subtract((p[0], p[1] + drop, p[2]), moved_top))[1] for p in standing]
+            own = reached[1] + quat_rotate(turn, subtract(about, moved_top))[1]
+            if min(heights) < own - 1e-6:  # it rests on another point: not this one's rest
+                return abs(min(heights) - floor), placed, turned, False
+            return abs(own - floor), placed, turned, True
+
+        miss, placed, turned, _ = rests((pivot[0], pivot[1] + goal[0][1] - rocked[0][1], pivot[2]))
+        for point in standing:
+            other = rests(point)
+            if other[3] and other[0] < miss - 1e-6:
+                miss, placed, turned, _ = other
+        top, rotation = placed, turned
     if body != hip:
         _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[body], positions[hip]), subtract(top, positions[hip])))
     _turn(skeleton, body, rotations, positions, quat_multiply(rotation, quat_conjugate(rotations[foot.ankle])))

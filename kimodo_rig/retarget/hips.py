@@ -15,7 +15,7 @@ from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_m
 from .contacts import (HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, SWING_LIFT_TIE, Foot, Span,
                        foot_yaw)
 from .ease import share, standing_shares
-from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
+from .legs import Goal, clearing_pitch, reach_limits, rigid_rest, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
@@ -220,12 +220,25 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
                 if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
                     bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
                     continue
-                pivot = rocking_pivot(foot, poses[frame][0], positions, goal, hip)
-                radius = math.dist(top, pivot)
-                across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
-                for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
-                    if across < reach:
-                        bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                # The point it rocks on depends on where the hip is: picked again with the hip where the
+                # first pick's bounds put it (picked for the hip before its move, the block's other front
+                # corner left its sole 7 mm under the floor, 1.6 cm per 1.7 m).
+                rise = 0.0
+                for _ in range(2):
+                    raised = (hip[0], hip[1] + rise, hip[2])
+                    rocked, pivot = rocking_pivot(foot, poses[frame][0], positions, goal, raised)
+                    radius = math.dist(rigid_top(foot, poses[frame][0], positions, rocked), pivot)
+                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                    for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
+                        if across < reach:
+                            bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                    rise = min(max(0.0, bounds.rigid_lower[frame]), bounds.rigid_upper[frame])
+                # What the foot's rest leaves its sole over or under its goal there (a block rocking onto
+                # its front edge presses one corner under the other), the hips take (on soma_01 a block's
+                # corner 0.6 cm under the floor, 1.3 per 1.7 m).
+                miss = rigid_rest(foot, poses[frame][0], positions, goal, (hip[0], hip[1] + rise, hip[2]))[2]
+                bounds.rigid_lower[frame] -= miss
+                bounds.rigid_upper[frame] -= miss
                 continue
             bounds.wanted[frame] = miss
             # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
@@ -287,6 +300,18 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
 
 def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
           poses, fps: float, floor: Optional[float] = None) -> List[float]:
+    """Roll the pelvis by the least that lets both legs reach (`_rolled`), then, on rigid legs, by what
+    that roll leaves (a rolled pelvis also moves the thigh roots aside, which moves the point a rigid foot
+    rocks on and its reach: rolled once, the one-bone limbs' planted sole on soma_03 stood 1.04 cm per
+    1.7 m over the floor). Returns the rise of the left thigh root against the right per frame."""
+    first = _rolled(skeleton, feet, spans, goals, poses, fps, floor)
+    if not any(foot.body is not None for foot in feet.values()):
+        return first
+    return [a + b for a, b in zip(first, _rolled(skeleton, feet, spans, goals, poses, fps, floor))]
+
+
+def _rolled(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
+            poses, fps: float, floor: Optional[float] = None) -> List[float]:
     """Roll the pelvis (the thighs' nearest common joint and the joints from it to the thighs) about the
     body's forward, in `poses`, by the least that lets both legs reach: where the bounds of the two thigh
     roots' heights (`side_bounds`) do not meet (two rigid legs planted at different heights; a one-bone leg

@@ -64,7 +64,7 @@ def main(arguments: Sequence[str]) -> int:
             target = find_target(request.target)
             target_plan = plan.plan_target(engine_skeleton(target), user_map=request.user_map,
                                            map_source=request.map_source,
-                                           skinned_bones=engine_skinned_bones(target) if request.user_map is None else None)
+                                           skinned_bones=engine_skinned_bones(target))
         plan.check_root_motion(request.root_motion, target_plan)
         plan.check_target_folder(target.get_path_name(), batch_takes_a_folder())
         if request.root_motion == "root" and not can_add_root_motion_op():

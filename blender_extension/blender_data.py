@@ -25,16 +25,17 @@ def armature_of(obj) -> Armature:
         for bone in obj.data.bones
     )
     leaves, carried = _skinned_vertices(obj)
-    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), leaves, carried)
+    holding = tuple(sorted({bone for _, groups, bone in _moved_meshes(obj) if groups is None and bone}))
+    return Armature(obj.name, bones, tuple(tuple(row) for row in obj.matrix_world), leaves, carried, holding)
 
 
 def _skinned_vertices(obj):
     """What the meshes an Armature modifier of `obj` deforms give its bones, by the meshes' own vertex
-    group weights: per bone without a child bone, the (weight, rest position in the glTF frame) of every
-    vertex it moves (where the core ends such a bone); per bone, (name, summed weight, weighted centre)
-    (which bones the mesh is skinned to, for an armature of several top bones)."""
+    group weights: per bone whose child bones carry no vertex (none, or end bones), the (weight, rest
+    position in the glTF frame) of every vertex it moves (where the core ends such a bone); per bone,
+    (name, summed weight, weighted centre) (which bones the mesh is skinned to, for an armature of
+    several top bones)."""
     bone_names = {bone.name for bone in obj.data.bones}
-    leaves = {bone.name for bone in obj.data.bones if not bone.children}
     found, sums = {}, {}
     for mesh_object, groups, _ in _moved_meshes(obj):
         if groups is None:
@@ -44,17 +45,25 @@ def _skinned_vertices(obj):
             continue
         points = _world_points(mesh_object.matrix_world, _coordinates(mesh_object.data))
         for vertex, point in zip(mesh_object.data.vertices, points):
-            for g in vertex.groups:
-                if g.group in bone_groups and g.weight > 0.0:
-                    name = bone_groups[g.group]
-                    total = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
-                    total[0] += g.weight
-                    for i in range(3):
-                        total[i + 1] += g.weight * point[i]
-                    if name in leaves:
-                        found.setdefault(name, []).append((g.weight, point))
+            for name, weight in _file_weights(vertex.groups, bone_groups):
+                total = sums.setdefault(name, [0.0, 0.0, 0.0, 0.0])
+                total[0] += weight
+                for i in range(3):
+                    total[i + 1] += weight * point[i]
+                found.setdefault(name, []).append((weight, point))  # kept for the ending bones
     carried = tuple((name, w, (x / w, y / w, z / w)) for name, (w, x, y, z) in sums.items())
-    return tuple((name, tuple(samples)) for name, samples in found.items()), carried
+    ending = {bone.name for bone in obj.data.bones if not any(child.name in sums for child in bone.children)}
+    return tuple((name, tuple(samples)) for name, samples in found.items() if name in ending), carried
+
+
+def _file_weights(groups, bone_groups) -> List[tuple]:
+    """A vertex's (bone, weight) as the file exported from it holds them and the command line reads them:
+    its four largest bone weights, normalised (glTF's JOINTS_0/WEIGHTS_0, our FBX reader). Raw group weights
+    put a leaf bone's tip elsewhere (the Quaternius dress: 0.3-1 mm)."""
+    held = sorted(((g.weight, bone_groups[g.group]) for g in groups if g.group in bone_groups and g.weight > 0.0),
+                  reverse=True)[:4]
+    total = sum(w for w, _ in held)
+    return [(name, w / total) for w, name in held] if total > 0.0 else []
 
 
 def _blender(point) -> tuple:

@@ -33,7 +33,7 @@ from .formats.options import WriteOptions
 from .model import Motion, Skeleton
 from .naming import sanitise_asset_name
 from .ops.fk import pose_globals, rest_pose, rest_positions, world_positions
-from .retarget.character import load_target, map_target, read_user_map
+from .retarget.character import end_bones, load_target, map_target, read_user_map
 from .retarget.mapping import (
     ARM_PARTS,
     SIDES,
@@ -464,16 +464,36 @@ def plan_target(target: Skeleton, *, user_map: Optional[Dict[str, str]] = None, 
     names cannot map is fixed by the same edit in both. `skinned_bones`: the bones the mesh's skin weights
     move, as the engine reads them (offline: `skinned_joints` of the file), None or empty where not known;
     they tell a deform chain from an FK or IK copy lying in the same place (MMD's 足D legs beside its 足
-    legs), which the skeleton alone cannot."""
+    legs), which the skeleton alone cannot, and the end bones that carry no vertex (Blender's FBX leaf
+    bones), which are no joints of the skeleton planned, as offline (`character.end_bones`)."""
+    weighted = set(skinned_bones or ())
+    target = _without_end_bones(target, weighted)
     if user_map is not None:
         humanoid = map_from_parts(target, user_map, map_source or MAP_OPTION)
     else:
-        weighted = set(skinned_bones or ())
         skinned = frozenset(j for j, name in enumerate(target.joint_names) if name in weighted) or None
         humanoid = map_humanoid(target, target.name, skinned=skinned)
     chains, pelvis = retarget_chains(humanoid)
     root = find_root_bone(target, humanoid.bones["hips"])
     return TargetPlan(target, humanoid, tuple(chains), pelvis, None if root is None else target.joint_names[root])
+
+
+def _without_end_bones(skeleton: Skeleton, skinned: Collection[str]) -> Skeleton:
+    """`skeleton` without its end bones (`character.end_bones`, by the bones the skin moves; none when
+    those are not known), the other joints in their order."""
+    children: Dict[int, List[int]] = {}
+    for joint, parent in enumerate(skeleton.parents):
+        children.setdefault(parent, []).append(joint)
+    ends = end_bones(skeleton.parents, children, set(skinned), skeleton.joint_names,
+                     lambda j: math.degrees(2.0 * math.acos(min(1.0, abs(skeleton.rest_rotations[j][3])))))
+    if not ends:
+        return skeleton
+    kept = [joint for joint in range(skeleton.joint_count) if joint not in ends]
+    index = {old: new for new, old in enumerate(kept)}
+    return Skeleton(skeleton.name, tuple(skeleton.joint_names[j] for j in kept),
+                    tuple(index[skeleton.parents[j]] if skeleton.parents[j] >= 0 else -1 for j in kept),
+                    tuple(skeleton.rest_offsets[j] for j in kept), tuple(skeleton.rest_rotations[j] for j in kept),
+                    skeleton.label)
 
 
 def chain_mapping(source: SourcePlan, target: TargetPlan,

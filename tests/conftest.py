@@ -99,7 +99,7 @@ SLOW = (
     "tests/test_constraints.py::test_seeded_corruptions_of_every_example_give_one_line_naming_the_file",
     "tests/test_corrupt_inputs.py::test_cli_convert_and_retarget_refuse_corrupt_files_in_one_line_and_write_nothing",
     "tests/test_batch.py::test_retarget_takes_many_inputs_on_every_core_into_a_new_outdir_and_jobs_change_no_byte",
-    "tests/test_distributed.py",
+    "tests/test_distributed.py", "tests/test_end_bones.py::test_blenders_leaf_bones",
     "tests/test_leg_figures.py::test_planted_soles_lowest_and_limb_turns_meet_issue_40s_bars",
     "tests/test_leg_figures.py::test_without_the_foot_lock_the_motion_is_the_same_at_any_frame_rate",
 )

@@ -909,6 +909,19 @@ def end_bones_from_the_scene(gltf: pygltflib.GLTF2) -> None:
                 skin.inverseBindMatrices = add_accessor(gltf, np.concatenate([ibm, np.linalg.inv(scene_world)[None]]), "MAT4")
 
 
+def long_end_bones(gltf: pygltflib.GLTF2, length: float = 0.8) -> None:
+    """An end bone under every joint without a child joint, carrying no vertex, `length` m on along its
+    bone (from its parent joint): as Blender's FBX exporter writes its leaf bones under an armature scaled
+    by 100 (`head_end` 0.82 m from `head`). Named `<bone>.leaf`, no end marker's name."""
+    worlds = world_matrices(gltf)
+    parent = parents(gltf)
+    joints = list(gltf.skins[0].joints)
+    for node in [j for j in joints if not any(c in joints for c in (gltf.nodes[j].children or []))]:
+        run = worlds[node][:3, 3] - worlds[parent[node]][:3, 3]
+        _add_joint_node(gltf, gltf.nodes[node].name + ".leaf", node,
+                        _at(worlds[node], worlds[node][:3, 3] + length * run / np.linalg.norm(run)))
+
+
 def repeat_a_bone_name(gltf: pygltflib.GLTF2) -> None:
     """Two bones of one name (exporters that do not make names unique: a finger's end named as the other
     hand's): the left little finger's last joint named `index_03_r`."""

@@ -304,3 +304,41 @@ def test_the_joints_the_retarget_adds_are_sampled_where_the_skeleton_has_them(tm
     for (name, bone, point), (_, _, world) in zip(added_points(armature, info.added_joints), info.added_joints):
         blender = placement @ np.r_[point, 1.0]
         assert np.allclose(GLTF_TO_BLENDER.T @ blender[:3], rest[name], atol=1e-9) and np.allclose(world, rest[name])
+
+
+def test_end_bones_that_carry_no_vertex_are_left_out_as_the_gltf_reader_leaves_them(tmp_path):
+    """An unweighted end bone 0.8 m on along each childless bone (`rig_variants.long_end_bones`: Blender's
+    leaf bones as it writes them under an armature scaled by 100): the armature's skeleton is the glTF
+    reader's (no end bones; their bones end where their vertices reach), and the map detected with the mesh
+    is the one `kimodo-rig map` prints for the file. Before: the end bones were joints, their bones got no
+    tip, and the map was refused ("hand_l is not at the limb's end")."""
+    path = rv.variant(rv.MANNEQUIN, tmp_path, "long_end_bones.glb", rv.long_end_bones)
+    target = character.load_target(str(path))
+    names = target.skeleton.joint_names
+    tips = {name: bone for name, bone, _ in target.tips}
+    built = blender_armature(target, np.eye(4), skip=tips)
+    rest = dict(zip(names, np.array(rest_positions(target.skeleton))))
+    ends = []
+    built_matrix = {b.name: np.array(b.matrix_local, float) for b in built.bones}
+    for bone in tips.values():
+        run = rest[bone] - rest[names[target.skeleton.parents[names.index(bone)]]]
+        matrix = built_matrix[bone].copy()  # a leaf bone rests as its bone (the dress's in Blender: within 0.0005 deg)
+        matrix[:3, 3] = GLTF_TO_BLENDER @ (rest[bone] + 0.8 * run / np.linalg.norm(run))
+        ends.append(ArmatureBone(bone + ".leaf", bone, tuple(map(tuple, matrix))))
+    samples, sums = {}, {}
+    for point, weights in character.bind_mesh(target):
+        for bone, weight in weights.items():
+            samples.setdefault(bone, []).append((weight, tuple(point)))
+            sums.setdefault(bone, np.zeros(4))[:] += weight * np.array([1.0, *point])
+    carried = tuple((bone, float(t[0]), tuple(t[1:] / t[0])) for bone, t in sums.items())
+    armature = Armature("rig", built.bones + tuple(ends), built.matrix_world,
+                        tuple((b, tuple(v)) for b, v in samples.items()), carried)
+    skeleton = skeleton_of(armature)
+    ours = dict(zip(skeleton.joint_names, rest_positions(skeleton)))
+    assert set(ours) == set(names)
+    for name in names:
+        assert np.allclose(ours[name], rest[name], atol=1e-6), name
+    printed = run_cli("map", path, "--json")
+    parts = json.loads(printed.stdout)
+    assert printed.returncode == 0 and parts.pop("check") == "ok"
+    assert api.detect_bone_map(skeleton, path.name, character.bind_mesh(target)) == parts

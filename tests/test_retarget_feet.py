@@ -654,6 +654,46 @@ def test_the_foot_pitch_goes_to_nothing_with_the_depth():
     assert np.allclose(angles, expected, rtol=1e-3, atol=1e-15), angles
 
 
+# A character's bind mesh moved by this much (m) per place (float32's rounding of a 4.6 m character's
+# rest, as Blender holds it, is 4e-6 m) moves no joint of the retarget by more than MESH_NOISE_SPREAD times
+# as much: the pitch of a swinging foot onto the floor turned the dress's right foot 61 deg about a line
+# its heel's corners either side of the ankle set, which swung 3e-4 rad for 1e-6 m of input (g1_02 f64).
+MESH_NOISE_M = 1e-6
+MESH_NOISE_SPREAD = 50.0
+
+
+def _dress_retarget(mesh):
+    """Joint world positions (numpy FK of the output's local rotations) of g1_02 on the dress with `mesh`."""
+    from gltf_judge import forward_kinematics
+    from kimodo_rig.formats import raw
+
+    target = character.read_gltf_target(DRESS)
+    motion = raw.read(CLIPS / "g1_02_multi_text_ee_constraint")
+    moved, _ = feet.retarget_onto(motion, target.skeleton, bind_mesh=mesh)
+    skeleton = moved.skeleton
+    quats = np.array(moved.local_rotations, float).reshape(moved.frame_count, len(skeleton.joint_names), 4)
+    roots = np.array(moved.root_positions, float).reshape(moved.frame_count, 3)
+    return forward_kinematics(skeleton.parents, skeleton.rest_offsets, quats, roots)
+
+
+@pytest.mark.parametrize("copies", ["together", "apart"])
+def test_a_mesh_a_micrometre_away_gives_the_same_feet(copies):
+    """The dress's bind mesh with each place moved by up to MESH_NOISE_M (its copies along a seam moved
+    together, as Blender's float32 rest moves them, or apart): every joint at every frame within
+    MESH_NOISE_SPREAD times that of the retarget onto the mesh as read. Before: 6.6e-4 m (together) and
+    0.62 m (apart: the pitch's line set by which of a corner's copies the sole keeps)."""
+    mesh = character.bind_mesh(character.read_gltf_target(DRESS))
+    rng = np.random.default_rng(7)
+    shifts = {}
+    moved = []
+    for place, weights in mesh:
+        key = place if copies == "together" else len(moved)
+        shift = shifts.setdefault(key, rng.uniform(-MESH_NOISE_M, MESH_NOISE_M, 3) / np.sqrt(3.0))
+        moved.append((tuple(float(c) for c in np.add(place, shift)), weights))
+    worst = float(np.linalg.norm(_dress_retarget(moved) - _dress_retarget(mesh), axis=-1).max())
+    assert worst <= MESH_NOISE_SPREAD * MESH_NOISE_M, worst
+
+
 def _turning_hips(share_of_legs: bool):
     """A two-legged skeleton (hips, a pelvis between them and the thighs, a spine) whose pelvis turns 1 deg a
     frame with both feet planted, its thighs turned back so the legs point straight down: its feet, 0.6 m

@@ -858,6 +858,63 @@ def test_the_plan_of_every_kind_of_character_is_the_offline_map(tmp_path, kind):
     assert planned.chains == tuple(chains) and planned.pelvis == pelvis
 
 
+def _engine_tuple_of_file(rig: Path):
+    """The skin's joints of a .glb as the engine hands them over (its reference pose: each joint's node
+    placed as the file saves it, local to its parent joint; Unreal's frame, cm), by pygltflib and numpy,
+    every joint kept (end bones too, which our reader leaves out)."""
+    gltf = pygltflib.GLTF2().load(str(rig))
+    worlds = rv.world_matrices(gltf)
+    parent = rv.parents(gltf)
+    joints = list(gltf.skins[0].joints)
+    mirror = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=float)
+    names, parents, translations, rotations = [], [], [], []
+    for joint in joints:
+        up = parent[joint] if parent[joint] in joints else -1
+        local = worlds[joint] if up < 0 else np.linalg.inv(worlds[up]) @ worlds[joint]
+        x, y, z, w = _quat_of(local[:3, :3] / np.linalg.norm(local[:3, 0]))
+        names.append(gltf.nodes[joint].name)
+        parents.append("None" if up < 0 else gltf.nodes[up].name)
+        translations.append(tuple(mirror @ local[:3, 3] * 100.0))
+        rotations.append((-x, -z, -y, w))
+    return rig.stem, names, parents, translations, rotations
+
+
+def _quat_of(matrix):
+    """xyzw of a rotation matrix (numpy; Shepperd's method with the largest diagonal term)."""
+    m = matrix
+    trace = np.trace(m)
+    if trace > 0:
+        s = 2.0 * np.sqrt(trace + 1.0)
+        return ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s)
+    i = int(np.argmax(np.diag(m)))
+    j, k = (i + 1) % 3, (i + 2) % 3
+    s = 2.0 * np.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k])
+    q = [0.0, 0.0, 0.0, 0.0]
+    q[i] = 0.25 * s
+    q[j] = (m[j, i] + m[i, j]) / s
+    q[k] = (m[k, i] + m[i, k]) / s
+    q[3] = (m[k, j] - m[j, k]) / s
+    return tuple(q)
+
+
+def test_the_plan_leaves_out_end_bones_the_skin_does_not_move_as_the_offline_map_does(tmp_path):
+    """An imported character whose chains end in bones that carry no vertex (Blender's FBX leaf bones; here
+    0.8 m long, as under an armature scaled by 100: rig_variants.long_end_bones) is planned as the same
+    character without them, from the skeleton the engine hands over and its skin weights, as offline
+    `map_target` reads its file (character.end_bones). Before: refused ("hand_l is not at the limb's end")."""
+    with_ends = rv.variant(rv.MANNEQUIN, tmp_path, "long_end_bones.glb", rv.long_end_bones)
+    engine = plan.skeleton_from_engine(*_engine_tuple_of_file(with_ends))
+    assert sum(name.endswith(".leaf") for name in engine.joint_names) >= 10
+    planned = plan.plan_target(engine, skinned_bones=_weighted_bones(with_ends, load_target(str(with_ends))))
+    twin = plan.plan_target(plan.skeleton_from_engine(*_engine_tuple_of_file(rv.MANNEQUIN)),
+                            skinned_bones=_weighted_bones(rv.MANNEQUIN, load_target(str(rv.MANNEQUIN))))
+    offline = map_target(load_target(str(with_ends)))
+    assert parts_by_name(planned.humanoid) == parts_by_name(twin.humanoid) == parts_by_name(offline)
+    assert planned.chains == twin.chains == tuple(retarget_chains(offline)[0])
+    assert (planned.pelvis, planned.root_bone) == (twin.pelvis, twin.root_bone)
+    assert not any(name.endswith(".leaf") for name in planned.skeleton.joint_names)
+
+
 def test_the_plan_refuses_a_quadruped_as_the_offline_map_does(tmp_path):
     """A four-legged animal with Biped bone names (rig_variants.quadruped) is no humanoid in Unreal either."""
     target = load_target(str(rv.quadruped(tmp_path / "horse.glb")))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ..errors import KimodoError
 from ..model import Motion, Skeleton
@@ -42,7 +42,7 @@ from ..rotations import (
     quat_rotate,
     subtract,
 )
-from .character import body_and_hangers, is_end_name, tip_from_vertices
+from .character import body_and_hangers, end_bones, is_end_name, tip_from_vertices, turn_between_deg
 
 Matrix4 = Sequence[Sequence[float]]
 # Blender (x, y, z) -> glTF (x, z, -y): a quarter turn about +X.
@@ -62,7 +62,7 @@ class ArmatureBone:
 @dataclass(frozen=True)
 class Armature:
     """An armature object's rest: its bones and its object's world matrix; `leaf_vertices`, per bone
-    without a child bone, the vertices skinned to it at rest ((weight, position), the glTF frame, scene
+    without a child bone (end bones aside), the vertices skinned to it at rest ((weight, position), the glTF frame, scene
     metres), from which its tip is found as the glTF reader finds it."""
 
     name: str
@@ -71,12 +71,18 @@ class Armature:
     leaf_vertices: Tuple[Tuple[str, Tuple[Tuple[float, Vec3], ...]], ...] = ()
     # Per bone with skinned vertices: (name, their summed weight, their weighted centre; glTF frame, metres).
     carried: Tuple[Tuple[str, float, Vec3], ...] = ()
+    holding: Tuple[str, ...] = ()  # bones a mesh hangs from rigidly (parented to the bone)
 
     def ordered(self) -> List[ArmatureBone]:
-        """Bones parent before child, siblings in the order given."""
+        """Bones parent before child, siblings in the order given; no end bones (`character.end_bones`: a
+        bone with no child that carries no vertex, hanging from one that does), as the glTF reader reads
+        the file exported from it."""
         by_parent: Dict[str, List[ArmatureBone]] = {}
+        ends = self.end_bones()
         names = {bone.name for bone in self.bones}
         for bone in self.bones:
+            if bone.name in ends:
+                continue
             by_parent.setdefault(bone.parent if bone.parent in names else "", []).append(bone)
         order: List[ArmatureBone] = []
         stack = list(reversed(by_parent.get("", [])))
@@ -85,6 +91,24 @@ class Armature:
             order.append(bone)
             stack.extend(reversed(by_parent.get(bone.name, [])))
         return order
+
+
+    def end_bones(self) -> Set[str]:
+        names = [bone.name for bone in self.bones]
+        index = {name: k for k, name in enumerate(names)}
+        parents = [index.get(bone.parent, -1) for bone in self.bones]
+        children: Dict[int, List[int]] = {}
+        for k, parent in enumerate(parents):
+            children.setdefault(parent, []).append(k)
+        carrying = {name for name, weight, _ in self.carried if weight > 0.0}
+        if carrying:
+            carrying.update(self.holding)
+        bones = self.bones
+
+        def rest_turn(k: int) -> float:
+            return turn_between_deg([row[:3] for row in bones[parents[k]].matrix_local[:3]],
+                                    [row[:3] for row in bones[k].matrix_local[:3]])
+        return {names[k] for k in end_bones(parents, children, carrying, names, rest_turn)}
 
 
 @dataclass(frozen=True)
@@ -183,7 +207,7 @@ def tip_points(armature: Armature) -> List[Tuple[str, str, Vec3]]:
     Blender's glTF exporter keeps and the reader reads back); an end marker (`Foot.L_end`) gets none."""
     placement = Placement.of(armature)
     taken = {bone.name for bone in armature.bones}
-    with_children = {bone.parent for bone in armature.bones}
+    with_children = {bone.parent for bone in armature.ordered()}
     vertices = dict(armature.leaf_vertices)
     tips: List[Tuple[str, str, Vec3]] = []
     for bone in armature.ordered():

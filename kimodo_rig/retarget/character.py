@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import KimodoError
 from ..files import read_input
@@ -312,6 +312,17 @@ def read_gltf_target(path) -> Target:
     if binds is not None:
         mended = tuple((joints[k], tuple(gd.invert4(binds[k])))
                        for k in _mend_stray_binds(gltf, carried, skin, parents, children, binds, source))
+    rests = binds
+    if rests is None:
+        static = gd.world_matrices(gltf, {})
+        rests = [static[node] for node in joints]
+
+    def rest_turn(k: int) -> float:  # column-major 4x4s
+        return turn_between_deg([[rests[parents[k]][c * 4 + r] for c in range(3)] for r in range(3)],
+                                [[rests[k][c * 4 + r] for c in range(3)] for r in range(3)])
+    ends = end_bones(parents, children, _carrying_nodes(gltf, carried, joints, node_parents), joints, rest_turn)
+    if ends:  # no joints of the skeleton: their nodes ride on their bones in the written file
+        children = {p: [k for k in kids if k not in ends] for p, kids in children.items() if p not in ends}
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
     order, hung, parents = _character_trees(carried, skin, trees, parents, binds, node_parents)
     if len(trees) > 1:
@@ -370,6 +381,53 @@ def read_gltf_target(path) -> Target:
     table, label = _vrm_table(gltf, {joints[old]: names[k] for k, old in enumerate(order)}, source)
     return Target(skeleton, source, document, tuple(joints[old] for old in order), tuple(scales), tuple(skin_to_world),
                   table, label, tuple(tip_records), mended)
+
+
+END_BONE_TURN_MAX_DEG = 0.01  # deg: an end bone rests turned as its bone (Blender's leaf bones: 0.000 in the file, 0.0005 in Blender's float32; a forearm 9.6-43)
+
+
+def end_bones(parents: Sequence[int], children: Mapping[int, Sequence[int]], carrying: Set[Any],
+              keys: Sequence[Any], rest_turn_deg: Callable[[int], float]) -> FrozenSet[int]:
+    """The end bones of a skeleton whose mesh says which bones deform: joints with no child that carry no
+    vertex, hanging from a bone that does, and resting turned as that bone does (Blender's FBX exporter
+    adds a `<bone>_end` at each chain's tip by default, 100 times too long under an armature scaled by
+    100; an exporter's tip markers). They mark where a bone ends, often wrongly, and are no limb part,
+    extremity or end of a chain: the bone above ends where its vertices reach, as it does without them.
+    `carrying`: the keys (`keys[k]` of joint k) that carry vertices; empty (no mesh): nothing tells an end
+    bone, none is. `rest_turn_deg(k)`: joint k's rest rotation against its parent's, degrees; a childless
+    bone with no vertex turned its own way (a forearm whose mesh the upper arm carries) is a limb's bone.
+    The glTF/FBX reader, the Blender add-on (kimodo_rig.retarget.armature) and the Unreal plan leave them
+    out of the skeleton the retarget drives."""
+    if not carrying:
+        return frozenset()
+    return frozenset(k for k, parent in enumerate(parents) if parent >= 0 and not children.get(k)
+                     and keys[k] not in carrying and keys[parent] in carrying
+                     and rest_turn_deg(k) <= END_BONE_TURN_MAX_DEG)
+
+
+def turn_between_deg(parent: Sequence[Sequence[float]], child: Sequence[Sequence[float]]) -> float:
+    """Degrees between two rest orientations given as 3x3 matrices (rows; columns scaled alike or not)."""
+    def columns(m):
+        cols = [[m[r][c] for r in range(3)] for c in range(3)]
+        return [[x / (math.sqrt(sum(v * v for v in col)) or 1.0) for x in col] for col in cols]
+    a, b = columns(parent), columns(child)
+    trace = sum(sum(a[i][r] * b[i][r] for r in range(3)) for i in range(3))  # trace(A^T B)
+    return math.degrees(math.acos(max(-1.0, min(1.0, (trace - 1.0) / 2.0))))
+
+
+def _carrying_nodes(gltf: Dict, carried: Callable[[], Dict[int, Tuple[float, List[float]]]], joints: Sequence[int],
+                    node_parents: Sequence[int]) -> Set[int]:
+    """The joint nodes that carry vertices (`skinned_joints` before the skeleton is made): a weight above
+    zero in a skinned mesh, or a mesh hanging rigidly on or under the joint's node. Empty without a skinned
+    mesh (rigid parts carry their meshes on their own nodes, and every part is one)."""
+    found = {node for node, (weight, _) in carried().items() if weight > 0.0}
+    if not found:
+        return set()
+    in_skin = set(joints)
+    for index, node in enumerate(gltf.get("nodes", [])):
+        if "mesh" in node and "skin" not in node:
+            found.add(_holder(index, node_parents, in_skin))
+    return found
 
 
 RIGID_PARTS_MIN = 5  # meshes on separate nodes of one tree: a torso, two arms and two legs at least
@@ -476,14 +534,23 @@ def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:
             m[2] * p[0] + m[6] * p[1] + m[10] * p[2] + m[14])
 
 
+TIP_PLACE_DIGITS = 5  # decimals of a metre (10 um): vertices this near are one place of the surface, for a tip
+
+
 def tip_from_vertices(start: Vec3, weighted: Sequence[Tuple[float, Vec3]]) -> Optional[Vec3]:
     """Where a childless bone starting at `start` ends, from the vertices skinned to it ((weight, bind
     position) each, world): it runs towards their weighted centroid and ends at the farthest reach along
     that line of those it carries at least half. None with (almost) no vertices. The glTF reader and the
-    Blender add-on (kimodo_rig.retarget.armature) both give leaf bones their tips so."""
-    total = sum(w for w, _ in weighted)
-    if total < 3.0:
+    Blender add-on (kimodo_rig.retarget.armature) both give leaf bones their tips so. Each place counts
+    once: a vertex split along a seam (normals, UVs) is one point of the surface, and files split it
+    differently (the Quaternius FBX keeps corners apart that its .glb copy merges: tips 5 mm apart)."""
+    if sum(w for w, _ in weighted) < 3.0:
         return None
+    places: Dict[Tuple[float, ...], Tuple[float, Vec3]] = {}
+    for w, p in weighted:
+        places.setdefault(tuple(round(c, TIP_PLACE_DIGITS) for c in p), (w, p))
+    weighted = list(places.values())
+    total = sum(w for w, _ in weighted)
     centroid = tuple(sum(w * p[i] for w, p in weighted) / total for i in range(3))
     direction = subtract(centroid, start)
     size = sum(c * c for c in direction) ** 0.5

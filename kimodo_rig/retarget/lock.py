@@ -186,20 +186,29 @@ def _pitch_onto_floor(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side:
     about its ankle until its lowest sole point is on the floor: a long foot pitched as
     Kimodo's short one is would push its toes through the ground (or lift the body off it).
 
-    One turn, solved in closed form (`_least_pitch`) about one level axis: across the foot, as the
-    points under the floor reach out from the ankle, each by how deep it is. Both go to nothing as
-    the depth does, with no cut-off and no choice of one point among near-equals, so a pose a hair
-    different (Blender's float32 rest) gives a foot a hair different."""
+    One turn, solved in closed form (`_least_pitch`) about one level axis: across the foot, square to
+    its own heading (`Soles.headings`: the facing at rest, turned as the foot is), toe up or heel up, whichever
+    is the lesser turn that puts every sole point on the floor (where neither does, the one that brings
+    the lowest highest). The turn goes to nothing as the depth does, with no cut-off and no choice of
+    one point among near-equals, so a pose a hair different (Blender's float32 rest) gives a foot a hair
+    different. Not about the line the points under the floor reach along from the ankle, each by how
+    deep it is: where they sit either side of the ankle (a heel's two corners) their reach nearly
+    cancels, and its direction swung by 3e-4 rad for 1e-6 m of input (the Quaternius dress, g1_02 f64:
+    its foot turned 61 deg about a line 22 deg off its own, its tip 0.5 mm apart between Blender's rest
+    and the file's). Not its sole's front either: the robot's, its foot's mesh behind the ankle as
+    Blender's importer places it, lies aside, and its thigh turned further from Kimodo's."""
     chain = subtree(skeleton, tmap.bones["foot_" + side])
     for frame, (rotations, positions) in enumerate(poses):
         if flags[frame][0] or flags[frame][1]:  # in contact: the lock grounds it (pinned, its sole on the floor)
             continue
-        _pitch_foot(chain, soles.feet[side], rotations, positions, floor, 0.0)
+        _pitch_foot(chain, soles.feet[side], soles.headings.get(side), rotations, positions, floor, 0.0)
 
 
-def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], rotations: List[Quat], positions: List[Vec3], floor: float,
-                rise: float) -> None:
-    """`_pitch_onto_floor` for one pose, its foot (`chain`'s first joint) as if `rise` higher than it is."""
+def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], front: Optional[Point], rotations: List[Quat],
+                positions: List[Vec3], floor: float, rise: float) -> None:
+    """`_pitch_onto_floor` for one pose, its foot (`chain`'s first joint) as if `rise` higher than it is;
+    `front`: a point ahead of the ankle along the foot's heading (None: the line the points under the
+    floor reach along)."""
     ankle = positions[chain[0]]
     arms = [subtract(posed_point(p, rotations, positions), ankle) for p in sole]
     height = floor - ankle[1] - rise  # of the floor above the ankle
@@ -207,26 +216,50 @@ def _pitch_foot(chain: Sequence[int], sole: Sequence[Point], rotations: List[Qua
     total = sum(d for d in depths if d > 0.0)
     if not total > 0.0:
         return
-    out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
-           sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
-    size = math.hypot(out[0], out[2])
-    if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
-        return
-    forward = (out[0] / size, 0.0, out[2] / size)
-    angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, math.radians(FOOT_PITCH_MAX_DEG))
-    if angle > 0.0:
+    limit = math.radians(FOOT_PITCH_MAX_DEG)
+    heading = None if front is None else subtract(posed_point(front, rotations, positions), ankle)
+    along = 0.0 if heading is None else math.hypot(heading[0], heading[2])
+    if along > 0.0:
+        forward = (heading[0] / along, 0.0, heading[2] / along)  # type: ignore[index]
+        points = [(arm[1], dot(arm, forward)) for arm in arms]
+        behind = [(up, -ahead) for up, ahead in points]  # heel up: a turn lifts what is behind
+        toe_up, heel_up = _least_clearing(points, height, limit), _least_clearing(behind, height, limit)
+        if toe_up is not None and (heel_up is None or toe_up <= heel_up):
+            angle = toe_up
+        elif heel_up is not None:
+            angle = -heel_up
+        else:
+            toe_up, heel_up = _highest_lowest(points, limit), _highest_lowest(behind, limit)
+            angle = toe_up if _lowest_turned(points, toe_up) >= _lowest_turned(behind, heel_up) else -heel_up
+    else:
+        out = (sum(d * arm[0] for d, arm in zip(depths, arms) if d > 0.0), 0.0,
+               sum(d * arm[2] for d, arm in zip(depths, arms) if d > 0.0))
+        size = math.hypot(out[0], out[2])
+        if size < 1e-9 * total:  # the points under sit right below the ankle: no turn lifts them
+            return
+        forward = (out[0] / size, 0.0, out[2] / size)
+        angle = _least_pitch([(arm[1], dot(arm, forward)) for arm in arms], height, limit)
+    if angle != 0.0:
         axis = (-forward[2], 0.0, forward[0])  # (0, -1, 0) x forward: turning about it lifts what is ahead
         _turn_about(chain, rotations, positions, ankle, quat_from_axis_angle(axis, angle))
+
+
+def _lowest_turned(points: Sequence[Tuple[float, float]], t: float) -> float:
+    """The lowest of the (up, ahead) points after a pitch by t (`_least_pitch`'s measure)."""
+    c, s = math.cos(t), math.sin(t)
+    return min(up * c + ahead * s for up, ahead in points)
 
 
 def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> float:
     """The least turn t in [0, limit] after which every point is at or above `floor`, each point given
     as (up, ahead) from the pivot, its height turned being up cos t + ahead sin t; where none gets them
     all there, the t in that range that brings the lowest of them highest."""
-    def lowest(t: float) -> float:
-        c, s = math.cos(t), math.sin(t)
-        return min(up * c + ahead * s for up, ahead in points)
+    clearing = _least_clearing(points, floor, limit)
+    return clearing if clearing is not None else _highest_lowest(points, limit)
 
+
+def _least_clearing(points: Sequence[Tuple[float, float]], floor: float, limit: float) -> Optional[float]:
+    """`_least_pitch` where a turn in [0, limit] puts every point at or above `floor`; else None."""
     slack = 1e-12 * (1.0 + abs(floor))  # rounding: a point put exactly on the floor is on it
     starts = [0.0]
     for up, ahead in points:
@@ -237,9 +270,14 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
             if start <= limit:
                 starts.append(start)
     for t in sorted(starts):
-        if lowest(t) >= floor - slack:
+        if _lowest_turned(points, t) >= floor - slack:
             return t
-    # No turn clears them all: the best is at an end, where two points cross, or at a point's highest.
+    return None
+
+
+def _highest_lowest(points: Sequence[Tuple[float, float]], limit: float) -> float:
+    """The turn in [0, limit] that brings the lowest of the points highest: at an end, where two points
+    cross, or at a point's highest."""
     candidates = [0.0, limit]
     for i, (up, ahead) in enumerate(points):
         candidates.append(math.atan2(ahead, up))
@@ -247,7 +285,7 @@ def _least_pitch(points: Sequence[Tuple[float, float]], floor: float, limit: flo
             crossing = math.atan2(up - up2, ahead2 - ahead)
             candidates += [crossing, crossing + math.pi]
     inside = sorted(t % (2.0 * math.pi) for t in candidates)
-    return max((t for t in inside if t <= limit), key=lowest)
+    return max((t for t in inside if t <= limit), key=lambda t: _lowest_turned(points, t))
 
 
 def _hold_flat_feet(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, side: str, flags: Sequence[Tuple[bool, bool]],
@@ -615,7 +653,8 @@ def _reach_goals(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, goals: Dic
                 # it, as `_pitch_onto_floor` does where the animation puts it: raised instead, a long foot
                 # Kimodo still has toe-down the frame before it lands flat held the ankle up, then
                 # dropped it 22 cm in the frame it landed (the robot, soma_06: the thigh 27 deg beyond Kimodo's).
-                _pitch_foot(feet_carrying[side], soles.feet[side], rotations, positions, floor, goal[1] - positions[foot][1])
+                _pitch_foot(feet_carrying[side], soles.feet[side], soles.headings.get(side), rotations, positions, floor,
+                            goal[1] - positions[foot][1])
                 low = _lowest(soles.feet[side], rotations, positions, subtract(goal, positions[foot]))
             if low < floor:  # nothing under the floor, locked or not
                 goal = add(goal, (0.0, floor - low, 0.0))
@@ -673,7 +712,8 @@ def _hips_offsets(skeleton: Skeleton, tmap: HumanoidMap, soles: Soles, sides: Se
             low = lowest_at(frame, side, rotations, positions, foot, goal)
             if low < floor and side in feet_carrying and not (contacts is not None and any(contacts[side][frame])):
                 turned, placed = list(rotations), list(moved)
-                _pitch_foot(feet_carrying[side], soles.feet[side], turned, placed, floor, goal[1] - placed[foot][1])
+                _pitch_foot(feet_carrying[side], soles.feet[side], soles.headings.get(side), turned, placed, floor,
+                            goal[1] - placed[foot][1])
                 low = _lowest(soles.feet[side], turned, placed, subtract(goal, placed[foot]))
             if low < floor:
                 goal = add(goal, (0.0, floor - low, 0.0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import skeletons
@@ -60,6 +60,9 @@ class Soles:
     hands: Dict[str, Tuple[Point, ...]]
     toe_points: Dict[str, Optional[Point]]  # where a toe contact pins, per side
     from_mesh: bool
+    # Per side, a point 1 m ahead of the foot joint along the character's facing at rest, riding on it:
+    # the foot's own heading however it turns, wherever its mesh hangs (the axis it pitches about).
+    headings: Dict[str, Point] = field(default_factory=dict)
 
 
 def subtree(skeleton: Skeleton, joint: int) -> List[int]:
@@ -252,7 +255,10 @@ def find_soles(mesh: BindMesh, info: RetargetInfo) -> Soles:
         else:
             hands[side] = tuple(((j, 1.0, (0.0, 0.0, 0.0)),) for j in (own_joints(skeleton, hand) if hand is not None else []))
     rest_floor = min(posed_point(p, rotations, positions)[1] for side in SIDES for p in feet[side])
-    return Soles(rest_floor, feet, hands, toes, from_mesh)
+    headings = {side: ((tmap.bones["foot_" + side], 1.0, quat_rotate(quat_conjugate(rotations[tmap.bones["foot_" + side]]),
+                                                                     info.forward)),)
+                for side in SIDES if tmap.has("foot_" + side)}
+    return Soles(rest_floor, feet, hands, toes, from_mesh, headings)
 
 
 def source_contacts(motion: Motion, source_map: HumanoidMap,

@@ -209,12 +209,19 @@ def tip_points(armature: Armature) -> List[Tuple[str, str, Vec3]]:
     taken = {bone.name for bone in armature.bones}
     with_children = {bone.parent for bone in armature.ordered()}
     vertices = dict(armature.leaf_vertices)
+    ends = armature.end_bones()
+    heads: Dict[str, List[Vec3]] = {}  # a bone's end bones (left out): where they start, as the glTF reader has them
+    for bone in armature.bones:
+        if bone.name in ends:
+            heads.setdefault(bone.parent, []).append(matrix_apply(TO_Y_UP, placement.to_world(_head(bone.matrix_local))))
     tips: List[Tuple[str, str, Vec3]] = []
     for bone in armature.ordered():
         if bone.name in with_children:
             continue
         head = matrix_apply(TO_Y_UP, placement.to_world(_head(bone.matrix_local)))
-        found = tip_from_vertices(head, vertices.get(bone.name, ()))
+        toward = heads.get(bone.name)
+        found = tip_from_vertices(head, vertices.get(bone.name, ()),
+                                  None if not toward else tuple(sum(h[i] for h in toward) / len(toward) for i in range(3)))
         if found is not None:
             point = placement.to_armature(matrix_apply(FROM_Y_UP, found))
         elif bone.length > 0.0 and not is_end_name(bone.name):

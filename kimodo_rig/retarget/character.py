@@ -321,6 +321,7 @@ def read_gltf_target(path) -> Target:
         return turn_between_deg([[rests[parents[k]][c * 4 + r] for c in range(3)] for r in range(3)],
                                 [[rests[k][c * 4 + r] for c in range(3)] for r in range(3)])
     ends = end_bones(parents, children, _carrying_nodes(gltf, carried, joints, node_parents), joints, rest_turn)
+    end_parents = {k: parents[k] for k in ends}
     if ends:  # no joints of the skeleton: their nodes ride on their bones in the written file
         children = {p: [k for k in kids if k not in ends] for p, kids in children.items() if p not in ends}
     trees = sorted((gd.subtree(children, root) for root in children.get(-1, [])), key=len, reverse=True)
@@ -365,7 +366,12 @@ def read_gltf_target(path) -> Target:
         raise KimodoError("{}: the skin's bind pose is not finite numbers (scales or matrices too large?)".format(source))
     tip_records = []
     leaves = {order[k]: k for k in range(len(order)) if k not in set(skeleton_parents)}
-    found = _leaf_tips(document, joints, leaves, positions, [binds[old] for old in order], skin_to_world)
+    toward: Dict[int, Vec3] = {}  # a bone whose end bones were left out: towards where they start (their mean)
+    for parent in sorted(set(end_parents.values())):
+        if parent in new_index:
+            heads = [gd.decompose4(binds[k])[0] for k, p in end_parents.items() if p == parent]
+            toward[new_index[parent]] = tuple(sum(h[i] for h in heads) / len(heads) for i in range(3))
+    found = _leaf_tips(document, joints, leaves, positions, [binds[old] for old in order], skin_to_world, toward)
     taken = set(names)
     for k, (tip_world, local) in found.items():
         tip_name = names[k] + "_tip"
@@ -537,10 +543,14 @@ def _apply(m: Sequence[float], p: Sequence[float]) -> Vec3:
 TIP_PLACE_DIGITS = 5  # decimals of a metre (10 um): vertices this near are one place of the surface, for a tip
 
 
-def tip_from_vertices(start: Vec3, weighted: Sequence[Tuple[float, Vec3]]) -> Optional[Vec3]:
+def tip_from_vertices(start: Vec3, weighted: Sequence[Tuple[float, Vec3]], toward: Optional[Vec3] = None) -> Optional[Vec3]:
     """Where a childless bone starting at `start` ends, from the vertices skinned to it ((weight, bind
     position) each, world): it runs towards their weighted centroid and ends at the farthest reach along
-    that line of those it carries at least half. None with (almost) no vertices. The glTF reader and the
+    that line of those it carries at least half. None with (almost) no vertices. `toward`: where an end
+    bone left out of the skeleton starts (`end_bones`): the bone runs towards it instead, as the rig drew it
+    (a foot whose mesh hangs behind its ankle still points to its toes), as far as its vertices reach along
+    that line (the end bone's place is no measure of length: 100 times too far under an armature scaled by
+    100), at least as far as their centroid is. The glTF reader and the
     Blender add-on (kimodo_rig.retarget.armature) both give leaf bones their tips so. Each place counts
     once: a vertex split along a seam (normals, UVs) is one point of the surface, and files split it
     differently (the Quaternius FBX keeps corners apart that its .glb copy merges: tips 5 mm apart)."""
@@ -557,6 +567,11 @@ def tip_from_vertices(start: Vec3, weighted: Sequence[Tuple[float, Vec3]]) -> Op
     if not size > 1e-6:
         return None
     unit = tuple(c / size for c in direction)
+    if toward is not None:
+        line = subtract(toward, start)
+        drawn = sum(c * c for c in line) ** 0.5
+        if drawn > 1e-6:
+            unit = tuple(c / drawn for c in line)
     firm = [p for w, p in weighted if w >= 0.5] or [p for _, p in weighted]
     reach = max(sum((p[i] - start[i]) * unit[i] for i in range(3)) for p in firm)
     return (start[0] + unit[0] * max(reach, size), start[1] + unit[1] * max(reach, size), start[2] + unit[2] * max(reach, size))
@@ -569,15 +584,17 @@ def is_end_name(name: str) -> bool:
 
 
 def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int], positions: List[Vec3],
-               binds: List[gd.Matrix4], skin_to_world: Sequence[float]) -> Dict[int, Tuple[Vec3, Vec3]]:
+               binds: List[gd.Matrix4], skin_to_world: Sequence[float],
+               toward: Optional[Mapping[int, Vec3]] = None) -> Dict[int, Tuple[Vec3, Vec3]]:
     """Where each childless bone ends, from the vertices skinned to it: at bind, linear blend skinning
     leaves every vertex where the file stores it (placed by the skin's bind space), so the bone runs from
     its joint towards the weighted centroid of its vertices and ends at their farthest reach along that
     line. A bone with (almost) no vertices lies along its node's +Y where the file says its exporter keeps
     bones so (Blender), and gets nothing otherwise. `leaves`: skin joint slot -> skeleton index;
     `positions`, `binds`: per skeleton index. Returns {skeleton index: (tip world, tip in the bone
-    node's frame)}."""
+    node's frame)}. `toward`: per skeleton index, where its end bones (left out) started (`tip_from_vertices`)."""
     gltf = document.gltf
+    toward = toward or {}
     leaf_of_node = {joints[slot]: k for slot, k in leaves.items()}
     samples: Dict[int, List[Tuple[float, Vec3]]] = {}
     for node in gltf.get("nodes", []):
@@ -614,8 +631,8 @@ def _leaf_tips(document: gd.Document, joints: List[int], leaves: Dict[int, int],
                     samples.setdefault(leaf_of_node[holder], []).extend(
                         (1.0, gd.apply4(static[index], v)) for v in document.accessor(primitive["attributes"]["POSITION"]))
     tips: Dict[int, Tuple[Vec3, Vec3]] = {}
-    for leaf, weighted in samples.items():
-        tip = tip_from_vertices(positions[leaf], weighted)
+    for leaf in list(samples) + sorted(set(toward) & set(leaves.values()) - set(samples)):
+        tip = tip_from_vertices(positions[leaf], samples.get(leaf, ()), toward.get(leaf))
         if tip is None:
             continue
         try:

@@ -106,6 +106,38 @@ def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take
     assert max(abs(b - a) for a, b in zip(spread, spread[1:])) < 0.05 / 4
 
 
+def _two_legs_turned(angle_deg: float):
+    """A pelvis and two legs (thigh, knee, ankle) 0.4 m apart at bind, posed on 10 frames with the pelvis
+    turned `angle_deg` about the vertical from where both feet are pinned, the feet flat (heel and toe)."""
+    skeleton = Skeleton("legs", ("pelvis", "thigh_l", "knee_l", "ankle_l", "thigh_r", "knee_r", "ankle_r"), (-1, 0, 1, 2, 0, 4, 5),
+                        ((0.0, 1.0, 0.0), (0.2, 0.0, 0.0), (0.0, -0.45, 0.05), (0.0, -0.45, -0.05),
+                         (-0.2, 0.0, 0.0), (0.0, -0.45, 0.05), (0.0, -0.45, -0.05)))
+    identity = [(0.0, 0.0, 0.0, 1.0)] * 7
+    rotations, positions = pose_globals(skeleton, identity, (0.0, 1.0, 0.0))
+    half = math.radians(angle_deg) / 2.0
+    turned = pose_globals(skeleton, [(0.0, math.sin(half), 0.0, math.cos(half))] + identity[1:], (0.0, 1.0, 0.0))
+    feet, spans = {}, {}
+    for side, (hip, knee, ankle) in (("l", (1, 2, 3)), ("r", (4, 5, 6))):
+        feet[side] = contacts.Foot(side, hip, knee, ankle, None, ((ankle, 1.0, (0.0, 0.0, 0.0)),), (((ankle, 1.0, (0.0, 0.0, 0.0)),),),
+                                   rotations[ankle], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), 0.45, 0.45)
+        spans[side] = [contacts.Span(0, 9, (True,) * 10, (True,) * 10, positions[ankle], positions[ankle], 0.0, rotations[ankle], None)]
+    poses = [(list(turned[0]), list(turned[1])) for _ in range(10)]
+    return skeleton, feet, spans, {side: [(True, True)] * 10 for side in feet}, poses, positions
+
+
+def test_with_both_feet_flat_the_hips_take_the_whole_turn_that_keeps_both_on_their_pins():
+    """Hips wider than Kimodo's for their legs, turned as Kimodo turns its own with both feet flat, swing
+    the feet round with them (RobotExpressive on soma_04: 40 cm each way): the carry turns them back
+    wholly, so both feet stand on their pins with the legs as the animation has them. Left a quarter of
+    that turn, the legs took it (the robot's thigh 15 deg off Kimodo's, a worst cosine 0.9899 against 0.99)."""
+    skeleton, feet, spans, held, poses, bind = _two_legs_turned(20.0)
+    hips.carried(skeleton, feet, spans, held, poses, 30.0)
+    for side, foot in feet.items():
+        for _, positions in poses:
+            ankle, pin = positions[foot.ankle], bind[foot.ankle]
+            assert math.hypot(ankle[0] - pin[0], ankle[2] - pin[2]) < 1e-6, (side, ankle, pin)
+
+
 def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_rate():
     def goals(fps: int):
         frames = int(fps) + 1  # one second

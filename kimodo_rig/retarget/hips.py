@@ -28,8 +28,10 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
     a first frame), so the body keeps the source's scaled path but for local corrections, and these do
     not depend on the frame rate (a carry from pin to pin integrated a frame's difference at each step:
     30 cm by 4 s on the robot between 30 and 60 fps). With both feet in contact the hips also turn by
-    HIPS_TURN_SHARE of what points the line between the thighs' roots where the pins want it (hips wider
-    than Kimodo's, turned as Kimodo turns its own, swing the feet round with them), which goes back at
+    what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
+    turned as Kimodo turns its own, swing the feet round with them): all of it with both feet flat (a
+    quarter left to the legs turned RobotExpressive's thigh 15 deg off Kimodo's on soma_04),
+    HIPS_TURN_SHARE of it while a foot is on its heel or toe alone (a kneel's toe behind), which goes back at
     HIPS_TURN_RETURN_DEG a second otherwise. Filled between contacts by straight lines, smoothed over
     HIPS_WINDOW_S (`_moved`). For legs with a knee, which takes up what the smoothed move leaves a foot
     off its pin: a body on a rigid leg is carried from landing to landing (`carried_from_landings`)."""
@@ -44,6 +46,7 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
                 holding[side][frame] = span
 
     misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
+    flat = []  # per frame: both feet flat in contact (heel and toe)
     for frame, (rotations, positions) in enumerate(poses):
         centre = _middle(positions, thighs)
         wants = []
@@ -59,11 +62,12 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
             root = positions[foot.hip]
             wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
         misses.append(wants)
+        flat.append(all(contacts[side][frame][0] and contacts[side][frame][1] for side in feet))
     back = math.radians(HIPS_TURN_RETURN_DEG) / fps
     turns, turn = [], 0.0
-    for wants in misses:
+    for wants, both_flat in zip(misses, flat):
         if len(wants) == 2:
-            turn = _both_turn(wants)
+            turn = _both_turn(wants, 1.0 if both_flat else HIPS_TURN_SHARE)
         else:
             turn -= max(-back, min(back, turn))
         turns.append(turn)
@@ -137,13 +141,13 @@ def carried_from_landings(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dic
     return _moved(skeleton, thighs, poses, eased)
 
 
-def _both_turn(wants) -> float:
-    """With both feet down (each: its thigh's root from the thighs' middle, its miss), HIPS_TURN_SHARE of
-    the turn about the vertical that points the line between the thighs' roots where the pins want it."""
+def _both_turn(wants, share: float = HIPS_TURN_SHARE) -> float:
+    """With both feet down (each: its thigh's root from the thighs' middle, its miss), `share` of the turn
+    about the vertical that points the line between the thighs' roots where the pins want it."""
     (ra, wa), (rb, wb) = wants
     base = (ra[0] - rb[0], ra[1] - rb[1])
     wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
-    return HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+    return share * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
 
 
 def _moved(skeleton: Skeleton, thighs: Sequence[int], poses, eased: Sequence[Sequence[float]]) -> List[Tuple[float, float]]:

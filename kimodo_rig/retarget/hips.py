@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
-                         yaw_rotation)
+                         two_bone_points, yaw_rotation)
 from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
 from .ease import share, standing_shares
 from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
@@ -237,11 +237,29 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
             above = hip[1] - goal[0][1]
             if across < far:
                 bounds.upper[frame] = math.sqrt(far * far - across * across) - above
-            # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
+            # A hip over its goal (a kneel's foot up behind) folds no further by rising, to no more over
+            # it than the retargeted hip is over its ankle: a shin 1.56 times the thigh (the dress
+            # character) kneels with its foot up behind and over the hip, and held by the fold alone its
+            # hips stood 48 cm over where its pin wants them, its thigh 50 deg off Kimodo's. A rigid leg
             # (no knee) has no fold of its own to keep: its reach alone holds the hips.
             if across < folded < far and above > 0.0:
-                bounds.lower[frame] = math.sqrt(folded * folded - across * across) - above
+                bounds.lower[frame] = min(math.sqrt(folded * folded - across * across), hip[1] - positions[foot.ankle][1]) - above
+            if span.knee_lowest and bounds.wanted[frame] < 0.0:
+                # The knee no deeper than Kimodo's kneels: its height as the leg reaches the goal from the
+                # hips where they are and where the pin wants them, taken as a straight line between.
+                lowest = span.knee_lowest[frame - span.first]
+                now, there = (_knee_height(foot, positions, goal[0], rise) for rise in (0.0, bounds.wanted[frame]))
+                if now < lowest:
+                    bounds.lower[frame] = max(bounds.lower[frame], 0.0)
+                elif there < lowest:
+                    bounds.lower[frame] = max(bounds.lower[frame], bounds.wanted[frame] * (now - lowest) / (now - there))
     return bounds
+
+
+def _knee_height(foot: Foot, positions: Sequence[Vec3], ankle: Vec3, rise: float) -> float:
+    """The knee's height as the leg, its hips raised by `rise`, reaches `ankle` in its own plane."""
+    lifted = [(p[0], p[1] + rise, p[2]) for p in (positions[foot.hip], positions[foot.knee], positions[foot.ankle])]
+    return two_bone_points(lifted[0], lifted[1], lifted[2], ankle, foot.forward)[0][1]
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
@@ -291,13 +309,14 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
 def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
           poses, fps: float, floor: Optional[float] = None) -> List[float]:
     """Roll the pelvis (the thighs' nearest common joint and the joints from it to the thighs) about the
-    body's forward, in `poses`, by the least that lets both legs reach: where the bounds of the two thigh
+    body's forward, in `poses`: two legs with a knee pinned at once by what their pins want the hips apart
+    (`_wanted_rises`), and by the least that lets both legs reach: where the bounds of the two thigh
     roots' heights (`side_bounds`) do not meet (two rigid legs planted at different heights; a one-bone leg
     swinging, which has no knee to clear the floor with, beside a planted one), the left root rises against
     the right by what they lack, smoothed over HIPS_WINDOW_S as the hips' bounds are (`_spread`, never less
     than what a frame needs), at most HIPS_ROLL_MAX_DEG; every other joint moves with the first turned one
     above it, keeping its world rotation. Returns the rise of the left thigh root against the right per
-    frame (metres: 0 where the bounds meet)."""
+    frame (metres: 0 where the bounds meet and no pins want it)."""
     frames = len(poses)
     if set(feet) != set(SIDES) or not frames:
         return [0.0] * frames
@@ -309,7 +328,8 @@ def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]
         if least[frame] > most[frame]:  # a leg that must both reach and fold: halfway
             least[frame] = most[frame] = 0.5 * (least[frame] + most[frame])
     half = _half_width(fps)
-    rises = _spread([max(0.0, a) for a in least], half)
+    base = _wanted_rises(feet, spans, goals, poses, fps, floor)
+    rises = [b + e for b, e in zip(base, _spread([max(0.0, a - b) for a, b in zip(least, base)], half))]
     rises = [r - e for r, e in zip(rises, _spread([max(0.0, r - b) for r, b in zip(rises, most)], half))]
     rises = [min(max(r, a), b) for r, a, b in zip(rises, least, most)]  # a frame that needs it has all of it
     thighs = [feet[side].hip for side in SIDES]
@@ -349,6 +369,20 @@ def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]
                 rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
             positions[j] = add(positions[j], shifts[j if j in turned else anchor[j]])
     return rises
+
+
+def _wanted_rises(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
+                  fps: float, floor: Optional[float]) -> List[float]:
+    """Per frame what the left thigh root rises against the right for two legs with a knee pinned at once:
+    what their pins want the hips' height apart (`side_bounds`' wanted; 0 with a foot free), smoothed
+    over HIPS_WINDOW_S (a kneel on the dress character, whose shin is 1.56 times its thigh: the toe
+    behind wants the hips up to 60 cm lower than the foot in front; met halfway, its thigh turned 50
+    deg off Kimodo's). Rigid legs: none (their bounds alone roll the pelvis)."""
+    frames = len(poses)
+    if any(foot.body is not None for foot in feet.values()):
+        return [0.0] * frames
+    wanted = [side_bounds(feet[side], spans[side], goals[side], poses, floor).wanted for side in SIDES]
+    return _moving_average([wl - wr if wl is not None and wr is not None else 0.0 for wl, wr in zip(*wanted)], _half_width(fps))
 
 
 def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, fps: float,

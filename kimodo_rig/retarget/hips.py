@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
-                         two_bone_points, yaw_rotation)
+                         yaw_rotation)
 from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
 from .ease import share, standing_shares
 from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
@@ -245,21 +245,26 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
             if across < folded < far and above > 0.0:
                 bounds.lower[frame] = min(math.sqrt(folded * folded - across * across), hip[1] - positions[foot.ankle][1]) - above
             if span.knee_lowest and bounds.wanted[frame] < 0.0:
-                # The knee no deeper than Kimodo's kneels: its height as the leg reaches the goal from the
-                # hips where they are and where the pin wants them, taken as a straight line between.
-                lowest = span.knee_lowest[frame - span.first]
-                now, there = (_knee_height(foot, positions, goal[0], rise) for rise in (0.0, bounds.wanted[frame]))
-                if now < lowest:
-                    bounds.lower[frame] = max(bounds.lower[frame], 0.0)
-                elif there < lowest:
-                    bounds.lower[frame] = max(bounds.lower[frame], bounds.wanted[frame] * (now - lowest) / (now - there))
+                # The knee no deeper than Kimodo's kneels (the span's lowest): in the upright plane through
+                # the hip and its goal, a knee at that height the shin's length from the goal, ahead of
+                # it toward the hip, has the hip the thigh's length over it.
+                rise = _knee_kept(foot, hip, goal[0], span.knee_lowest[frame - span.first])
+                if rise is not None:
+                    bounds.lower[frame] = max(bounds.lower[frame], rise)
     return bounds
 
 
-def _knee_height(foot: Foot, positions: Sequence[Vec3], ankle: Vec3, rise: float) -> float:
-    """The knee's height as the leg, its hips raised by `rise`, reaches `ankle` in its own plane."""
-    lifted = [(p[0], p[1] + rise, p[2]) for p in (positions[foot.hip], positions[foot.knee], positions[foot.ankle])]
-    return two_bone_points(lifted[0], lifted[1], lifted[2], ankle, foot.forward)[0][1]
+def _knee_kept(foot: Foot, hip: Vec3, ankle: Vec3, lowest: float) -> Optional[float]:
+    """How far the hip rises (or sinks) to put the knee, as the leg reaches `ankle` in the upright plane
+    through the hip and it, at height `lowest`: closed form, None where no knee there reaches both."""
+    across = math.hypot(hip[0] - ankle[0], hip[2] - ankle[2])
+    below = lowest - ankle[1]
+    if abs(below) > foot.shin:
+        return None
+    ahead = across - math.sqrt(foot.shin * foot.shin - below * below)  # the knee's way from the hip, across
+    if abs(ahead) > foot.thigh:
+        return None
+    return lowest + math.sqrt(foot.thigh * foot.thigh - ahead * ahead) - hip[1]
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,

@@ -25,6 +25,7 @@ HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
 FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle (toe-up, or a whole swing toe-down) to keep its sole above the floor (then the leg lifts it)
+SWING_LIFT_TIE = 1e-4  # of the leg's length (0.1 mm on a 1.7 m human's), a swing's mean: two ways of clearing it whose lifts are closer blend toward the lesser turn (3e-17 m of lift picked a 55 deg toe-down over a 6 deg toe-up, and float32 noise flipped it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
 RIGID_EASE_S = 0.3  # s: a foot that is the leg's last bone eases from standing as its pin has it to the leg's own reach this long before and after a span (its knee takes all the hips' move while it stands)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)

@@ -12,9 +12,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
                          yaw_rotation)
-from .contacts import HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span, foot_yaw
+from .contacts import (HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, SWING_LIFT_TIE, Foot, Span,
+                       foot_yaw)
 from .ease import share, standing_shares
-from .legs import Goal, clearing_pitch, reach_limits, rigid_top, rocking_pivot, standing_sole
+from .legs import Goal, clearing_pitch, reach_limits, rigid_rest, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
@@ -223,12 +224,25 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
                 if across < foot.thigh and span.heel[frame - span.first] and span.toe[frame - span.first]:
                     bounds.rigid_lower[frame] = bounds.rigid_upper[frame] = bounds.wanted[frame]
                     continue
-                pivot = rocking_pivot(foot, poses[frame][0], positions, goal, hip)
-                radius = math.dist(top, pivot)
-                across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
-                for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
-                    if across < reach:
-                        bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                # The point it rocks on depends on where the hip is: picked again with the hip where the
+                # first pick's bounds put it (picked for the hip before its move, the block's other front
+                # corner left its sole 7 mm under the floor, 1.6 cm per 1.7 m).
+                rise = 0.0
+                for _ in range(2):
+                    raised = (hip[0], hip[1] + rise, hip[2])
+                    rocked, pivot = rocking_pivot(foot, poses[frame][0], positions, goal, raised)
+                    radius = math.dist(rigid_top(foot, poses[frame][0], positions, rocked), pivot)
+                    across = math.hypot(hip[0] - pivot[0], hip[2] - pivot[2])
+                    for reach, bound in ((radius + foot.thigh, bounds.rigid_upper), (abs(radius - foot.thigh), bounds.rigid_lower)):
+                        if across < reach:
+                            bound[frame] = math.sqrt(reach * reach - across * across) - hip[1] + pivot[1]
+                    rise = min(max(0.0, bounds.rigid_lower[frame]), bounds.rigid_upper[frame])
+                # What the foot's rest leaves its sole over or under its goal there (a block rocking onto
+                # its front edge presses one corner under the other), the hips take (on soma_01 a block's
+                # corner 0.6 cm under the floor, 1.3 per 1.7 m).
+                miss = rigid_rest(foot, poses[frame][0], positions, goal, (hip[0], hip[1] + rise, hip[2]))[2]
+                bounds.rigid_lower[frame] -= miss
+                bounds.rigid_upper[frame] -= miss
                 continue
             bounds.wanted[frame] = miss
             # A leg may fold as far as the retargeted one does (Kimodo kneels past any fixed limit).
@@ -313,6 +327,18 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
 
 def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
           poses, fps: float, floor: Optional[float] = None) -> List[float]:
+    """Roll the pelvis by the least that lets both legs reach (`_rolled`), then, on rigid legs, by what
+    that roll leaves (a rolled pelvis also moves the thigh roots aside, which moves the point a rigid foot
+    rocks on and its reach: rolled once, the one-bone limbs' planted sole on soma_03 stood 1.04 cm per
+    1.7 m over the floor). Returns the rise of the left thigh root against the right per frame."""
+    first = _rolled(skeleton, feet, spans, goals, poses, fps, floor)
+    if not any(foot.body is not None for foot in feet.values()):
+        return first
+    return [a + b for a, b in zip(first, _rolled(skeleton, feet, spans, goals, poses, fps, floor))]
+
+
+def _rolled(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
+            poses, fps: float, floor: Optional[float] = None) -> List[float]:
     """Roll the pelvis (the thighs' nearest common joint and the joints from it to the thighs) about the
     body's forward, in `poses`: two legs with a knee pinned at once by what their pins want the hips apart
     (`_wanted_rises`), and by the least that lets both legs reach: where the bounds of the two thigh
@@ -484,7 +510,9 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
     """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned about its
     ankle and lifted by what keeps the sole above `floor`, planned over the clip so neither steps from
     frame to frame: each swing (a run of free frames) turns one way, toe-up or toe-down, whichever leaves
-    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first),
+    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first), or
+    where the two lifts are within SWING_LIFT_TIE the one turning less, blended across that tie so float
+    noise in the lifts moves the turn by no more than noise,
     each frame by the least that clears it (`legs.clearing_pitch`); that turn and then what it leaves
     under the floor are each spread as the hips' excess is (`_spread`: never less than a frame needs)
     and faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
@@ -492,6 +520,7 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
     floor branch). A free frame with nothing planned keeps its goal (None: the foot left as posed)."""
     frames = len(poses)
     half = _half_width(fps)
+    tie = SWING_LIFT_TIE * (foot.thigh + foot.shin)
     arms = {}  # type: Dict[int, Tuple[Goal, Vec3, List[Vec3]]]
     for frame in range(frames):
         if free[frame]:
@@ -518,9 +547,14 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
         ways = []
         for toe_down in (False, True):
             turns = [clearing_pitch(arms[t][2], arms[t][1], floor - arms[t][0][0][1], toe_down) for t in swing]
-            ways.append((sum(under(t, a) for t, a in zip(swing, turns)), sum(abs(a) for a in turns), turns))
-        for t, angle in zip(swing, min(ways, key=lambda w: w[:2])[2]):
-            raw[t] = angle
+            ways.append((sum(under(t, a) for t, a in zip(swing, turns)) / len(swing), sum(abs(a) for a in turns), turns))
+        (up_lift, up_turn, up), (down_lift, down_turn, down) = ways
+        # Toe-down's share: the one leaving less to lift, or where the lifts are within `tie` the lesser turn,
+        # blended across that tie so that float noise between the two lifts moves the turn only as much.
+        by_lift = min(1.0, abs(up_lift - down_lift) / tie) if tie > 0.0 else 1.0
+        down_share = by_lift * (down_lift < up_lift) + (1.0 - by_lift) * (down_turn < up_turn)
+        for t, u, d in zip(swing, up, down):
+            raw[t] = u + (d - u) * down_share
         frame = swing[-1] + 1
     # Frames from the nearest pinned frame, forward then back.
     apart = [math.inf] * frames

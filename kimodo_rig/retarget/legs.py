@@ -333,40 +333,88 @@ def rigid_knee(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
     return add(pivot, top), quat_normalize(quat_multiply(quat_between(wanted, top), goal[1]))
 
 
-def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Vec3:
+def rocking_pivot(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Tuple[Goal, Vec3]:
     """The point of a rigid foot's sole (world, standing as `goal` has it) it turns about to reach `hip`
     (`rigid_knee`): its lowest, or where the least turn about that one presses another lower, that one (a
     block's sole turned toward its front rocks on its front edge: turned about its middle, the front went
-    2 cm under the floor)."""
+    2 cm under the floor). Returned with `goal` lowered by what puts that point as low as the lowest one
+    (`_rocked_onto`): the foot rests on the point it rocks on (turned about a point over the floor, a
+    block's sole floated 2.5 cm, 5.7 per 1.7 m, over its pin)."""
     standing = standing_sole(foot, rotations, positions, goal)
     pivot = min(standing, key=lambda p: p[1])
     _, rotation = rigid_knee(foot, rotations, positions, goal, hip, pivot)
     turn = quat_multiply(rotation, quat_conjugate(goal[1]))
-    return min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1])
+    return _rocked_onto(goal, standing, min(standing, key=lambda p: quat_rotate(turn, subtract(p, pivot))[1]))
+
+
+def _rocked_onto(goal: Goal, standing: Sequence[Vec3], pivot: Vec3) -> Tuple[Goal, Vec3]:
+    """`goal` lowered by what puts `pivot` (a point of its sole, `standing`) as low as the sole's lowest
+    point, and `pivot` lowered with it."""
+    drop = min(p[1] for p in standing) - pivot[1]
+    return ((goal[0][0], goal[0][1] + drop, goal[0][2]), goal[1], goal[2]), (pivot[0], pivot[1] + drop, pivot[2])
 
 
 def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], goal: Goal, towards: Vec3,
                  pinned: bool) -> None:
     """A foot that is the leg's last bone (`Foot.body`) onto `goal`, turned about the point of its sole
     `rocking_pivot` picks (`rigid_knee`; the same point whether pinned or easing to or from a pin, so
-    the foot turns on smoothly), and `pinned`, where that turn presses another point lower, about that
-    one (a planted rigid sole rocks onto the edge it is pressed on): the thigh turned to its top, the bone
-    as the foot."""
+    the foot turns on smoothly), and `pinned`, as `rigid_rest` stands it: the thigh turned to its top,
+    the bone as the foot."""
     hip, body = foot.hip, foot.body
-    standing = standing_sole(foot, rotations, positions, goal)
-    pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
-    tried = set()
-    while True:
-        top, rotation = rigid_knee(foot, rotations, positions, goal, positions[hip], pivot, None if pinned else towards)
-        turn = quat_multiply(rotation, quat_conjugate(goal[1]))
-        lowest = min(range(len(standing)), key=lambda k: quat_rotate(turn, subtract(standing[k], pivot))[1])
-        if not pinned or quat_rotate(turn, subtract(standing[lowest], pivot))[1] >= -1e-6 or lowest in tried:
-            break
-        tried.add(lowest)
-        pivot = standing[lowest]
+    if pinned:
+        top, rotation, _ = rigid_rest(foot, rotations, positions, goal, positions[hip])
+    else:
+        rocked, pivot = rocking_pivot(foot, rotations, positions, goal, positions[hip])
+        top, rotation = rigid_knee(foot, rotations, positions, rocked, positions[hip], pivot, towards)
     if body != hip:
         _turn(skeleton, hip, rotations, positions, quat_between(subtract(positions[body], positions[hip]), subtract(top, positions[hip])))
     _turn(skeleton, body, rotations, positions, quat_multiply(rotation, quat_conjugate(rotations[foot.ankle])))
+
+
+def rigid_rest(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Tuple[Vec3, Quat, float]:
+    """A pinned rigid foot's top and world rotation with the thigh's root at `hip`, and how far its sole's
+    lowest point then is over the goal's (negative: under). It rests on the point of its sole that leaves
+    that lowest point where the goal has it (`rocking_pivot`'s, or another that is lowest after its turn:
+    the path's bounds pick theirs for another height of the hip, and a block's other front corner, picked
+    here, left it 7 mm under the floor); where the hip is out of the leg's reach from there (two rigid
+    legs wanting the hips at heights the pelvis' roll cannot join: a one-bone leg kneeling beside a stiff
+    one on its toe), that point slides along the floor, toward or away from the hip by the least that lets
+    it reach, rather than float or sink the sole (8 cm over the floor on g1_02's kneel)."""
+    standing = standing_sole(foot, rotations, positions, goal)
+    floor = min(p[1] for p in standing)
+
+    def rested(moved: Goal, about: Vec3) -> Tuple[float, Vec3, Quat, bool]:
+        placed, turned = rigid_knee(foot, rotations, positions, moved, hip, about)
+        reached = hip
+        if foot.thigh > 0.0:
+            apart = length(subtract(placed, hip))
+            reached = add(hip, scale(subtract(placed, hip), foot.thigh / apart)) if apart > 1e-12 else placed
+        turn = quat_multiply(turned, quat_conjugate(goal[1]))
+        moved_top = rigid_top(foot, rotations, positions, moved)
+        shift = subtract(moved[0], goal[0])
+        heights = [reached[1] + quat_rotate(turn, subtract(add(p, shift), moved_top))[1] for p in standing]
+        own = reached[1] + quat_rotate(turn, subtract(about, moved_top))[1]
+        return min(heights) - floor, placed, turned, min(heights) >= own - 1e-6
+
+    rocked, pivot = rocking_pivot(foot, rotations, positions, goal, hip)
+    best = rested(rocked, pivot) + (rocked, pivot)
+    for point in standing:
+        moved, about = _rocked_onto(goal, standing, point)
+        other = rested(moved, about)
+        if other[3] and abs(other[0]) < abs(best[0]) - 1e-6:
+            best = other + (moved, about)
+    miss, top, rotation, _, moved, about = best
+    radius = length(subtract(rigid_top(foot, rotations, positions, moved), about))
+    apart = length(subtract(hip, about))
+    reach = min(max(apart, abs(radius - foot.thigh)), radius + foot.thigh)
+    rise = about[1] - hip[1]
+    across = math.hypot(about[0] - hip[0], about[2] - hip[2])
+    if abs(reach - apart) > 1e-9 * radius and reach > abs(rise) and across > 1e-9:
+        wanted = math.sqrt(reach * reach - rise * rise) / across
+        shift = ((about[0] - hip[0]) * (wanted - 1.0), 0.0, (about[2] - hip[2]) * (wanted - 1.0))
+        moved, about = (add(moved[0], shift), moved[1], moved[2]), add(about, shift)
+        miss, top, rotation, _ = rested(moved, about)
+    return top, rotation, miss
 
 
 def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:

@@ -2,6 +2,7 @@
 each stage on its own and the whole judged from the written file with numpy forward kinematics."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import subprocess
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gltf_judge import Glb  # noqa: E402
 from kimodo_rig.model import Skeleton  # noqa: E402
 from kimodo_rig.ops.fk import pose_globals  # noqa: E402
+from kimodo_rig import rotations  # noqa: E402
 from kimodo_rig.retarget import contacts, ease, hips, legs  # noqa: E402
 
 NPZ = ROOT / "tests" / "data" / "npz"
@@ -104,6 +106,88 @@ def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take
     spread = hips._spread(excess, 4)
     assert all(s >= e - 1e-12 for s, e in zip(spread, excess))
     assert max(abs(b - a) for a, b in zip(spread, spread[1:])) < 0.05 / 4
+
+
+def _two_legs_turned(angle_deg: float):
+    """A pelvis and two legs (thigh, knee, ankle) 0.4 m apart at bind, posed on 10 frames with the pelvis
+    turned `angle_deg` about the vertical from where both feet are pinned, the feet flat (heel and toe)."""
+    skeleton = Skeleton("legs", ("pelvis", "thigh_l", "knee_l", "ankle_l", "thigh_r", "knee_r", "ankle_r"), (-1, 0, 1, 2, 0, 4, 5),
+                        ((0.0, 1.0, 0.0), (0.2, 0.0, 0.0), (0.0, -0.45, 0.05), (0.0, -0.45, -0.05),
+                         (-0.2, 0.0, 0.0), (0.0, -0.45, 0.05), (0.0, -0.45, -0.05)))
+    identity = [(0.0, 0.0, 0.0, 1.0)] * 7
+    rotations, positions = pose_globals(skeleton, identity, (0.0, 1.0, 0.0))
+    half = math.radians(angle_deg) / 2.0
+    turned = pose_globals(skeleton, [(0.0, math.sin(half), 0.0, math.cos(half))] + identity[1:], (0.0, 1.0, 0.0))
+    feet, spans = {}, {}
+    for side, (hip, knee, ankle) in (("l", (1, 2, 3)), ("r", (4, 5, 6))):
+        feet[side] = contacts.Foot(side, hip, knee, ankle, None, ((ankle, 1.0, (0.0, 0.0, 0.0)),), (((ankle, 1.0, (0.0, 0.0, 0.0)),),),
+                                   rotations[ankle], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), 0.45, 0.45)
+        spans[side] = [contacts.Span(0, 9, (True,) * 10, (True,) * 10, positions[ankle], positions[ankle], 0.0, rotations[ankle], None)]
+    poses = [(list(turned[0]), list(turned[1])) for _ in range(10)]
+    return skeleton, feet, spans, {side: [(True, True)] * 10 for side in feet}, poses, positions
+
+
+def test_with_both_feet_flat_the_hips_take_the_whole_turn_that_keeps_both_on_their_pins():
+    """Hips wider than Kimodo's for their legs, turned as Kimodo turns its own with both feet flat, swing
+    the feet round with them (RobotExpressive on soma_04: 40 cm each way): the carry turns them back
+    wholly, so both feet stand on their pins with the legs as the animation has them. Left a quarter of
+    that turn, the legs took it (the robot's thigh 15 deg off Kimodo's, a worst cosine 0.9899 against 0.99)."""
+    skeleton, feet, spans, held, poses, bind = _two_legs_turned(20.0)
+    hips.carried(skeleton, feet, spans, held, poses, 30.0)
+    for side, foot in feet.items():
+        for _, positions in poses:
+            ankle, pin = positions[foot.ankle], bind[foot.ankle]
+            assert math.hypot(ankle[0] - pin[0], ankle[2] - pin[2]) < 1e-6, (side, ankle, pin)
+
+
+def _folded_leg(hip, knee, ankle, goal, knee_lowest=()):
+    """One frame of a two-bone leg posed hip, knee, ankle (world, no foot bone below), its toe held alone
+    on a span whose goal puts the ankle at `goal`: the leg, its span, goals and poses."""
+    skeleton = Skeleton("leg", ("hip", "knee", "ankle"), (-1, 0, 1),
+                        (hip, tuple(np.subtract(knee, hip)), tuple(np.subtract(ankle, knee))))
+    rotations, positions = pose_globals(skeleton, [(0.0, 0.0, 0.0, 1.0)] * 3, hip)
+    foot = contacts.Foot("l", 0, 1, 2, None, ((2, 1.0, (0.0, 0.0, 0.0)),), (((2, 1.0, (0.0, 0.0, 0.0)),),),
+                         rotations[2], (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), math.dist(hip, knee), math.dist(knee, ankle))
+    span = contacts.Span(0, 0, (False,), (True,), goal, goal, 0.0, rotations[2], None)
+    if knee_lowest:
+        span = dataclasses.replace(span, knee_lowest=tuple(knee_lowest))
+    return foot, span, [(goal, rotations[2], None)], [(list(rotations), list(positions))]
+
+
+def test_a_kneels_fold_holds_the_hips_no_higher_over_the_pin_than_the_retargeted_hip_is_over_its_ankle():
+    """A shin 1.8 times the thigh kneels with its foot up behind and over the hip (the dress character's,
+    1.56: 64 cm over the floor with Kimodo's limb directions). The hips may come down to where the pin
+    wants them, the ankle over the hip as the retarget has it; held where the leg folds no further than
+    the retarget's (the fold's bound over the pin), they stood 48 cm over that, the thigh 50 deg off."""
+    foot, span, goals, poses = _folded_leg((0.0, 0.5, 0.0), (0.0, 0.0, 0.1), (0.0, 0.7, -0.8), (0.0, 0.3, -0.5))
+    bounds = hips.side_bounds(foot, [span], goals, poses)
+    assert bounds.wanted[0] == pytest.approx(-0.4)
+    assert bounds.lower[0] <= bounds.wanted[0] + 1e-9, bounds.lower[0]
+
+
+def test_a_kneels_knee_goes_no_deeper_than_the_span_lets_it():
+    """Where the pin wants the hips down, the knee the leg then has (reached in its own plane) stays over
+    the span's lowest knee (Kimodo's kneeling knee, as deep per the knee's height at rest): rolled down
+    onto its kneeling leg the mannequin's knee went 2 cm deeper than Kimodo's."""
+    foot, span, goals, poses = _folded_leg((0.0, 0.9, 0.0), (0.0, 0.3, 0.3), (0.0, 0.1, -0.2), (0.0, -0.2, -0.2), (0.1,))
+    bounds = hips.side_bounds(foot, [span], goals, poses)
+    assert bounds.wanted[0] == pytest.approx(-0.3)  # where the knee would stand at 0.0
+    assert -0.3 < bounds.lower[0] < 0.0
+    hip, knee, ankle = ((p[0], p[1] + bounds.lower[0], p[2]) for p in poses[0][1])  # the leg carried with the hips
+    assert rotations.two_bone_points(hip, knee, ankle, goals[0][0], (0.0, 0.0, 1.0))[0][1] == pytest.approx(0.1, abs=1e-6)
+
+
+def test_two_pinned_legs_whose_pins_want_the_hips_apart_roll_the_pelvis_by_that():
+    """A kneel: the toe behind wants the hips 10 cm lower than the foot in front does. The pelvis rolls
+    the left thigh root 10 cm down against the right, so each leg keeps its own reach (met halfway, the
+    dress character's kneeling thigh turned 50 deg off Kimodo's)."""
+    skeleton, feet, spans, _, poses, bind = _two_legs_turned(0.0)
+    goals = {side: [((bind[foot.ankle][0], bind[foot.ankle][1] - (0.1 if side == "l" else 0.0), bind[foot.ankle][2]),
+                     poses[0][0][foot.ankle], None)] * 10 for side, foot in feet.items()}
+    rises = hips.rolls(skeleton, feet, spans, goals, poses, 30.0)
+    assert rises[5] == pytest.approx(-0.1, abs=1e-6)
+    left, right = (poses[5][1][feet[side].hip][1] for side in "lr")
+    assert left - right == pytest.approx(-0.1, abs=1e-6)
 
 
 def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_rate():

@@ -19,8 +19,8 @@ from .soles import Point, Soles, posed_point, subtree
 CONTACT_GAP_S = 0.1  # s: a heel or toe lifted for less than this between two contacts stays pinned (speed-detected contacts flicker at 60-120 fps)
 EASE_S = 0.15  # s: a foot's goal eases from the animated foot to its pin this long before a span and back after (a step's landing)
 HIPS_WINDOW_S = 0.12  # s: half-width of the one smoothing of the hips' path and of the planted feet's carry (a stride's beat)
-HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take (the legs take the rest, rather than the far knee)
-HIPS_ROLL_MAX_DEG = 25.0  # deg: the most the pelvis rolls beyond the retargeted pose's so both legs reach (a stiff leg's hip hike)
+HIPS_TURN_SHARE = 0.75  # of the turn that keeps both planted feet where they landed, the hips take while a foot is on its heel or toe alone (the legs take the rest, rather than the far knee; a kneel's toe behind); both flat, all of it
+HIPS_ROLL_MAX_DEG = 25.0  # deg: the most the pelvis rolls beyond the retargeted pose's so both legs reach (a stiff leg's hip hike) or both pins hold (a kneel)
 HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
@@ -67,6 +67,9 @@ class Span:
     yaw: float  # radians about +Y
     rotation: Quat
     toe_local: Optional[Quat]
+    # Per frame the lowest the knee may stand (Kimodo's knee, under its floor in a kneel, as deep per the
+    # knee's height at rest; `feet._knees_kept` sets it from the source): none, no bound.
+    knee_lowest: Tuple[float, ...] = ()
 
 
 def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:

@@ -284,6 +284,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     if rigid:
         moves = hips.carried_from_landings(skeleton, feet_, contacts, poses, fps)
     spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
+    for side, foot in feet_.items():
+        spans[side] = _knees_kept(spans[side], foot, info, source_positions, soles.rest_floor)
     if not rigid:
         moves = hips.carried(skeleton, feet_, spans, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
@@ -372,6 +374,23 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             else:
                 legs.lift_above(skeleton, foot, rotations, positions, towards, soles.rest_floor)
     return moves
+
+
+def _knees_kept(spans, foot, info: RetargetInfo, source_positions, floor: float):
+    """`spans` with each frame's lowest knee (`contacts.Span.knee_lowest`): Kimodo's knee as deep under
+    its floor (none over it) per the knee's height at rest over the floor, from `floor` (g1_02's kneel,
+    its knee joint 11 cm under: the pelvis rolled down onto the kneeling leg took the mannequin's knee
+    2 cm deeper). A leg with no knee, or a source without one: the spans as they are."""
+    knee = info.source_map.bones.get("calf_" + foot.side)
+    if foot.body is not None or knee is None or not source_positions or source_positions[0][knee] is None:
+        return spans
+    source_rest = rest_pose(info.source_map.skeleton)[1]
+    source_height = source_rest[knee][1] - min(p[1] for p in source_rest)
+    height = rest_pose(info.target_map.skeleton)[1][foot.knee][1] - floor
+    if source_height <= 0.0 or height <= 0.0:
+        return spans
+    return [replace(span, knee_lowest=tuple(floor + min(0.0, source_positions[t][knee][1]) * height / source_height
+                                             for t in range(span.first, span.last + 1))) for span in spans]
 
 
 def _source_joints(source: Motion, smap: HumanoidMap) -> Optional[List[int]]:

@@ -29,8 +29,10 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
     a first frame), so the body keeps the source's scaled path but for local corrections, and these do
     not depend on the frame rate (a carry from pin to pin integrated a frame's difference at each step:
     30 cm by 4 s on the robot between 30 and 60 fps). With both feet in contact the hips also turn by
-    HIPS_TURN_SHARE of what points the line between the thighs' roots where the pins want it (hips wider
-    than Kimodo's, turned as Kimodo turns its own, swing the feet round with them), which goes back at
+    what points the line between the thighs' roots where the pins want it (hips wider than Kimodo's,
+    turned as Kimodo turns its own, swing the feet round with them): all of it with both feet flat (a
+    quarter left to the legs turned RobotExpressive's thigh 15 deg off Kimodo's on soma_04),
+    HIPS_TURN_SHARE of it while a foot is on its heel or toe alone (a kneel's toe behind), which goes back at
     HIPS_TURN_RETURN_DEG a second otherwise. Filled between contacts by straight lines, smoothed over
     HIPS_WINDOW_S (`_moved`). For legs with a knee, which takes up what the smoothed move leaves a foot
     off its pin: a body on a rigid leg is carried from landing to landing (`carried_from_landings`)."""
@@ -45,6 +47,7 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
                 holding[side][frame] = span
 
     misses = []  # per frame: (the thigh's root from the thighs' middle, the foot's miss) of each foot in contact
+    flat = []  # per frame: both feet flat in contact (heel and toe)
     for frame, (rotations, positions) in enumerate(poses):
         centre = _middle(positions, thighs)
         wants = []
@@ -60,11 +63,12 @@ def carried(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
             root = positions[foot.hip]
             wants.append(((root[0] - centre[0], root[2] - centre[1]), (pin[0] - point[0], pin[2] - point[2])))
         misses.append(wants)
+        flat.append(all(contacts[side][frame][0] and contacts[side][frame][1] for side in feet))
     back = math.radians(HIPS_TURN_RETURN_DEG) / fps
     turns, turn = [], 0.0
-    for wants in misses:
+    for wants, both_flat in zip(misses, flat):
         if len(wants) == 2:
-            turn = _both_turn(wants)
+            turn = _both_turn(wants, 1.0 if both_flat else HIPS_TURN_SHARE)
         else:
             turn -= max(-back, min(back, turn))
         turns.append(turn)
@@ -138,13 +142,13 @@ def carried_from_landings(skeleton: Skeleton, feet: Dict[str, Foot], pinned: Dic
     return _moved(skeleton, thighs, poses, eased)
 
 
-def _both_turn(wants) -> float:
-    """With both feet down (each: its thigh's root from the thighs' middle, its miss), HIPS_TURN_SHARE of
-    the turn about the vertical that points the line between the thighs' roots where the pins want it."""
+def _both_turn(wants, share: float = HIPS_TURN_SHARE) -> float:
+    """With both feet down (each: its thigh's root from the thighs' middle, its miss), `share` of the turn
+    about the vertical that points the line between the thighs' roots where the pins want it."""
     (ra, wa), (rb, wb) = wants
     base = (ra[0] - rb[0], ra[1] - rb[1])
     wanted = (base[0] + wa[0] - wb[0], base[1] + wa[1] - wb[1])
-    return HIPS_TURN_SHARE * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
+    return share * math.atan2(base[1] * wanted[0] - base[0] * wanted[1], base[0] * wanted[0] + base[1] * wanted[1])
 
 
 def _moved(skeleton: Skeleton, thighs: Sequence[int], poses, eased: Sequence[Sequence[float]]) -> List[Tuple[float, float]]:
@@ -247,11 +251,34 @@ def side_bounds(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], pose
             above = hip[1] - goal[0][1]
             if across < far:
                 bounds.upper[frame] = math.sqrt(far * far - across * across) - above
-            # A hip under its goal (a kneel's foot up behind) folds no further by rising; a rigid leg
+            # A hip over its goal (a kneel's foot up behind) folds no further by rising, to no more over
+            # it than the retargeted hip is over its ankle: a shin 1.56 times the thigh (the dress
+            # character) kneels with its foot up behind and over the hip, and held by the fold alone its
+            # hips stood 48 cm over where its pin wants them, its thigh 50 deg off Kimodo's. A rigid leg
             # (no knee) has no fold of its own to keep: its reach alone holds the hips.
             if across < folded < far and above > 0.0:
-                bounds.lower[frame] = math.sqrt(folded * folded - across * across) - above
+                bounds.lower[frame] = min(math.sqrt(folded * folded - across * across), hip[1] - positions[foot.ankle][1]) - above
+            if span.knee_lowest and bounds.wanted[frame] < 0.0:
+                # The knee no deeper than Kimodo's kneels (the span's lowest): in the upright plane through
+                # the hip and its goal, a knee at that height the shin's length from the goal, ahead of
+                # it toward the hip, has the hip the thigh's length over it.
+                rise = _knee_kept(foot, hip, goal[0], span.knee_lowest[frame - span.first])
+                if rise is not None:
+                    bounds.lower[frame] = max(bounds.lower[frame], rise)
     return bounds
+
+
+def _knee_kept(foot: Foot, hip: Vec3, ankle: Vec3, lowest: float) -> Optional[float]:
+    """How far the hip rises (or sinks) to put the knee, as the leg reaches `ankle` in the upright plane
+    through the hip and it, at height `lowest`: closed form, None where no knee there reaches both."""
+    across = math.hypot(hip[0] - ankle[0], hip[2] - ankle[2])
+    below = lowest - ankle[1]
+    if abs(below) > foot.shin:
+        return None
+    ahead = across - math.sqrt(foot.shin * foot.shin - below * below)  # the knee's way from the hip, across
+    if abs(ahead) > foot.thigh:
+        return None
+    return lowest + math.sqrt(foot.thigh * foot.thigh - ahead * ahead) - hip[1]
 
 
 def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
@@ -313,13 +340,14 @@ def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]
 def _rolled(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],
             poses, fps: float, floor: Optional[float] = None) -> List[float]:
     """Roll the pelvis (the thighs' nearest common joint and the joints from it to the thighs) about the
-    body's forward, in `poses`, by the least that lets both legs reach: where the bounds of the two thigh
+    body's forward, in `poses`: two legs with a knee pinned at once by what their pins want the hips apart
+    (`_wanted_rises`), and by the least that lets both legs reach: where the bounds of the two thigh
     roots' heights (`side_bounds`) do not meet (two rigid legs planted at different heights; a one-bone leg
     swinging, which has no knee to clear the floor with, beside a planted one), the left root rises against
     the right by what they lack, smoothed over HIPS_WINDOW_S as the hips' bounds are (`_spread`, never less
     than what a frame needs), at most HIPS_ROLL_MAX_DEG; every other joint moves with the first turned one
     above it, keeping its world rotation. Returns the rise of the left thigh root against the right per
-    frame (metres: 0 where the bounds meet)."""
+    frame (metres: 0 where the bounds meet and no pins want it)."""
     frames = len(poses)
     if set(feet) != set(SIDES) or not frames:
         return [0.0] * frames
@@ -331,7 +359,8 @@ def _rolled(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
         if least[frame] > most[frame]:  # a leg that must both reach and fold: halfway
             least[frame] = most[frame] = 0.5 * (least[frame] + most[frame])
     half = _half_width(fps)
-    rises = _spread([max(0.0, a) for a in least], half)
+    base = _wanted_rises(feet, spans, goals, poses, fps, floor)
+    rises = [b + e for b, e in zip(base, _spread([max(0.0, a - b) for a, b in zip(least, base)], half))]
     rises = [r - e for r, e in zip(rises, _spread([max(0.0, r - b) for r, b in zip(rises, most)], half))]
     rises = [min(max(r, a), b) for r, a, b in zip(rises, least, most)]  # a frame that needs it has all of it
     thighs = [feet[side].hip for side in SIDES]
@@ -371,6 +400,20 @@ def _rolled(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Spa
                 rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
             positions[j] = add(positions[j], shifts[j if j in turned else anchor[j]])
     return rises
+
+
+def _wanted_rises(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]], poses,
+                  fps: float, floor: Optional[float]) -> List[float]:
+    """Per frame what the left thigh root rises against the right for two legs with a knee pinned at once:
+    what their pins want the hips' height apart (`side_bounds`' wanted; 0 with a foot free), smoothed
+    over HIPS_WINDOW_S (a kneel on the dress character, whose shin is 1.56 times its thigh: the toe
+    behind wants the hips up to 60 cm lower than the foot in front; met halfway, its thigh turned 50
+    deg off Kimodo's). Rigid legs: none (their bounds alone roll the pelvis)."""
+    frames = len(poses)
+    if any(foot.body is not None for foot in feet.values()):
+        return [0.0] * frames
+    wanted = [side_bounds(feet[side], spans[side], goals[side], poses, floor).wanted for side in SIDES]
+    return _moving_average([wl - wr if wl is not None and wr is not None else 0.0 for wl, wr in zip(*wanted)], _half_width(fps))
 
 
 def _reaches(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, fps: float,

@@ -280,6 +280,10 @@ def sphere_directions(count: int) -> List[Vec3]:
 
 
 STRAIGHT_SINE = 0.02  # sine of the elbow/knee angle (about 1.1 deg) below which a limb counts as straight
+# In lean reaches (`bend_direction`): a knee behind the line counts as straight within one reach and not at
+# all from this many, fading between so the plane never switches; a knee bent further back (a kneel's)
+# keeps its own plane.
+BEHIND_FADE_REACHES = 2.0
 
 
 def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: float = 0.0) -> Vec3:
@@ -293,11 +297,11 @@ def bend_direction(top: Vec3, middle: Vec3, end: Vec3, towards: Vec3, lean: floa
         axis = normalize(subtract(end, top))
         offset = subtract(upper, scale(axis, dot(upper, axis)))
         reach = lean * length(upper)
-        # A knee a hair behind the line (against `towards`, within `reach`; fading out by twice that) is
+        # A knee a hair behind the line (against `towards`, within `reach`; fading out by BEHIND_FADE_REACHES) is
         # straight: bent further by a nearer goal, the leg bends toward `towards` (a straight swinging leg
         # folded backwards, 55 deg in a frame); a knee bent further back keeps its plane (a kneel's).
         ahead = normalize(subtract(towards, scale(axis, dot(towards, axis))))
-        behind = min(0.0, dot(offset, ahead)) * min(1.0, max(0.0, 2.0 - length(offset) / reach)) if reach > 0.0 else 0.0
+        behind = min(0.0, dot(offset, ahead)) * min(1.0, max(0.0, BEHIND_FADE_REACHES - length(offset) / reach)) if reach > 0.0 else 0.0
         offset = subtract(offset, scale(ahead, behind))
         fade = max(0.0, 1.0 - length(offset) / reach) if reach > 0.0 else 0.0
         return add(offset, scale(normalize(towards), reach * fade * fade))

@@ -28,6 +28,20 @@ def test_a_pin_holds_through_the_step_out_of_its_last_contact_frame():
     assert contacts.held(flags, 30.0) == [(False, False), (True, False), (True, True), (True, True), (False, True), (False, False)]
 
 
+def test_the_step_out_is_held_as_long_in_seconds_at_any_frame_rate():
+    """The same contact (heel down from 0.1 to 0.4 s) at 30, 60 and 120 fps, as resampled clips have it
+    (contacts of the nearest frame): its pin lets go at the same instant, 1/30 s after its last contact
+    (held a frame, 60 fps let go 1/60 s earlier: the dress on g1_02 lifted its toe 21 cm at 6.47 s)."""
+    last_held = {}
+    for fps in (30, 60, 120):
+        times = [frame / fps for frame in range(int(fps))]
+        flags = [(0.1 - 1e-9 <= t <= 0.4 + 1e-9, False) for t in times]
+        pinned = contacts.held(flags, float(fps))
+        last_held[fps] = max(t for t, (heel, _) in zip(times, pinned) if heel)
+    assert last_held[60] == pytest.approx(last_held[30]) and last_held[120] == pytest.approx(last_held[30])
+    assert last_held[30] == pytest.approx(0.4 + 1.0 / 30)
+
+
 def test_a_contact_lifted_for_less_than_the_gap_in_seconds_stays_pinned():
     for fps in (30, 120):
         gap = int(0.6 * contacts.CONTACT_GAP_S * fps)  # frames lifted: shorter than the gap at any rate

@@ -120,6 +120,19 @@ def test_the_hips_bound_is_spread_smoothly_and_never_less_than_what_it_must_take
     assert max(abs(b - a) for a, b in zip(spread, spread[1:])) < 0.05 / 4
 
 
+def test_the_hips_window_is_as_wide_in_seconds_at_any_frame_rate():
+    """A bound rising and falling (a sine of 0.4 s) spread at 30, 60 and 120 fps reads the same at common
+    instants, within 5 % of its rise (what sampling a peak leaves): rounded to whole frames, HIPS_WINDOW_S
+    was 0.133 s wide at 30 fps and 0.117 s at 60, and they read 18 % apart."""
+    def spread(fps: int):
+        times = [frame / fps for frame in range(2 * fps + 1)]
+        values = hips._spread([max(0.0, math.sin(2.0 * math.pi * t / 0.4)) for t in times], hips._half_width(fps))
+        return values[::fps // 30]
+    base = spread(30)
+    for fps in (60, 120):
+        assert max(abs(a - b) for a, b in zip(base, spread(fps))) < 0.05, fps
+
+
 def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_rate():
     def goals(fps: int):
         frames = int(fps) + 1  # one second

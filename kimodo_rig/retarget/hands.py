@@ -20,6 +20,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..rotations import (
     Quat,
+    quat_slerp,
     Vec3,
     add,
     cross,
@@ -46,6 +47,7 @@ WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a ha
 ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
 ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
 #                           against its own lean, so an arm hanging straight down swings out, not into the body
+HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often the back's need is read whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
 ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 BOUND_SLACK = 1e-9  # m: what a bound of a point's height keeps in hand for rounding (float noise, not a tuning)
 
@@ -54,15 +56,19 @@ UP = (0.0, 1.0, 0.0)
 
 
 def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Sequence[Point]],
-                     poses: Sequence[Pose], floor: float, fps: float) -> None:
+                     poses: Sequence[Pose], floor: float, fps: float, between: bool = False) -> None:
     """Lift every hand (`hands`: its points per side, forearm included) that would go under `floor`
     onto it, in `poses` (see the module's sentence). A clip whose hands stay above does no more than one
-    bound per joint and frame."""
+    bound per joint and frame. `between` (the plan's): the back's need is also read between frames, every
+    HAND_SAMPLE_S on poses interpolated, so its lift is the same at any frame rate (the wrist's and the
+    arm's are read on frames: read between frames already lifted, a hand a fraction of a millimetre under
+    asked for a 7-10 deg swing)."""
     bounds = {side: _HandBound(points) for side, points in hands.items() if points}
     if not any(bound.under(pose, floor) for bound in bounds.values() for pose in poses):
         return
     sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
-    _lift_torso(skeleton, tmap, sorted_points, bounds, poses, floor, fps)
+    steps = max(1, int(round(1.0 / (HAND_SAMPLE_S * fps)))) if between else 1
+    _lift_torso(skeleton, tmap, sorted_points, bounds, poses, floor, fps, steps)
     for side in SIDES:
         if side in bounds:
             _pitch_hand(tmap, side, hands[side], bounds[side], poses, floor, fps)
@@ -174,21 +180,48 @@ def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, l
     return turn
 
 
-def _eased(needs: Mapping[int, float], frames: int, fps: float) -> List[Tuple[float, int]]:
-    """Per frame, the largest of the needs (frame -> angle) eased in and out over ARM_EASE_S either side
-    of their frames (smoothstep), with the frame whose need it is (its own where none reaches it)."""
+def _eased(needs: Mapping[float, float], frames: int, fps: float) -> List[Tuple[float, float]]:
+    """Per frame, the largest of the needs (time in frames -> angle; a need read between frames has a
+    fraction) eased in and out over ARM_EASE_S either side of their times (smoothstep), with the time
+    whose need it is (its own frame where none reaches it)."""
     window = ARM_EASE_S * fps
-    reach = int(math.ceil(window)) - 1
-    eased = [(0.0, frame) for frame in range(frames)]
+    eased = [(0.0, frame) for frame in range(frames)]  # type: List[Tuple[float, float]]
     for source, need in needs.items():
         if need <= 0.0:
             continue
-        for frame in range(max(0, source - reach), min(frames, source + reach + 1)):
+        for frame in range(max(0, int(math.floor(source - window)) + 1), min(frames, int(math.ceil(source + window)))):
             x = 1.0 - abs(frame - source) / window
             value = need * x * x * (3.0 - 2.0 * x)
             if value > eased[frame][0]:
                 eased[frame] = (value, source)
     return eased
+
+
+def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near) -> List[Tuple[float, Pose]]:
+    """(time in frames, pose) of every frame and, with `steps` > 1, of `steps - 1` instants evenly
+    between each two frames that `near` (a pose -> bool) holds for at either end: their world rotations
+    slerped, the roots on straight lines, every other joint where its parent puts it (its place in its
+    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord."""
+    result = []  # type: List[Tuple[float, Pose]]
+    count = len(poses)
+    for frame, pose in enumerate(poses):
+        result.append((frame, pose))
+        if steps > 1 and frame + 1 < count and (near(pose) or near(poses[frame + 1])):
+            (rotations, positions), (next_rotations, next_positions) = pose, poses[frame + 1]
+            for step in range(1, steps):
+                u = step / float(steps)
+                turned = [quat_slerp(a, b, u) for a, b in zip(rotations, next_rotations)]
+                placed = []  # type: List[Vec3]
+                for joint, parent in enumerate(skeleton.parents):
+                    if parent < 0:
+                        placed.append(add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u)))
+                    else:
+                        here = quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
+                        there = quat_rotate(quat_conjugate(next_rotations[parent]),
+                                            subtract(next_positions[joint], next_positions[parent]))
+                        placed.append(add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u)))))
+                result.append((frame + u, (turned, placed)))
+    return result
 
 
 def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> None:
@@ -200,14 +233,16 @@ def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> N
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],
-                bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float) -> None:
+                bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float,
+                steps: int = 1) -> None:
     """The back's share: the body above the spine's base turns about it, about the horizontal axis that
     raises the shoulders of the hands under the floor fastest (across their lean from the base, each
     weighted by its hand's depth: a hand reaching down alone leans the back over to the other side), by
     the least angle that brings both hands onto the floor (at most TORSO_LIFT_MAX_DEG, and never leaving
     the back further from upright than the clip has it); the arms ride along keeping their world
     rotations. An eased frame turns about the axis of the frame whose need it eases. A spine that
-    carries the legs is not turned (the legs are the lock's)."""
+    carries the legs is not turned (the legs are the lock's). With `steps` > 1 the need is also read
+    between frames (`_sampled`)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and side in bounds]
     upper_body = subtree(skeleton, pivot) if pivot is not None else []
@@ -216,7 +251,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
     shoulders = [tmap.bones["upperarm_" + side] for side in sides]
     carried = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in _sampled(skeleton, poses, steps, lambda pose: any(bounds[side].under(pose, floor) for side in sides)):
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):

@@ -14,6 +14,7 @@ lower arm turn by the same least angle: folding the elbow turns the upper arm tw
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -47,7 +48,7 @@ WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a ha
 ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
 ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
 #                           against its own lean, so an arm hanging straight down swings out, not into the body
-HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often the back's need is read whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
+HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often each stage's need is read and lifted whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot's back on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
 ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 BOUND_SLACK = 1e-9  # m: what a bound of a point's height keeps in hand for rounding (float noise, not a tuning)
 
@@ -59,22 +60,23 @@ def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, 
                      poses: Sequence[Pose], floor: float, fps: float, between: bool = False) -> None:
     """Lift every hand (`hands`: its points per side, forearm included) that would go under `floor`
     onto it, in `poses` (see the module's sentence). A clip whose hands stay above does no more than one
-    bound per joint and frame. `between` (the plan's): the back's need is also read between frames, every
-    HAND_SAMPLE_S on poses interpolated, so its lift is the same at any frame rate (the wrist's and the
-    arm's are read on frames: read between frames already lifted, a hand a fraction of a millimetre under
-    asked for a 7-10 deg swing)."""
+    bound per joint and frame. `between` (the plan's): every stage also reads and lifts instants between
+    frames, every HAND_SAMPLE_S on poses interpolated before any lift, so each need and its ease are the
+    same at any frame rate (those instants are lifted as the frames are, for the next stage to read, and
+    then dropped)."""
     bounds = {side: _HandBound(points) for side, points in hands.items() if points}
     if not any(bound.under(pose, floor) for bound in bounds.values() for pose in poses):
         return
     sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
     steps = max(1, int(round(1.0 / (HAND_SAMPLE_S * fps)))) if between else 1
-    _lift_torso(skeleton, tmap, sorted_points, bounds, poses, floor, fps, steps)
+    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()))
+    _lift_torso(skeleton, tmap, sorted_points, bounds, samples, floor, fps)
     for side in SIDES:
         if side in bounds:
-            _pitch_hand(tmap, side, hands[side], bounds[side], poses, floor, fps)
+            _pitch_hand(tmap, side, hands[side], bounds[side], samples, floor, fps)
     for side in SIDES:
         if side in bounds:
-            _swing_arm(skeleton, tmap, side, sorted_points[side], bounds[side], poses, floor, fps)
+            _swing_arm(skeleton, tmap, side, sorted_points[side], bounds[side], samples, floor, fps)
 
 
 class _HandBound:
@@ -180,20 +182,20 @@ def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, l
     return turn
 
 
-def _eased(needs: Mapping[float, float], frames: int, fps: float) -> List[Tuple[float, float]]:
-    """Per frame, the largest of the needs (time in frames -> angle; a need read between frames has a
-    fraction) eased in and out over ARM_EASE_S either side of their times (smoothstep), with the time
-    whose need it is (its own frame where none reaches it)."""
+def _eased(needs: Mapping[float, float], times: Sequence[float], fps: float) -> List[Tuple[float, float]]:
+    """Per instant of `times` (in frames, ascending; a fraction between frames), the largest of the needs
+    (time -> angle) eased in and out over ARM_EASE_S either side of their times (smoothstep), with the
+    time whose need it is (its own where none reaches it)."""
     window = ARM_EASE_S * fps
-    eased = [(0.0, frame) for frame in range(frames)]  # type: List[Tuple[float, float]]
+    eased = [(0.0, when) for when in times]  # type: List[Tuple[float, float]]
     for source, need in needs.items():
         if need <= 0.0:
             continue
-        for frame in range(max(0, int(math.floor(source - window)) + 1), min(frames, int(math.ceil(source + window)))):
-            x = 1.0 - abs(frame - source) / window
+        for index in range(bisect.bisect_right(times, source - window), bisect.bisect_left(times, source + window)):
+            x = 1.0 - abs(times[index] - source) / window
             value = need * x * x * (3.0 - 2.0 * x)
-            if value > eased[frame][0]:
-                eased[frame] = (value, source)
+            if value > eased[index][0]:
+                eased[index] = (value, source)
     return eased
 
 
@@ -233,16 +235,16 @@ def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> N
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],
-                bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float,
-                steps: int = 1) -> None:
+                bounds: Mapping[str, _HandBound], samples: Sequence[Tuple[float, Pose]], floor: float,
+                fps: float) -> None:
     """The back's share: the body above the spine's base turns about it, about the horizontal axis that
     raises the shoulders of the hands under the floor fastest (across their lean from the base, each
     weighted by its hand's depth: a hand reaching down alone leans the back over to the other side), by
     the least angle that brings both hands onto the floor (at most TORSO_LIFT_MAX_DEG, and never leaving
     the back further from upright than the clip has it); the arms ride along keeping their world
     rotations. An eased frame turns about the axis of the frame whose need it eases. A spine that
-    carries the legs is not turned (the legs are the lock's). With `steps` > 1 the need is also read
-    between frames (`_sampled`)."""
+    carries the legs is not turned (the legs are the lock's). `samples`: (time in frames, pose), the
+    frames and any instants between them (`_sampled`)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and side in bounds]
     upper_body = subtree(skeleton, pivot) if pivot is not None else []
@@ -251,7 +253,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
     shoulders = [tmap.bones["upperarm_" + side] for side in sides]
     carried = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
     needs, axes = {}, {}
-    for frame, pose in _sampled(skeleton, poses, steps, lambda pose: any(bounds[side].under(pose, floor) for side in sides)):
+    for frame, pose in samples:
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):
@@ -276,7 +278,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
                    for j, depth in depths.items())
         if need > 0.0:
             needs[frame], axes[frame] = need, axis
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle <= 0.0:
             continue
         rotations, positions = pose
@@ -305,8 +307,8 @@ def _most_back_turn(shoulders: Sequence[int], pivot: int, positions: Sequence[Ve
     return min(math.radians(TORSO_LIFT_MAX_DEG), 2.0 * math.atan2(rise, lean[1])) if rise > 0.0 else 0.0
 
 
-def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound, poses: Sequence[Pose],
-                floor: float, fps: float) -> None:
+def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound,
+                samples: Sequence[Tuple[float, Pose]], floor: float, fps: float) -> None:
     """The wrist's share: the hand turns up about the wrist, the points it carries towards the
     horizontal the way they already lean from it (a hand laid on the floor), by the least angle that
     brings them onto the floor (at most WRIST_PITCH_MAX_DEG). The axis is kept in the hand's own frame,
@@ -320,7 +322,7 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
     wrist = joints[0]
     limit = math.radians(WRIST_PITCH_MAX_DEG)
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in samples:
         if not bound.under(pose, floor):
             continue
         under = carried.under(pose, floor)
@@ -331,14 +333,14 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
         if need > 0.0:
             needs[frame] = need
             axes[frame] = quat_rotate(quat_conjugate(pose[0][wrist]), axis)
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle > 0.0:
             axis = quat_rotate(pose[0][wrist], axes[source])
             _turn_about(joints, pose, pose[1][wrist], quat_from_axis_angle(axis, angle))
 
 
 def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPoints, bound: _HandBound,
-               poses: Sequence[Pose], floor: float, fps: float) -> None:
+               samples: Sequence[Tuple[float, Pose]], floor: float, fps: float) -> None:
     """The arm's share: the whole arm swings up about its shoulder as one piece, out to the side and along
     the way it already leans, by the least angle that brings the hand onto the floor (at most
     ARM_SWING_MAX_DEG). An eased frame turns about the world axis of the frame whose need it eases: about
@@ -362,12 +364,12 @@ def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPo
         return axis, (_least_turn(under, positions[shoulder], axis, floor, limit) if axis is not None else 0.0)
 
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in samples:
         if bound.under(pose, floor):
             axis, need = own_need(pose)
             if need > 0.0:
                 needs[frame], axes[frame] = need, axis
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle > 0.0:
             _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
         if bound.under(pose, floor):

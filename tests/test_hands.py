@@ -175,3 +175,38 @@ def test_a_bent_back_lifts_the_hand_before_the_arm_turns():
     spine = _direction(poses[0], "spine_0", "chest")
     bent = math.degrees(math.acos(spine[1]))
     assert 0.0 < bent < 40.0 - 1.0
+
+
+def _rolling(fps: float):
+    """The back bent 40 deg forward, the arms hanging, the body lowered 0.8 m and rolled from 20 deg to
+    one side to 20 deg to the other over a second: both hands under the floor, their depths crossing at
+    0.5 s (sampled at `fps`; a slerp between 30 fps frames is the same roll, so 120 fps is that clip
+    resampled)."""
+    poses = []
+    for frame in range(int(round(fps)) + 1):
+        local = [IDENTITY] * len(NAMES)
+        roll = _axis_angle((0.0, 0.0, 1.0), 20.0 * (frame / fps - 0.5) / 0.5)
+        bend = _axis_angle((1.0, 0.0, 0.0), 40.0)
+        local[NAMES.index("pelvis")] = roll
+        local[NAMES.index("spine_0")] = bend
+        hanging = _mul((-bend[0], -bend[1], -bend[2], bend[3]), (-roll[0], -roll[1], -roll[2], roll[3]))
+        local[NAMES.index("upperarm_l")] = local[NAMES.index("upperarm_r")] = hanging
+        rotations, positions = pose_globals(SKELETON, local, (0.0, PELVIS_HEIGHT - 0.8, 0.0))
+        poses.append((list(rotations), list(positions)))
+    return poses
+
+
+def test_the_backs_lift_where_two_hands_depths_cross_is_the_same_at_30_and_120_fps():
+    """Where both hands are under and their depths cross, the back's axis swings within a frame and its
+    least turn peaks between 30 fps frames: read every HAND_SAMPLE_S (`between`, the plan's), the back at
+    30 fps turns as at 120 fps at every shared instant (read on frames alone: 1.1 deg apart)."""
+    results = {}
+    for fps in (30.0, 120.0):
+        poses = _rolling(fps)
+        assert min(_lowest(poses[15 * int(fps) // 30], s) for s in "lr") < FLOOR - 0.05
+        keep_hands_above(SKELETON, MAP, HANDS, poses, FLOOR, fps, between=True)
+        results[fps] = poses
+    for frame in range(31):
+        a = _direction(results[30.0][frame], "spine_0", "chest")
+        b = _direction(results[120.0][4 * frame], "spine_0", "chest")
+        assert _angle_deg(a, b) <= 0.05, frame

@@ -30,6 +30,20 @@ def test_a_pin_holds_through_the_step_out_of_its_last_contact_frame():
     assert contacts.held(flags, 30.0) == [(False, False), (True, False), (True, True), (True, True), (False, True), (False, False)]
 
 
+def test_the_step_out_is_held_as_long_in_seconds_at_any_frame_rate():
+    """The same contact (heel down from 0.1 to 0.4 s) at 30, 60 and 120 fps, as resampled clips have it
+    (contacts of the nearest frame): its pin lets go at the same instant, 1/30 s after its last contact
+    (held a frame, 60 fps let go 1/60 s earlier: the dress on g1_02 lifted its toe 21 cm at 6.47 s)."""
+    last_held = {}
+    for fps in (30, 60, 120):
+        times = [frame / fps for frame in range(int(fps))]
+        flags = [(0.1 - 1e-9 <= t <= 0.4 + 1e-9, False) for t in times]
+        pinned = contacts.held(flags, float(fps))
+        last_held[fps] = max(t for t, (heel, _) in zip(times, pinned) if heel)
+    assert last_held[60] == pytest.approx(last_held[30]) and last_held[120] == pytest.approx(last_held[30])
+    assert last_held[30] == pytest.approx(0.4 + 1.0 / 30)
+
+
 def test_a_contact_lifted_for_less_than_the_gap_in_seconds_stays_pinned():
     for fps in (30, 120):
         gap = int(0.6 * contacts.CONTACT_GAP_S * fps)  # frames lifted: shorter than the gap at any rate
@@ -188,6 +202,19 @@ def test_two_pinned_legs_whose_pins_want_the_hips_apart_roll_the_pelvis_by_that(
     assert rises[5] == pytest.approx(-0.1, abs=1e-6)
     left, right = (poses[5][1][feet[side].hip][1] for side in "lr")
     assert left - right == pytest.approx(-0.1, abs=1e-6)
+
+
+def test_the_hips_window_is_as_wide_in_seconds_at_any_frame_rate():
+    """A bound rising and falling (a sine of 0.4 s) spread at 30, 60 and 120 fps reads the same at common
+    instants, within 5 % of its rise (what sampling a peak leaves): rounded to whole frames, HIPS_WINDOW_S
+    was 0.133 s wide at 30 fps and 0.117 s at 60, and they read 18 % apart."""
+    def spread(fps: int):
+        times = [frame / fps for frame in range(2 * fps + 1)]
+        values = hips._spread([max(0.0, math.sin(2.0 * math.pi * t / 0.4)) for t in times], hips._half_width(fps))
+        return values[::fps // 30]
+    base = spread(30)
+    for fps in (60, 120):
+        assert max(abs(a - b) for a, b in zip(base, spread(fps))) < 0.05, fps
 
 
 def test_the_ease_is_in_seconds_the_same_goal_at_the_same_instant_at_any_frame_rate():

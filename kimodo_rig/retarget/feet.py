@@ -433,7 +433,7 @@ def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array
     skeleton = retargeted.skeleton
     tmap = info.target_map
     floor = soles.rest_floor
-    keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps)
+    keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps, between=leg_solver() == "plan")
 
     local_rotations = _local_rotations(skeleton, poses)
     moved = carried

@@ -14,12 +14,14 @@ lower arm turn by the same least angle: folding the elbow turns the upper arm tw
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Skeleton
 from ..rotations import (
     Quat,
+    quat_slerp,
     Vec3,
     add,
     cross,
@@ -46,6 +48,7 @@ WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a ha
 ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
 ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
 #                           against its own lean, so an arm hanging straight down swings out, not into the body
+HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often each stage's need is read and lifted whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot's back on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
 ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 BOUND_SLACK = 1e-9  # m: what a bound of a point's height keeps in hand for rounding (float noise, not a tuning)
 
@@ -54,21 +57,26 @@ UP = (0.0, 1.0, 0.0)
 
 
 def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, Sequence[Point]],
-                     poses: Sequence[Pose], floor: float, fps: float) -> None:
+                     poses: Sequence[Pose], floor: float, fps: float, between: bool = False) -> None:
     """Lift every hand (`hands`: its points per side, forearm included) that would go under `floor`
     onto it, in `poses` (see the module's sentence). A clip whose hands stay above does no more than one
-    bound per joint and frame."""
+    bound per joint and frame. `between` (the plan's): every stage also reads and lifts instants between
+    frames, every HAND_SAMPLE_S on poses interpolated before any lift, so each need and its ease are the
+    same at any frame rate (those instants are lifted as the frames are, for the next stage to read, and
+    then dropped)."""
     bounds = {side: _HandBound(points) for side, points in hands.items() if points}
     if not any(bound.under(pose, floor) for bound in bounds.values() for pose in poses):
         return
     sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
-    _lift_torso(skeleton, tmap, sorted_points, bounds, poses, floor, fps)
+    steps = max(1, int(round(1.0 / (HAND_SAMPLE_S * fps)))) if between else 1
+    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()))
+    _lift_torso(skeleton, tmap, sorted_points, bounds, samples, floor, fps)
     for side in SIDES:
         if side in bounds:
-            _pitch_hand(tmap, side, hands[side], bounds[side], poses, floor, fps)
+            _pitch_hand(tmap, side, hands[side], bounds[side], samples, floor, fps)
     for side in SIDES:
         if side in bounds:
-            _swing_arm(skeleton, tmap, side, sorted_points[side], bounds[side], poses, floor, fps)
+            _swing_arm(skeleton, tmap, side, sorted_points[side], bounds[side], samples, floor, fps)
 
 
 class _HandBound:
@@ -174,21 +182,48 @@ def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, l
     return turn
 
 
-def _eased(needs: Mapping[int, float], frames: int, fps: float) -> List[Tuple[float, int]]:
-    """Per frame, the largest of the needs (frame -> angle) eased in and out over ARM_EASE_S either side
-    of their frames (smoothstep), with the frame whose need it is (its own where none reaches it)."""
+def _eased(needs: Mapping[float, float], times: Sequence[float], fps: float) -> List[Tuple[float, float]]:
+    """Per instant of `times` (in frames, ascending; a fraction between frames), the largest of the needs
+    (time -> angle) eased in and out over ARM_EASE_S either side of their times (smoothstep), with the
+    time whose need it is (its own where none reaches it)."""
     window = ARM_EASE_S * fps
-    reach = int(math.ceil(window)) - 1
-    eased = [(0.0, frame) for frame in range(frames)]
+    eased = [(0.0, when) for when in times]  # type: List[Tuple[float, float]]
     for source, need in needs.items():
         if need <= 0.0:
             continue
-        for frame in range(max(0, source - reach), min(frames, source + reach + 1)):
-            x = 1.0 - abs(frame - source) / window
+        for index in range(bisect.bisect_right(times, source - window), bisect.bisect_left(times, source + window)):
+            x = 1.0 - abs(times[index] - source) / window
             value = need * x * x * (3.0 - 2.0 * x)
-            if value > eased[frame][0]:
-                eased[frame] = (value, source)
+            if value > eased[index][0]:
+                eased[index] = (value, source)
     return eased
+
+
+def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near) -> List[Tuple[float, Pose]]:
+    """(time in frames, pose) of every frame and, with `steps` > 1, of `steps - 1` instants evenly
+    between each two frames that `near` (a pose -> bool) holds for at either end: their world rotations
+    slerped, the roots on straight lines, every other joint where its parent puts it (its place in its
+    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord."""
+    result = []  # type: List[Tuple[float, Pose]]
+    count = len(poses)
+    for frame, pose in enumerate(poses):
+        result.append((frame, pose))
+        if steps > 1 and frame + 1 < count and (near(pose) or near(poses[frame + 1])):
+            (rotations, positions), (next_rotations, next_positions) = pose, poses[frame + 1]
+            for step in range(1, steps):
+                u = step / float(steps)
+                turned = [quat_slerp(a, b, u) for a, b in zip(rotations, next_rotations)]
+                placed = []  # type: List[Vec3]
+                for joint, parent in enumerate(skeleton.parents):
+                    if parent < 0:
+                        placed.append(add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u)))
+                    else:
+                        here = quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
+                        there = quat_rotate(quat_conjugate(next_rotations[parent]),
+                                            subtract(next_positions[joint], next_positions[parent]))
+                        placed.append(add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u)))))
+                result.append((frame + u, (turned, placed)))
+    return result
 
 
 def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> None:
@@ -200,14 +235,16 @@ def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> N
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],
-                bounds: Mapping[str, _HandBound], poses: Sequence[Pose], floor: float, fps: float) -> None:
+                bounds: Mapping[str, _HandBound], samples: Sequence[Tuple[float, Pose]], floor: float,
+                fps: float) -> None:
     """The back's share: the body above the spine's base turns about it, about the horizontal axis that
     raises the shoulders of the hands under the floor fastest (across their lean from the base, each
     weighted by its hand's depth: a hand reaching down alone leans the back over to the other side), by
     the least angle that brings both hands onto the floor (at most TORSO_LIFT_MAX_DEG, and never leaving
     the back further from upright than the clip has it); the arms ride along keeping their world
     rotations. An eased frame turns about the axis of the frame whose need it eases. A spine that
-    carries the legs is not turned (the legs are the lock's)."""
+    carries the legs is not turned (the legs are the lock's). `samples`: (time in frames, pose), the
+    frames and any instants between them (`_sampled`)."""
     pivot = tmap.bones.get("spine_0")
     sides = [side for side in SIDES if tmap.has("upperarm_" + side) and side in bounds]
     upper_body = subtree(skeleton, pivot) if pivot is not None else []
@@ -216,7 +253,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
     shoulders = [tmap.bones["upperarm_" + side] for side in sides]
     carried = {j: shoulder for shoulder in shoulders for j in subtree(skeleton, shoulder)}
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in samples:
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):
@@ -241,7 +278,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
                    for j, depth in depths.items())
         if need > 0.0:
             needs[frame], axes[frame] = need, axis
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle <= 0.0:
             continue
         rotations, positions = pose
@@ -270,8 +307,8 @@ def _most_back_turn(shoulders: Sequence[int], pivot: int, positions: Sequence[Ve
     return min(math.radians(TORSO_LIFT_MAX_DEG), 2.0 * math.atan2(rise, lean[1])) if rise > 0.0 else 0.0
 
 
-def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound, poses: Sequence[Pose],
-                floor: float, fps: float) -> None:
+def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _HandBound,
+                samples: Sequence[Tuple[float, Pose]], floor: float, fps: float) -> None:
     """The wrist's share: the hand turns up about the wrist, the points it carries towards the
     horizontal the way they already lean from it (a hand laid on the floor), by the least angle that
     brings them onto the floor (at most WRIST_PITCH_MAX_DEG). The axis is kept in the hand's own frame,
@@ -285,7 +322,7 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
     wrist = joints[0]
     limit = math.radians(WRIST_PITCH_MAX_DEG)
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in samples:
         if not bound.under(pose, floor):
             continue
         under = carried.under(pose, floor)
@@ -296,14 +333,14 @@ def _pitch_hand(tmap: HumanoidMap, side: str, points: Sequence[Point], bound: _H
         if need > 0.0:
             needs[frame] = need
             axes[frame] = quat_rotate(quat_conjugate(pose[0][wrist]), axis)
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle > 0.0:
             axis = quat_rotate(pose[0][wrist], axes[source])
             _turn_about(joints, pose, pose[1][wrist], quat_from_axis_angle(axis, angle))
 
 
 def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPoints, bound: _HandBound,
-               poses: Sequence[Pose], floor: float, fps: float) -> None:
+               samples: Sequence[Tuple[float, Pose]], floor: float, fps: float) -> None:
     """The arm's share: the whole arm swings up about its shoulder as one piece, out to the side and along
     the way it already leans, by the least angle that brings the hand onto the floor (at most
     ARM_SWING_MAX_DEG). An eased frame turns about the world axis of the frame whose need it eases: about
@@ -327,12 +364,12 @@ def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPo
         return axis, (_least_turn(under, positions[shoulder], axis, floor, limit) if axis is not None else 0.0)
 
     needs, axes = {}, {}
-    for frame, pose in enumerate(poses):
+    for frame, pose in samples:
         if bound.under(pose, floor):
             axis, need = own_need(pose)
             if need > 0.0:
                 needs[frame], axes[frame] = need, axis
-    for pose, (angle, source) in zip(poses, _eased(needs, len(poses), fps)):
+    for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
         if angle > 0.0:
             _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
         if bound.under(pose, floor):

@@ -473,12 +473,13 @@ def _common_parent(skeleton: Skeleton, joints: Sequence[int]) -> int:
     return next((j for j in chains[0] if j in shared), 0)
 
 
-def _spread(excess: Sequence[float], half: int) -> List[float]:
+def _spread(excess: Sequence[float], half: float) -> List[float]:
     return _moving_average(_running(excess, half, max), half)
 
 
-def _half_width(fps: float) -> int:
-    return max(1, int(round(HIPS_WINDOW_S * fps)))
+def _half_width(fps: float) -> float:
+    """HIPS_WINDOW_S in frames, not rounded to whole frames (0.133 s at 30 fps, 0.117 at 60 and 120 fps)."""
+    return max(1.0, HIPS_WINDOW_S * fps)
 
 
 def _filled(values: Sequence[Optional[float]]) -> List[float]:
@@ -492,17 +493,41 @@ def _filled(values: Sequence[Optional[float]]) -> List[float]:
     return out + [values[known[-1]]] * (len(values) - known[-1])  # type: ignore[list-item]
 
 
-def _running(values: Sequence[float], half: int, pick) -> List[float]:
-    """Each value replaced by the `pick` (min or max) of the values within `half` frames of it."""
+def _running(values: Sequence[float], half: float, pick) -> List[float]:
+    """Each value replaced by the `pick` (min or max) of the values within `half` frames of it (a
+    fraction of a frame: the values between frames on straight lines, read at the window's ends)."""
     count = len(values)
-    return [pick(values[max(0, t - half):t + half + 1]) for t in range(count)]
+    whole = int(math.floor(half + 1e-9))
+    part = half - whole
+    out = []
+    for t in range(count):
+        window = list(values[max(0, t - whole):t + whole + 1])
+        if part > 1e-9:
+            for inner, outer in ((t - whole, t - whole - 1), (t + whole, t + whole + 1)):
+                if 0 <= outer < count:
+                    window.append(values[inner] + part * (values[outer] - values[inner]))
+        out.append(pick(window))
+    return out
 
 
-def _moving_average(values: Sequence[float], half: int) -> List[float]:
-    """Centred moving average over `half` frames either side, the window cut at the clip's ends (an
-    infinite bound stays infinite only where every bound it averages is)."""
+def _moving_average(values: Sequence[float], half: float) -> List[float]:
+    """Centred moving average over `half` frames either side (a fraction of a frame: the outer frames
+    weighed by it), the window cut at the clip's ends (an infinite bound stays infinite only where every
+    bound it averages is)."""
     count = len(values)
-    return [sum(values[max(0, t - half):t + half + 1]) / (min(count, t + half + 1) - max(0, t - half)) for t in range(count)]
+    whole = int(math.floor(half + 1e-9))
+    part = half - whole
+    out = []
+    for t in range(count):
+        low, high = max(0, t - whole), min(count, t + whole + 1)
+        total, weight = sum(values[low:high]), float(high - low)
+        if part > 1e-9:
+            for outer in (t - whole - 1, t + whole + 1):
+                if 0 <= outer < count:
+                    total += part * values[outer]
+                    weight += part
+        out.append(total / weight)
+    return out
 
 
 def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[bool], poses, fps: float,

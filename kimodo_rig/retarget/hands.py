@@ -18,6 +18,7 @@ import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Skeleton
+from ..ops.fk import turn_joints
 from ..rotations import (
     Quat,
     Vec3,
@@ -194,9 +195,7 @@ def _eased(needs: Mapping[int, float], frames: int, fps: float) -> List[Tuple[fl
 def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> None:
     """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
     rotations, positions = pose
-    for j in joints:
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(joints, rotations, positions, pivot, turn)
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],

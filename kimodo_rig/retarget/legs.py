@@ -7,6 +7,7 @@ import math
 from typing import List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
+from ..ops.fk import turn_joints
 from ..rotations import (
     IDENTITY,
     Quat,
@@ -371,11 +372,7 @@ def _reach_rigid(skeleton: Skeleton, foot: Foot, rotations: List[Quat], position
 
 def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:
     """Turn `joint` and everything below it as one piece by the world rotation `turn` about the joint."""
-    pivot = positions[joint]
-    for j in subtree(skeleton, joint):
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        if j != joint:
-            positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(subtree(skeleton, joint), rotations, positions, positions[joint], turn, joint)
 
 
 def leg_towards(rotations: Sequence[Quat], rest_hips: Quat, forward: Vec3) -> Vec3:

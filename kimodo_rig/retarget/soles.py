@@ -11,7 +11,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tupl
 from .. import skeletons
 from ..model import Motion, Skeleton
 from ..ops import derived_channels
-from ..ops.fk import rest_pose
+from ..ops.fk import rest_pose, turn_joints
 from ..rotations import (
     IDENTITY,
     Quat,
@@ -448,6 +448,4 @@ def _turn_rigidly(joints: List[int], rotations: List[Quat], positions: List[Vec3
 
 def _turn_about(joints: Sequence[int], rotations: List[Quat], positions: List[Vec3], pivot: Vec3, turn: Quat) -> None:
     """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
-    for j in joints:
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(joints, rotations, positions, pivot, turn)

@@ -10,6 +10,7 @@ parts use, so no orphaned animation data is left for validators to flag.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import os
@@ -47,9 +48,15 @@ def _used_accessors(gltf: Dict[str, Any]) -> Set[int]:
     return used
 
 
+def _copied(gltf: Dict[str, Any]) -> Dict[str, Any]:
+    """A deep copy of a glTF JSON tree, through json's C encoder and decoder (the same values: a float
+    reads back as the float written; several times faster than copy.deepcopy on a 700-bone rig's)."""
+    return json.loads(json.dumps(gltf, allow_nan=True))
+
+
 def _compact(gltf: Dict[str, Any], binary: bytes, source: str) -> Tuple[Dict[str, Any], bytearray]:
     """Drop the animations and every accessor and buffer view only they used; rebuild the binary."""
-    gltf = copy.deepcopy(gltf)
+    gltf = _copied(gltf)
     gltf.pop("animations", None)
     if any(e in gltf.get("extensionsUsed", []) for e in _COMPACTION_BLOCKERS):
         return gltf, bytearray(binary)  # views referenced from extensions: keep everything as it is

@@ -102,6 +102,28 @@ class _HandPoints:
             drop = sum(weight * length(offset) for _, weight, offset in point)
             groups.setdefault(tuple(sorted(joint for joint, _, _ in point)), []).append((drop, index))
         self.groups = [(joints, sorted(members, reverse=True)) for joints, members in groups.items()]
+        self.joints = sorted({joint for point in self.points for joint, _, _ in point})
+        # Each term's weight and weighted offset, for `_estimates`.
+        self.weighted = [tuple((joint, weight, weight * vx, weight * vy, weight * vz) for joint, weight, (vx, vy, vz) in point)
+                         for point in self.points]
+
+    def _estimates(self, rotations: Sequence[Quat], positions: Sequence[Vec3], indices: Sequence[int]) -> List[float]:
+        """The heights of the points `indices` in another order of the same arithmetic's terms (each joint's
+        height and its rotation's middle matrix row, once per pose): within rounding of `_height`, at a
+        third of its cost, so the exact height is worked out only where the estimate is within
+        BOUND_SLACK of the threshold it is held against."""
+        rows = {}
+        for joint in self.joints:
+            x, y, z, w = rotations[joint]
+            rows[joint] = (positions[joint][1], 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w))
+        estimates = []
+        for index in indices:
+            height = 0.0
+            for joint, weight, ux, uy, uz in self.weighted[index]:
+                py, r0, r1, r2 = rows[joint]
+                height += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+            estimates.append(height)
+        return estimates
 
     def _candidates(self, positions: Sequence[Vec3], below: float) -> List[int]:
         """The indices (in order) of the points that may stand under `below`: no point stands lower
@@ -121,8 +143,11 @@ class _HandPoints:
         rotations, positions = pose
         points = self.points
         threshold = floor - ON_FLOOR
-        return [posed_point(points[i], rotations, positions) for i in self._candidates(positions, threshold)
-                if _height(points[i], rotations, positions) < threshold]
+        candidates = self._candidates(positions, threshold)
+        return [posed_point(points[i], rotations, positions)
+                for i, estimate in zip(candidates, self._estimates(rotations, positions, candidates))
+                if estimate < threshold - BOUND_SLACK or (
+                    estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
 
     def lowest(self, pose: Pose) -> float:
         """The lowest point's height in `pose`: the least bound first, until no bound is lower."""

@@ -210,7 +210,8 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: b
             candidates += [math.remainder(middle - half, 2.0 * math.pi), math.remainder(middle + half, 2.0 * math.pi)]
 
     def lowest(angle: float) -> float:
-        return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
+        cosine, sine = math.cos(angle), math.sin(angle)
+        return min([y * cosine + x * sine for y, x in terms])
 
     allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]

@@ -2,7 +2,6 @@
 and measuring the report from the file as written (.fbx: read back by our FBX reader, formats/fbx_scene.py)."""
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from dataclasses import dataclass, field, replace
@@ -102,8 +101,8 @@ def _written_document(target: Target, added: Sequence[Tuple[str, str, Vec3]] = (
     clashing = [i for i, node in enumerate(nodes) if node.get("name") in node_of and joint_name.get(i) != node.get("name")]
     if not target.tips and not added and not clashing:
         return document  # type: ignore[return-value]
-    gltf = copy.deepcopy(document.gltf)  # type: ignore[union-attr]
-    nodes = gltf["nodes"]
+    gltf = dict(document.gltf)  # type: ignore[union-attr]  # only its nodes change (build copies the whole)
+    nodes = gltf["nodes"] = [dict(node) for node in gltf["nodes"]]
     for i in clashing:
         nodes[i]["name"] = joint_name.get(i) or "{}_node{}".format(nodes[i]["name"], i)
     for tip_name, bone, local in list(target.tips) + list(added):

@@ -145,12 +145,18 @@ def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
 
 
 def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
+    """The point's world place: the weighted sum of add(position, quat_rotate(rotation, offset)) of its
+    terms, written out in place (the same arithmetic: it runs per sole and hand point per frame)."""
     x = y = z = 0.0
-    for joint, weight, offset in point:
-        p = add(positions[joint], quat_rotate(rotations[joint], offset))
-        x += weight * p[0]
-        y += weight * p[1]
-        z += weight * p[2]
+    for joint, weight, (vx, vy, vz) in point:
+        qx, qy, qz, qw = rotations[joint]
+        tx = 2.0 * (qy * vz - qz * vy)
+        ty = 2.0 * (qz * vx - qx * vz)
+        tz = 2.0 * (qx * vy - qy * vx)
+        px, py, pz = positions[joint]
+        x += weight * (px + (vx + qw * tx + (qy * tz - qz * ty)))
+        y += weight * (py + (vy + qw * ty + (qz * tx - qx * tz)))
+        z += weight * (pz + (vz + qw * tz + (qx * ty - qy * tx)))
     return (x, y, z)
 
 

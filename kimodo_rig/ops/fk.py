@@ -42,7 +42,9 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
     count = skeleton.joint_count
     parents = skeleton.parents
     needed = range(count) if joints is None else sorted(_with_ancestors(parents, joints))
-    plan = [(joint, parents[joint]) + tuple(skeleton.rest_offsets[joint]) for joint in needed]
+    # The offset's 2 v worked out once, as position_columns_by_frame has it (2 (a x v) = a x 2v to the bit).
+    plan = [(joint, parents[joint]) + tuple(skeleton.rest_offsets[joint]) + tuple(2.0 * c for c in skeleton.rest_offsets[joint])
+            for joint in needed]
     rotations, roots = motion.local_rotations, motion.root_positions
     width = 4 * count
     all_rotations = []
@@ -53,15 +55,15 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
         root = (roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2])
         globals_: List[Optional[Quat]] = [None] * count
         positions: List[Optional[Vec3]] = [None] * count
-        for joint, parent, vx, vy, vz in plan:
+        for joint, parent, vx, vy, vz, wx, wy, wz in plan:
             if parent < 0:
                 globals_[joint] = frame_rotations[joint]
                 positions[joint] = root
                 continue
             ax, ay, az, aw = globals_[parent]  # type: ignore[misc]
-            tx = 2.0 * (ay * vz - az * vy)
-            ty = 2.0 * (az * vx - ax * vz)
-            tz = 2.0 * (ax * vy - ay * vx)
+            tx = ay * wz - az * wy
+            ty = az * wx - ax * wz
+            tz = ax * wy - ay * wx
             px, py, pz = positions[parent]  # type: ignore[misc]
             positions[joint] = (px + (vx + aw * tx + (ay * tz - az * ty)), py + (vy + aw * ty + (az * tx - ax * tz)),
                                 pz + (vz + aw * tz + (ax * ty - ay * tx)))
@@ -71,6 +73,12 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
         all_rotations.append(globals_)
         all_positions.append(positions)
     return all_rotations, all_positions  # type: ignore[return-value]
+
+
+def shared_poses(motion: Motion) -> Tuple[List[List[Quat]], List[List[Vec3]]]:
+    """global_rotations_and_positions(motion), worked out once per motion and shared (read it, never change
+    it): the clip a retarget reads is posed by the solve, the feet pass and the report alike."""
+    return motion.derived("global_rotations_and_positions", global_rotations_and_positions)
 
 
 def turn_joints(joints: Sequence[int], rotations: List[Quat], positions: List[Vec3], pivot: Vec3, turn: Quat,

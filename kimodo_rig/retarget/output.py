@@ -14,7 +14,7 @@ from ..files import file_name, write_bytes_atomic
 from ..formats import draco
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
-from ..ops.fk import global_rotations_and_positions, rest_pose, world_positions
+from ..ops.fk import global_rotations_and_positions, rest_pose, shared_poses, world_positions
 from ..rotations import Quat, Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
 from .character import Target, skinned_joints
@@ -369,7 +369,7 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
 def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
               carriers: Optional[FrozenSet[str]] = None) -> Report:
     treadmill = info.removed_travel
-    source_positions = world_positions(source)
+    source_positions = shared_poses(source)[1]
     yaw, label, facing_warning = _facing(geometry)
     contacts = feet.source_contacts(source, info.source_map, source_positions)
     figures = FeetFigures(

@@ -36,7 +36,7 @@ from ..rotations import (
     subtract,
     yaw_angle,
 )
-from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
+from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions, shared_poses
 from .mapping import (
     FINGERS,
     HumanoidMap,
@@ -220,7 +220,7 @@ def retarget(
     ratio = reach_target / reach_source
     facing = corrections.facing
 
-    source_globals, source_positions = global_rotations_and_positions(motion)
+    source_globals, source_positions = shared_poses(motion)
     source_rest = rest_global_rotations(motion.skeleton)
     source_rest_positions = rest_positions(motion.skeleton)
     inverse_source_rest = [quat_conjugate(q) for q in source_rest]

@@ -192,6 +192,27 @@ def centred_average(values: Sequence[float], window: int, keep_ends: bool = True
     return out
 
 
+def _carried_turn(source: Quat, inverse_rest: Quat, facing: Quat, inverse_facing: Quat, correction: Quat) -> Quat:
+    """quat_normalize(F (S R^-1) F^-1 C): a source bone's turn from its rest, seen facing the target, onto
+    the target bone's corrected rest; the four quat_multiply and the normalisation written out in place
+    (the same arithmetic in the same order: it runs per mapped joint per frame)."""
+    ax, ay, az, aw = source
+    bx, by, bz, bw = inverse_rest
+    x, y, z, w = (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                  aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+    ax, ay, az, aw = facing
+    x, y, z, w = (aw * x + ax * w + ay * z - az * y, aw * y - ax * z + ay * w + az * x,
+                  aw * z + ax * y - ay * x + az * w, aw * w - ax * x - ay * y - az * z)
+    bx, by, bz, bw = inverse_facing
+    x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
+                  w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
+    bx, by, bz, bw = correction
+    x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
+                  w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    return IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
+
+
 def retarget(
     motion: Motion,
     target: Skeleton,
@@ -264,16 +285,30 @@ def retarget(
                 rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
             elif link is not None:
                 a, b = link.source_joints
-                delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                 if b != a and link.weight > 0.0:
+                    delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                     delta = quat_slerp(delta, quat_multiply(frame_globals[b], inverse_source_rest[b]), link.weight)
-                delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
-                rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+                    delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
+                    rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+                else:
+                    rotation = _carried_turn(frame_globals[a], inverse_source_rest[a], facing, inverse_facing,
+                                             corrections.globals[joint])
             else:
                 rotation = quat_multiply(globals_[parent], rest_rotation)
             globals_.append(rotation)
-            local = rotation if parent < 0 else quat_multiply(quat_conjugate(globals_[parent]), rotation)
-            local_rotations.extend(quat_normalize(local))
+            if parent < 0:
+                local_rotations.extend(quat_normalize(rotation))
+                continue
+            # quat_normalize(quat_multiply(quat_conjugate(parent's), rotation)), written out as above
+            ax, ay, az, aw = globals_[parent]
+            ax, ay, az = -ax, -ay, -az
+            x, y, z, w = rotation
+            lx = aw * x + ax * w + ay * z - az * y
+            ly = aw * y - ax * z + ay * w + az * x
+            lz = aw * z + ax * y - ay * x + az * w
+            lw = aw * w - ax * x - ay * y - az * z
+            n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)
+            local_rotations.extend((lx / n, ly / n, lz / n, lw / n) if n != 0.0 else IDENTITY)
 
     # The hips' path: scaled by the leg ratio, turned by the facing, standing on the target's floor.
     source_hips = smap.bones["hips"]

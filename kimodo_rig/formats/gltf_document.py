@@ -704,26 +704,25 @@ def keyframe_world_matrices(gltf: Dict[str, Any], channels: Dict[int, Dict[str, 
     local source (its channels or its own TRS or matrix) looked up once, and the nodes nothing animates
     at or above them evaluated once for all keys."""
     fixed, plan = _keyframe_plan(gltf, channels, wanted, parents)
-    for frame in range(frames):
-        world = dict(fixed)
-        for node, parent, local, translations, translation, rotations, rotation, scales, scale in plan:
-            if local is not None:
-                world[node] = local if parent < 0 else multiply4(world[parent], local)
-                continue
-            keyed = (translation if translations is None else translations[frame],
-                     rotation if rotations is None else rotations[frame], scale if scales is None else scales[frame])
-            world[node] = trs_matrix(*keyed) if parent < 0 else multiply4_trs(world[parent], *keyed)
+    for world in _keyframe_worlds(fixed, [step + (False,) for step in plan], frames):
         yield [world[node] for node in wanted]
 
 
 def keyframe_world_positions(gltf: Dict[str, Any], channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frames: int,
                              wanted: Sequence[int], parents: Optional[Sequence[int]] = None) -> Iterator[List[Vec3]]:
     """The translations of `keyframe_world_matrices` (the same arithmetic, to the bit), with only the
-    translation worked out for a node no other evaluated node hangs from (a 700-bone rig's mechanism
-    bones, most of its nodes): a product's translation column needs neither its own rotation nor scale."""
+    translation worked out for a node no other evaluated node hangs from: a product's translation column
+    needs neither its own rotation nor scale."""
     fixed, plan = _keyframe_plan(gltf, channels, wanted, parents)
     inner = {step[1] for step in plan}
     steps = [step + (step[0] not in inner and step[1] >= 0 and (step[2] is None or _affine(step[2])),) for step in plan]
+    for world in _keyframe_worlds(fixed, steps, frames):
+        yield [(m[12], m[13], m[14]) for m in (world[node] for node in wanted)]
+
+
+def _keyframe_worlds(fixed: Dict[int, Matrix4], steps: Sequence[Tuple[Any, ...]], frames: int) -> Iterator[Dict[int, Any]]:
+    """Per key, every planned node's world matrix (`_keyframe_plan`'s steps, each with a last flag: a
+    leaf whose translation alone is wanted, held as a matrix whose other entries are None)."""
     for frame in range(frames):
         world: Dict[int, Any] = dict(fixed)
         for node, parent, local, translations, translation, rotations, rotation, scales, scale, leaf in steps:
@@ -733,9 +732,9 @@ def keyframe_world_positions(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
                     # multiply4's (and multiply4_trs') translation column, b15 = 1
                     b12, b13, b14 = local[12:15] if local is not None else (
                         translation if translations is None else translations[frame])
-                    world[node] = (None, None, None, None, None, None, None, None, None, None, None, None,
-                                   a[0] * b12 + a[4] * b13 + a[8] * b14 + a[12], a[1] * b12 + a[5] * b13 + a[9] * b14 + a[13],
-                                   a[2] * b12 + a[6] * b13 + a[10] * b14 + a[14])
+                    world[node] = (None,) * 12 + (a[0] * b12 + a[4] * b13 + a[8] * b14 + a[12],
+                                                  a[1] * b12 + a[5] * b13 + a[9] * b14 + a[13],
+                                                  a[2] * b12 + a[6] * b13 + a[10] * b14 + a[14])
                     continue
             if local is not None:
                 world[node] = local if parent < 0 else multiply4(world[parent], local)
@@ -743,7 +742,7 @@ def keyframe_world_positions(gltf: Dict[str, Any], channels: Dict[int, Dict[str,
             keyed = (translation if translations is None else translations[frame],
                      rotation if rotations is None else rotations[frame], scale if scales is None else scales[frame])
             world[node] = trs_matrix(*keyed) if parent < 0 else multiply4_trs(world[parent], *keyed)
-        yield [(m[12], m[13], m[14]) for m in (world[node] for node in wanted)]
+        yield world
 
 
 def _affine(m: Sequence[float]) -> bool:

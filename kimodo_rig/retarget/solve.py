@@ -203,12 +203,9 @@ def _carried_turn(source: Quat, inverse_rest: Quat, facing: Quat, inverse_facing
     ax, ay, az, aw = facing
     x, y, z, w = (aw * x + ax * w + ay * z - az * y, aw * y - ax * z + ay * w + az * x,
                   aw * z + ax * y - ay * x + az * w, aw * w - ax * x - ay * y - az * z)
-    bx, by, bz, bw = inverse_facing
-    x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
-                  w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
-    bx, by, bz, bw = correction
-    x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
-                  w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
+    for bx, by, bz, bw in (inverse_facing, correction):
+        x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
+                      w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
     n = math.sqrt(x * x + y * y + z * z + w * w)
     return IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
 
@@ -259,24 +256,13 @@ def retarget(
         frame_globals = source_globals[frame]
         for joint, parent, link, rest_rotation in plan:
             if link is None and parent >= 0:
-                # A bone the clip does not drive keeps its rest turn under its parent: global G R, local
-                # normalised G* (G R), quat_multiply and quat_conjugate written out (most of a big rig's bones).
+                # A bone the clip does not drive keeps its rest turn under its parent: global G R,
+                # quat_multiply written out (most of a big rig's bones).
                 ax, ay, az, aw = globals_[parent]
                 bx, by, bz, bw = rest_rotation
-                x = aw * bx + ax * bw + ay * bz - az * by
-                y = aw * by - ax * bz + ay * bw + az * bx
-                z = aw * bz + ax * by - ay * bx + az * bw
-                w = aw * bw - ax * bx - ay * by - az * bz
-                globals_.append((x, y, z, w))
-                ax, ay, az = -ax, -ay, -az
-                lx = aw * x + ax * w + ay * z - az * y
-                ly = aw * y - ax * z + ay * w + az * x
-                lz = aw * z + ax * y - ay * x + az * w
-                lw = aw * w - ax * x - ay * y - az * z
-                n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)
-                local_rotations.extend((lx / n, ly / n, lz / n, lw / n) if n != 0.0 else IDENTITY)
-                continue
-            if link is not None and link.span:
+                rotation = (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+            elif link is not None and link.span:
                 # A one-bone limb: the turn taking the source's rest root-to-end line to this frame's.
                 start, end = link.span
                 delta = quat_between(subtract(source_rest_positions[end], source_rest_positions[start]),
@@ -299,7 +285,7 @@ def retarget(
             if parent < 0:
                 local_rotations.extend(quat_normalize(rotation))
                 continue
-            # quat_normalize(quat_multiply(quat_conjugate(parent's), rotation)), written out as above
+            # The local rotation: quat_normalize(quat_multiply(quat_conjugate(parent's), rotation)), written out.
             ax, ay, az, aw = globals_[parent]
             ax, ay, az = -ax, -ay, -az
             x, y, z, w = rotation

@@ -194,11 +194,12 @@ def main() -> int:
             print("{:<10} {:>14.2f} {:>14.2f} {:>10.2f} {:>12.1f}".format(name, lock, free, free / lock, 10.0 / lock))
         locks = {name: per10[(tree, name, True)] for name in targets}
         ratios = {name: per10[(tree, name, False)] / lock for name, lock in locks.items()}
-        worst = max(locks, key=locks.get)
+        big = "big{}".format(BIG_BONES)
+        shared = [name for name in targets if name != big] or list(targets)  # the bar is the shared characters'
+        worst = max(shared, key=locks.get)
         print("bars: lock <= {:.2f} CPU s per 10 s: {} (worst {} {:.2f}); free / lock >= {:.2f}: {} (least {:.2f})".format(
             LOCK_BAR_S, _met(locks[worst] <= LOCK_BAR_S), worst, locks[worst], FREE_OVER_LOCK_BAR,
             _met(min(ratios.values()) >= FREE_OVER_LOCK_BAR), min(ratios.values())))
-        big = "big{}".format(BIG_BONES)
         if big in targets and "mannequin" in targets:
             ratio = locks[big] / locks["mannequin"]
             print("big / mannequin (lock): {:.2f} (bar <= {:.1f}: {})".format(ratio, BIG_OVER_SMALL_BAR,

@@ -107,15 +107,18 @@ class _HandPoints:
         self.weighted = [tuple((joint, weight, weight * vx, weight * vy, weight * vz) for joint, weight, (vx, vy, vz) in point)
                          for point in self.points]
 
-    def _estimates(self, rotations: Sequence[Quat], positions: Sequence[Vec3], indices: Sequence[int]) -> List[float]:
-        """The heights of the points `indices` in another order of the same arithmetic's terms (each joint's
-        height and its rotation's middle matrix row, once per pose): within rounding of `_height`, at a
-        third of its cost, so the exact height is worked out only where the estimate is within
-        BOUND_SLACK of the threshold it is held against."""
+    def _rows(self, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Dict[int, Tuple[float, float, float, float]]:
+        """Per joint the points hang from, its height and its rotation's middle matrix row, for `_estimates`."""
         rows = {}
         for joint in self.joints:
             x, y, z, w = rotations[joint]
             rows[joint] = (positions[joint][1], 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w))
+        return rows
+
+    def _estimates(self, rows: Dict[int, Tuple[float, float, float, float]], indices: Sequence[int]) -> List[float]:
+        """The heights of the points `indices` in another order of the same arithmetic's terms (`_rows`,
+        once per pose): within rounding of `_height`, at a third of its cost, so the exact height is worked
+        out only where the estimate is within BOUND_SLACK of the threshold it is held against."""
         estimates = []
         for index in indices:
             height = 0.0
@@ -130,7 +133,7 @@ class _HandPoints:
         than its group's lowest joint less its drop."""
         chosen = []
         for joints, members in self.groups:
-            lowest = min(positions[j][1] for j in joints)
+            lowest = min([positions[j][1] for j in joints])
             for drop, index in members:
                 if lowest - drop >= below + BOUND_SLACK:
                     break
@@ -145,19 +148,22 @@ class _HandPoints:
         threshold = floor - ON_FLOOR
         candidates = self._candidates(positions, threshold)
         return [posed_point(points[i], rotations, positions)
-                for i, estimate in zip(candidates, self._estimates(rotations, positions, candidates))
+                for i, estimate in zip(candidates, self._estimates(self._rows(rotations, positions), candidates))
                 if estimate < threshold - BOUND_SLACK or (
                     estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
 
     def lowest(self, pose: Pose) -> float:
         """The lowest point's height in `pose`: the least bound first, until no bound is lower."""
         rotations, positions = pose
+        rows = self._rows(rotations, positions)
         best = math.inf
         for joints, members in self.groups:
-            floor_of_group = min(positions[j][1] for j in joints)
+            floor_of_group = min([positions[j][1] for j in joints])
             for drop, index in members:
                 if floor_of_group - drop >= best + BOUND_SLACK:
                     break
+                if self._estimates(rows, (index,))[0] >= best + BOUND_SLACK:
+                    continue  # surely higher than the lowest so far
                 height = _height(self.points[index], rotations, positions)
                 if height < best:
                     best = height

@@ -146,6 +146,14 @@ class Motion(FrozenRecord):
     def frame_count(self) -> int:
         return len(self.root_positions) // 3
 
+    def derived(self, key: str, compute: Callable[["Motion"], Any]) -> Any:
+        """`compute(self)`, worked out once per motion and `key` (its buffers are read-only): a value
+        several stages ask of one clip, such as its world poses. Callers must not change what comes back."""
+        values = self.__dict__.setdefault("_derived", {})
+        if key not in values:
+            values[key] = compute(self)
+        return values[key]
+
     @property
     def joint_count(self) -> int:
         return self.skeleton.joint_count

@@ -540,6 +540,29 @@ def trs_matrix(translation: Sequence[float], rotation: Sequence[float], scale: S
     ]
 
 
+def normalized_trs_matrices(translations: Sequence[Sequence[float]], rotations: Sequence[Sequence[float]],
+                            scale: Sequence[float]) -> List[Matrix4]:
+    """trs_matrix(t, quat_normalize(r), scale) of each pair (one joint's world per keyframe), the
+    normalisation and the matrix written out in one loop (the same arithmetic)."""
+    sx, sy, sz = scale
+    sqrt = math.sqrt
+    out = []
+    for translation, rotation in zip(translations, rotations):
+        x, y, z, w = rotation
+        n = sqrt(x * x + y * y + z * z + w * w)
+        if n == 0.0:
+            x, y, z, w = 0.0, 0.0, 0.0, 1.0
+        else:
+            x, y, z, w = x / n, y / n, z / n, w / n
+        out.append([
+            (1.0 - 2.0 * (y * y + z * z)) * sx, (2.0 * (x * y + z * w)) * sx, (2.0 * (x * z - y * w)) * sx, 0.0,
+            (2.0 * (x * y - z * w)) * sy, (1.0 - 2.0 * (x * x + z * z)) * sy, (2.0 * (y * z + x * w)) * sy, 0.0,
+            (2.0 * (x * z + y * w)) * sz, (2.0 * (y * z - x * w)) * sz, (1.0 - 2.0 * (x * x + y * y)) * sz, 0.0,
+            translation[0], translation[1], translation[2], 1.0,
+        ])
+    return out
+
+
 def multiply4(a: Matrix4, b: Matrix4) -> Matrix4:
     """a @ b for column-major 4x4 matrices, unrolled (it runs per node per keyframe)."""
     a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
@@ -680,10 +703,60 @@ def keyframe_world_matrices(gltf: Dict[str, Any], channels: Dict[int, Dict[str, 
     nodes: `world_matrices` with that key's `keyframe_overrides`, the same products, with each node's
     local source (its channels or its own TRS or matrix) looked up once, and the nodes nothing animates
     at or above them evaluated once for all keys."""
+    fixed, plan = _keyframe_plan(gltf, channels, wanted, parents)
+    for world in _keyframe_worlds(fixed, [step + (False,) for step in plan], frames):
+        yield [world[node] for node in wanted]
+
+
+def keyframe_world_positions(gltf: Dict[str, Any], channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frames: int,
+                             wanted: Sequence[int], parents: Optional[Sequence[int]] = None) -> Iterator[List[Vec3]]:
+    """The translations of `keyframe_world_matrices` (the same arithmetic, to the bit), with only the
+    translation worked out for a node no other evaluated node hangs from: a product's translation column
+    needs neither its own rotation nor scale."""
+    fixed, plan = _keyframe_plan(gltf, channels, wanted, parents)
+    inner = {step[1] for step in plan}
+    steps = [step + (step[0] not in inner and step[1] >= 0 and (step[2] is None or _affine(step[2])),) for step in plan]
+    for world in _keyframe_worlds(fixed, steps, frames):
+        yield [(m[12], m[13], m[14]) for m in (world[node] for node in wanted)]
+
+
+def _keyframe_worlds(fixed: Dict[int, Matrix4], steps: Sequence[Tuple[Any, ...]], frames: int) -> Iterator[Dict[int, Any]]:
+    """Per key, every planned node's world matrix (`_keyframe_plan`'s steps, each with a last flag: a
+    leaf whose translation alone is wanted, held as a matrix whose other entries are None)."""
+    for frame in range(frames):
+        world: Dict[int, Any] = dict(fixed)
+        for node, parent, local, translations, translation, rotations, rotation, scales, scale, leaf in steps:
+            if leaf:
+                a = world[parent]
+                if a[3] == a[7] == a[11] == 0.0 and a[15] == 1.0:
+                    # multiply4's (and multiply4_trs') translation column, b15 = 1
+                    b12, b13, b14 = local[12:15] if local is not None else (
+                        translation if translations is None else translations[frame])
+                    world[node] = (None,) * 12 + (a[0] * b12 + a[4] * b13 + a[8] * b14 + a[12],
+                                                  a[1] * b12 + a[5] * b13 + a[9] * b14 + a[13],
+                                                  a[2] * b12 + a[6] * b13 + a[10] * b14 + a[14])
+                    continue
+            if local is not None:
+                world[node] = local if parent < 0 else multiply4(world[parent], local)
+                continue
+            keyed = (translation if translations is None else translations[frame],
+                     rotation if rotations is None else rotations[frame], scale if scales is None else scales[frame])
+            world[node] = trs_matrix(*keyed) if parent < 0 else multiply4_trs(world[parent], *keyed)
+        yield world
+
+
+def _affine(m: Sequence[float]) -> bool:
+    return m[3] == m[7] == m[11] == 0.0 and m[15] == 1.0
+
+
+def _keyframe_plan(gltf: Dict[str, Any], channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], wanted: Sequence[int],
+                   parents: Optional[Sequence[int]]) -> Tuple[Dict[int, Matrix4], List[Tuple[Any, ...]]]:
+    """keyframe_world_matrices' nodes: the world matrices no key changes, and the rest parent before
+    child as (node, parent, local matrix or None, then per path: per-key values or None, the node's own)."""
     nodes = gltf.get("nodes", [])
     parents = node_parents(gltf) if parents is None else parents
-    fixed: Dict[int, Matrix4] = {}  # world matrices no key changes
-    plan = []  # (node, parent, local matrix or None, then per path: per-key values or None, the node's own)
+    fixed: Dict[int, Matrix4] = {}
+    plan = []
     placed = set()
     for node in wanted:
         chain = []
@@ -704,16 +777,7 @@ def keyframe_world_matrices(gltf: Dict[str, Any], channels: Dict[int, Dict[str, 
                          paths.get("translation"), record.get("translation", (0.0, 0.0, 0.0)),
                          paths.get("rotation"), record.get("rotation", (0.0, 0.0, 0.0, 1.0)),
                          paths.get("scale"), record.get("scale", (1.0, 1.0, 1.0))))
-    for frame in range(frames):
-        world = dict(fixed)
-        for node, parent, local, translations, translation, rotations, rotation, scales, scale in plan:
-            if local is not None:
-                world[node] = local if parent < 0 else multiply4(world[parent], local)
-                continue
-            keyed = (translation if translations is None else translations[frame],
-                     rotation if rotations is None else rotations[frame], scale if scales is None else scales[frame])
-            world[node] = trs_matrix(*keyed) if parent < 0 else multiply4_trs(world[parent], *keyed)
-        yield [world[node] for node in wanted]
+    return fixed, plan
 
 
 def keyframe_overrides(channels: Dict[int, Dict[str, List[Tuple[float, ...]]]], frame: int) -> Dict[int, Dict[str, Sequence[float]]]:
@@ -897,6 +961,62 @@ def decompose_product(a: Sequence[float], b: Sequence[float]) -> Tuple[Vec3, Qua
                    a2 * b12 + a6 * b13 + a10 * b14 + a14)
     rotation, scale = _rotation_and_scale(m0, m1, m2, m4, m5, m6, m8, m9, m10)
     return translation, rotation, scale
+
+
+def decomposed_products(a_list: Sequence[Sequence[float]], b_list: Sequence[Sequence[float]]
+                        ) -> Tuple[List[float], List[float], List[float]]:
+    """decompose_product of each pair of `a_list` and `b_list` (a node's parent's inverse worlds and its
+    worlds, per keyframe), as flat translations, rotations and scales: the same arithmetic, with
+    _rotation_and_scale and rotation_quat written out in place (it runs per animated node per keyframe)."""
+    translations: List[float] = []
+    rotations: List[float] = []
+    scales: List[float] = []
+    sqrt = math.sqrt
+    for a, b in zip(a_list, b_list):
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 = a
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15 = b
+        if not (a3 == a7 == a11 == 0.0 and a15 == 1.0 and b3 == b7 == b11 == 0.0 and b15 == 1.0):
+            translation, rotation, scale = decompose4(multiply4(a, b))  # type: ignore[arg-type]
+            translations.extend(translation)
+            rotations.extend(rotation)
+            scales.extend(scale)
+            continue
+        m0, m1, m2 = a0 * b0 + a4 * b1 + a8 * b2, a1 * b0 + a5 * b1 + a9 * b2, a2 * b0 + a6 * b1 + a10 * b2
+        m4, m5, m6 = a0 * b4 + a4 * b5 + a8 * b6, a1 * b4 + a5 * b5 + a9 * b6, a2 * b4 + a6 * b5 + a10 * b6
+        m8, m9, m10 = a0 * b8 + a4 * b9 + a8 * b10, a1 * b8 + a5 * b9 + a9 * b10, a2 * b8 + a6 * b9 + a10 * b10
+        translations.extend((a0 * b12 + a4 * b13 + a8 * b14 + a12, a1 * b12 + a5 * b13 + a9 * b14 + a13,
+                             a2 * b12 + a6 * b13 + a10 * b14 + a14))
+        # _rotation_and_scale
+        s0 = sqrt(m0 * m0 + m1 * m1 + m2 * m2)
+        s1 = sqrt(m4 * m4 + m5 * m5 + m6 * m6)
+        s2 = sqrt(m8 * m8 + m9 * m9 + m10 * m10)
+        if m0 * (m5 * m10 - m6 * m9) - m4 * (m1 * m10 - m2 * m9) + m8 * (m1 * m6 - m2 * m5) < 0:
+            s0 = -s0
+        d0, d1, d2 = s0 or 1.0, s1 or 1.0, s2 or 1.0
+        scales.extend((s0, s1, s2))
+        # rotation_quat of the unscaled rows
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = m0 / d0, m4 / d1, m8 / d2, m1 / d0, m5 / d1, m9 / d2, m2 / d0, m6 / d1, m10 / d2
+        trace = r00 + r11 + r22
+        if trace > 0.0:
+            s = sqrt(trace + 1.0) * 2.0
+            x, y, z, w = (r21 - r12) / s, (r02 - r20) / s, (r10 - r01) / s, 0.25 * s
+        elif r00 > r11 and r00 > r22:
+            s = sqrt(1.0 + r00 - r11 - r22) * 2.0
+            x, y, z, w = 0.25 * s, (r01 + r10) / s, (r02 + r20) / s, (r21 - r12) / s
+        elif r11 > r22:
+            s = sqrt(1.0 + r11 - r00 - r22) * 2.0
+            x, y, z, w = (r01 + r10) / s, 0.25 * s, (r12 + r21) / s, (r02 - r20) / s
+        else:
+            s = sqrt(1.0 + r22 - r00 - r11) * 2.0
+            x, y, z, w = (r02 + r20) / s, (r12 + r21) / s, 0.25 * s, (r10 - r01) / s
+        n = sqrt(x * x + y * y + z * z + w * w)
+        if n == 0.0:
+            rotations.extend((0.0, 0.0, 0.0, 1.0))
+        elif w / n < 0.0:
+            rotations.extend((-(x / n), -(y / n), -(z / n), -(w / n)))
+        else:
+            rotations.extend((x / n, y / n, z / n, w / n))
+    return translations, rotations, scales
 
 
 def decompose4(m: Sequence[float]) -> Tuple[Vec3, Quat, Vec3]:

@@ -55,26 +55,24 @@ def recognises(path) -> bool:
 
 def matrices(path, name: str, values: Sequence[float], count: int) -> List[Tuple[float, ...]]:
     """`count` row-major 3x3 rotation matrices from flat values, each as its 9 values (m00, m01, ... m22);
-    refuses non-finite values or non-rotations, naming the first matrix that holds either."""
+    refuses non-finite values or non-rotations (columns orthonormal within ORTHONORMAL_TOLERANCE, no
+    mirror), naming the first matrix that holds either. The test is written out in the loop (it runs per
+    joint per frame), each abs(x) <= t as -t <= x <= t (the same for every float, NaN included)."""
     flat = values[:count * 9]
     items = list(zip(*[iter(flat.tolist() if isinstance(flat, array) else flat)] * 9))
     finite = math.isfinite(sum(flat))  # else a NaN or an infinity somewhere (or finite values past 1e308)
+    high = ORTHONORMAL_TOLERANCE
+    low = -high
     for index, m in enumerate(items):
         if not finite and not all(math.isfinite(c) for c in m):
             raise KimodoError("{}: {}: matrix {} holds a value that is not a finite number".format(path, name, index))
-        if not _is_rotation(m):
+        a, b, c, d, e, f, g, h, i = m
+        if not (low <= a * a + d * d + g * g - 1.0 <= high and low <= b * b + e * e + h * h - 1.0 <= high
+                and low <= c * c + f * f + i * i - 1.0 <= high and low <= a * b + d * e + g * h <= high
+                and low <= a * c + d * f + g * i <= high and low <= b * c + e * f + h * i <= high
+                and not a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) < 0.0):
             raise KimodoError("{}: {}: matrix {} is not a rotation".format(path, name, index))
     return items
-
-
-def _is_rotation(m: Sequence[float]) -> bool:
-    """Orthonormal columns (within ORTHONORMAL_TOLERANCE), and no mirror."""
-    a, b, c, d, e, f, g, h, i = m
-    tolerance = ORTHONORMAL_TOLERANCE
-    return (abs(a * a + d * d + g * g - 1.0) <= tolerance and abs(b * b + e * e + h * h - 1.0) <= tolerance
-            and abs(c * c + f * f + i * i - 1.0) <= tolerance and abs(a * b + d * e + g * h) <= tolerance
-            and abs(a * c + d * f + g * i) <= tolerance and abs(b * c + e * f + h * i) <= tolerance
-            and not a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) < 0.0)
 
 
 def local_rotations_from_globals(globals_: Sequence[Tuple[float, ...]],

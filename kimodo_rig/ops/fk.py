@@ -1,12 +1,14 @@
 """Forward kinematics on the model (see model.py for the formula)."""
 from __future__ import annotations
 
+import math
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING; typing itself is not loaded by a glb job (issue 11)
 if TYPE_CHECKING:
     from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..model import Motion, Skeleton
-from ..rotations import Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract
+from ..rotations import IDENTITY, Quat, Vec3, quat_conjugate, quat_multiply, quat_normalize, quat_rotate, subtract
 
 
 def pose_globals(
@@ -40,7 +42,9 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
     count = skeleton.joint_count
     parents = skeleton.parents
     needed = range(count) if joints is None else sorted(_with_ancestors(parents, joints))
-    plan = [(joint, parents[joint]) + tuple(skeleton.rest_offsets[joint]) for joint in needed]
+    # The offset's 2 v worked out once, as position_columns_by_frame has it (2 (a x v) = a x 2v to the bit).
+    plan = [(joint, parents[joint]) + tuple(skeleton.rest_offsets[joint]) + tuple(2.0 * c for c in skeleton.rest_offsets[joint])
+            for joint in needed]
     rotations, roots = motion.local_rotations, motion.root_positions
     width = 4 * count
     all_rotations = []
@@ -51,15 +55,15 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
         root = (roots[3 * frame], roots[3 * frame + 1], roots[3 * frame + 2])
         globals_: List[Optional[Quat]] = [None] * count
         positions: List[Optional[Vec3]] = [None] * count
-        for joint, parent, vx, vy, vz in plan:
+        for joint, parent, vx, vy, vz, wx, wy, wz in plan:
             if parent < 0:
                 globals_[joint] = frame_rotations[joint]
                 positions[joint] = root
                 continue
             ax, ay, az, aw = globals_[parent]  # type: ignore[misc]
-            tx = 2.0 * (ay * vz - az * vy)
-            ty = 2.0 * (az * vx - ax * vz)
-            tz = 2.0 * (ax * vy - ay * vx)
+            tx = ay * wz - az * wy
+            ty = az * wx - ax * wz
+            tz = ax * wy - ay * wx
             px, py, pz = positions[parent]  # type: ignore[misc]
             positions[joint] = (px + (vx + aw * tx + (ay * tz - az * ty)), py + (vy + aw * ty + (az * tx - ax * tz)),
                                 pz + (vz + aw * tz + (ax * ty - ay * tx)))
@@ -69,6 +73,40 @@ def global_rotations_and_positions(motion: Motion, joints: Optional[Sequence[int
         all_rotations.append(globals_)
         all_positions.append(positions)
     return all_rotations, all_positions  # type: ignore[return-value]
+
+
+def shared_poses(motion: Motion) -> Tuple[List[List[Quat]], List[List[Vec3]]]:
+    """global_rotations_and_positions(motion), worked out once per motion and shared (read it, never change
+    it): the clip a retarget reads is posed by the solve, the feet pass and the report alike."""
+    return motion.derived("global_rotations_and_positions", global_rotations_and_positions)
+
+
+def turn_joints(joints: Sequence[int], rotations: List[Quat], positions: List[Vec3], pivot: Vec3, turn: Quat,
+                fixed: int = -1) -> None:
+    """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`, in place: each
+    rotation quat_normalize(quat_multiply(turn, r)), each position (but `fixed`'s, the pivot joint's own)
+    add(pivot, quat_rotate(turn, subtract(p, pivot))), the same arithmetic written out (the feet and
+    hands passes turn whole limbs so, several times a frame)."""
+    ax, ay, az, aw = turn
+    cx, cy, cz = pivot
+    sqrt = math.sqrt
+    for j in joints:
+        bx, by, bz, bw = rotations[j]
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        w = aw * bw - ax * bx - ay * by - az * bz
+        n = sqrt(x * x + y * y + z * z + w * w)
+        rotations[j] = IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
+        if j == fixed:
+            continue
+        px, py, pz = positions[j]
+        vx, vy, vz = px - cx, py - cy, pz - cz
+        tx = 2.0 * (ay * vz - az * vy)
+        ty = 2.0 * (az * vx - ax * vz)
+        tz = 2.0 * (ax * vy - ay * vx)
+        positions[j] = (cx + (vx + aw * tx + (ay * tz - az * ty)), cy + (vy + aw * ty + (az * tx - ax * tz)),
+                        cz + (vz + aw * tz + (ax * ty - ay * tx)))
 
 
 def _with_ancestors(parents: Sequence[int], joints: Sequence[int]) -> Set[int]:

@@ -40,9 +40,8 @@ from array import array
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .. import skeletons
 from ..model import Motion, Skeleton
-from ..ops.fk import global_rotations_and_positions, rest_pose
+from ..ops.fk import global_rotations_and_positions, rest_pose, shared_poses
 from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
@@ -193,7 +192,7 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     if not frames:
         return retargeted, [], treadmill
     ratio = info.reach_target / info.reach_source
-    source_positions = global_rotations_and_positions(source, _source_joints(source, smap))[1]
+    source_positions = shared_poses(source)[1]
     contacts = source_contacts(source, smap, source_positions)
     planted = _planted_heights(source_positions, contacts, smap)
     any_contact = [any(contacts[s][f][0] or contacts[s][f][1] for s in SIDES) for f in range(frames)]
@@ -391,17 +390,6 @@ def _knees_kept(spans, foot, info: RetargetInfo, source_positions, floor: float)
         return spans
     return [replace(span, knee_lowest=tuple(floor + min(0.0, source_positions[t][knee][1]) * height / source_height
                                              for t in range(span.first, span.last + 1))) for span in spans]
-
-
-def _source_joints(source: Motion, smap: HumanoidMap) -> Optional[List[int]]:
-    """The source joints this pass reads (hips, feet, toes, knees), or None for all of them: Kimodo's
-    contact rule, where the clip has no contacts, reads its skeleton's own foot joints."""
-    if source.foot_contacts is None and source.skeleton.name in skeletons.BUILTIN:
-        return None
-    joints = [smap.bones.get("hips")]
-    for side in SIDES:
-        joints += [standing_joint(smap, side), smap.bones.get("toe_" + side), smap.bones.get("calf_" + side)]
-    return [j for j in joints if j is not None]
 
 
 def _local_rotations(skeleton: Skeleton, poses) -> array:

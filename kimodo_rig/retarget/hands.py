@@ -19,6 +19,7 @@ import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Skeleton
+from ..ops.fk import turn_joints
 from ..rotations import (
     Quat,
     quat_slerp,
@@ -109,13 +110,38 @@ class _HandPoints:
             drop = sum(weight * length(offset) for _, weight, offset in point)
             groups.setdefault(tuple(sorted(joint for joint, _, _ in point)), []).append((drop, index))
         self.groups = [(joints, sorted(members, reverse=True)) for joints, members in groups.items()]
+        self.joints = sorted({joint for point in self.points for joint, _, _ in point})
+        # Each term's weight and weighted offset, for `_estimates`.
+        self.weighted = [tuple((joint, weight, weight * vx, weight * vy, weight * vz) for joint, weight, (vx, vy, vz) in point)
+                         for point in self.points]
+
+    def _rows(self, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Dict[int, Tuple[float, float, float, float]]:
+        """Per joint the points hang from, its height and its rotation's middle matrix row, for `_estimates`."""
+        rows = {}
+        for joint in self.joints:
+            x, y, z, w = rotations[joint]
+            rows[joint] = (positions[joint][1], 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w))
+        return rows
+
+    def _estimates(self, rows: Dict[int, Tuple[float, float, float, float]], indices: Sequence[int]) -> List[float]:
+        """The heights of the points `indices` in another order of the same arithmetic's terms (`_rows`,
+        once per pose): within rounding of `_height`, at a third of its cost, so the exact height is worked
+        out only where the estimate is within BOUND_SLACK of the threshold it is held against."""
+        estimates = []
+        for index in indices:
+            height = 0.0
+            for joint, weight, ux, uy, uz in self.weighted[index]:
+                py, r0, r1, r2 = rows[joint]
+                height += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+            estimates.append(height)
+        return estimates
 
     def _candidates(self, positions: Sequence[Vec3], below: float) -> List[int]:
         """The indices (in order) of the points that may stand under `below`: no point stands lower
         than its group's lowest joint less its drop."""
         chosen = []
         for joints, members in self.groups:
-            lowest = min(positions[j][1] for j in joints)
+            lowest = min([positions[j][1] for j in joints])
             for drop, index in members:
                 if lowest - drop >= below + BOUND_SLACK:
                     break
@@ -128,18 +154,24 @@ class _HandPoints:
         rotations, positions = pose
         points = self.points
         threshold = floor - ON_FLOOR
-        return [posed_point(points[i], rotations, positions) for i in self._candidates(positions, threshold)
-                if _height(points[i], rotations, positions) < threshold]
+        candidates = self._candidates(positions, threshold)
+        return [posed_point(points[i], rotations, positions)
+                for i, estimate in zip(candidates, self._estimates(self._rows(rotations, positions), candidates))
+                if estimate < threshold - BOUND_SLACK or (
+                    estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
 
     def lowest(self, pose: Pose) -> float:
         """The lowest point's height in `pose`: the least bound first, until no bound is lower."""
         rotations, positions = pose
+        rows = self._rows(rotations, positions)
         best = math.inf
         for joints, members in self.groups:
-            floor_of_group = min(positions[j][1] for j in joints)
+            floor_of_group = min([positions[j][1] for j in joints])
             for drop, index in members:
                 if floor_of_group - drop >= best + BOUND_SLACK:
                     break
+                if self._estimates(rows, (index,))[0] >= best + BOUND_SLACK:
+                    continue  # surely higher than the lowest so far
                 height = _height(self.points[index], rotations, positions)
                 if height < best:
                     best = height
@@ -229,9 +261,7 @@ def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near) -> Lis
 def _turn_about(joints: Sequence[int], pose: Pose, pivot: Vec3, turn: Quat) -> None:
     """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
     rotations, positions = pose
-    for j in joints:
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(joints, rotations, positions, pivot, turn)
 
 
 def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _HandPoints],

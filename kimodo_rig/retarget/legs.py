@@ -7,6 +7,7 @@ import math
 from typing import List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
+from ..ops.fk import turn_joints
 from ..rotations import (
     IDENTITY,
     Quat,
@@ -209,7 +210,8 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: b
             candidates += [math.remainder(middle - half, 2.0 * math.pi), math.remainder(middle + half, 2.0 * math.pi)]
 
     def lowest(angle: float) -> float:
-        return min(y * math.cos(angle) + x * math.sin(angle) for y, x in terms)
+        cosine, sine = math.cos(angle), math.sin(angle)
+        return min([y * cosine + x * sine for y, x in terms])
 
     allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
@@ -419,11 +421,7 @@ def rigid_rest(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
 
 def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:
     """Turn `joint` and everything below it as one piece by the world rotation `turn` about the joint."""
-    pivot = positions[joint]
-    for j in subtree(skeleton, joint):
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        if j != joint:
-            positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(subtree(skeleton, joint), rotations, positions, positions[joint], turn, joint)
 
 
 def leg_towards(rotations: Sequence[Quat], rest_hips: Quat, forward: Vec3) -> Vec3:

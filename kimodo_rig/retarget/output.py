@@ -2,7 +2,6 @@
 and measuring the report from the file as written (.fbx: read back by our FBX reader, formats/fbx_scene.py)."""
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from dataclasses import dataclass, field, replace
@@ -15,7 +14,7 @@ from ..files import file_name, write_bytes_atomic
 from ..formats import draco
 from ..formats import gltf_document as gd
 from ..model import Motion, Skeleton, rest_motion
-from ..ops.fk import global_rotations_and_positions, rest_pose, world_positions
+from ..ops.fk import global_rotations_and_positions, rest_pose, shared_poses, world_positions
 from ..rotations import Quat, Vec3, sphere_directions, subtract
 from . import character_glb, feet, soles
 from .character import Target, skinned_joints
@@ -102,8 +101,8 @@ def _written_document(target: Target, added: Sequence[Tuple[str, str, Vec3]] = (
     clashing = [i for i, node in enumerate(nodes) if node.get("name") in node_of and joint_name.get(i) != node.get("name")]
     if not target.tips and not added and not clashing:
         return document  # type: ignore[return-value]
-    gltf = copy.deepcopy(document.gltf)  # type: ignore[union-attr]
-    nodes = gltf["nodes"]
+    gltf = dict(document.gltf)  # type: ignore[union-attr]  # only its nodes change (build copies the whole)
+    nodes = gltf["nodes"] = [dict(node) for node in gltf["nodes"]]
     for i in clashing:
         nodes[i]["name"] = joint_name.get(i) or "{}_node{}".format(nodes[i]["name"], i)
     for tip_name, bone, local in list(target.tips) + list(added):
@@ -163,13 +162,14 @@ def write(motion: Motion, info: RetargetInfo, target: Target, path) -> None:
 def _worst_distance(a: Sequence[Sequence[Sequence[float]]], b: Sequence[Sequence[Sequence[float]]]) -> float:
     if len(a) != len(b):
         return float("inf")
-    worst = 0.0
+    worst = 0.0  # squared: the root taken once, of the largest (a NaN kept as the loop met it)
     for frame_a, frame_b in zip(a, b):
-        for p, q in zip(frame_a, frame_b):
-            distance = ((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2) ** 0.5
-            if not distance <= worst:
-                worst = distance
-    return worst
+        for (px, py, pz), (qx, qy, qz) in zip(frame_a, frame_b):
+            dx, dy, dz = px - qx, py - qy, pz - qz
+            squared = dx * dx + dy * dy + dz * dz
+            if not squared <= worst:
+                worst = squared
+    return math.sqrt(worst)
 
 
 def output_positions(path, motion: Motion) -> List[List[Sequence[float]]]:
@@ -370,7 +370,7 @@ def _sampled_feet(joints: "_Feet", info: RetargetInfo, bind_mesh: feet.BindMesh,
 def _measured(source: Motion, info: RetargetInfo, written, geometry: "_Feet",
               carriers: Optional[FrozenSet[str]] = None) -> Report:
     treadmill = info.removed_travel
-    source_positions = world_positions(source)
+    source_positions = shared_poses(source)[1]
     yaw, label, facing_warning = _facing(geometry)
     contacts = feet.source_contacts(source, info.source_map, source_positions)
     figures = FeetFigures(
@@ -765,16 +765,17 @@ def _name_of(nodes, index: int, joint_of: Dict[int, str]) -> str:
 
 def _skin(world: Sequence[Sequence[float]], v: Sequence[float],
           terms: Sequence[Tuple[int, Optional[Sequence[float]], float]], joint_matrices: Dict) -> Vec3:
-    """sum(w * world(node) * inverseBind * v); `joint_matrices` caches the products of one frame."""
+    """sum(w * world(node) * inverseBind * v); `joint_matrices` caches the products of one frame
+    (gd.apply4 written out: it runs per foot vertex per frame)."""
     x = y = z = 0.0
+    vx, vy, vz = v[0], v[1], v[2]
     for node, inverse_bind, weight in terms:
         key = (node, id(inverse_bind))
         m = joint_matrices.get(key)
         if m is None:
             m = world[node] if inverse_bind is None else gd.multiply4(world[node], inverse_bind)
             joint_matrices[key] = m
-        p = gd.apply4(m, v)
-        x += weight * p[0]
-        y += weight * p[1]
-        z += weight * p[2]
+        x += weight * (m[0] * vx + m[4] * vy + m[8] * vz + m[12])
+        y += weight * (m[1] * vx + m[5] * vy + m[9] * vz + m[13])
+        z += weight * (m[2] * vx + m[6] * vy + m[10] * vz + m[14])
     return (x, y, z)

@@ -11,7 +11,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tupl
 from .. import skeletons
 from ..model import Motion, Skeleton
 from ..ops import derived_channels
-from ..ops.fk import rest_pose
+from ..ops.fk import rest_pose, turn_joints
 from ..rotations import (
     IDENTITY,
     Quat,
@@ -148,12 +148,18 @@ def own_joints(skeleton: Skeleton, joint: int) -> List[int]:
 
 
 def posed_point(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Vec3:
+    """The point's world place: the weighted sum of add(position, quat_rotate(rotation, offset)) of its
+    terms, written out in place (the same arithmetic: it runs per sole and hand point per frame)."""
     x = y = z = 0.0
-    for joint, weight, offset in point:
-        p = add(positions[joint], quat_rotate(rotations[joint], offset))
-        x += weight * p[0]
-        y += weight * p[1]
-        z += weight * p[2]
+    for joint, weight, (vx, vy, vz) in point:
+        qx, qy, qz, qw = rotations[joint]
+        tx = 2.0 * (qy * vz - qz * vy)
+        ty = 2.0 * (qz * vx - qx * vz)
+        tz = 2.0 * (qx * vy - qy * vx)
+        px, py, pz = positions[joint]
+        x += weight * (px + (vx + qw * tx + (qy * tz - qz * ty)))
+        y += weight * (py + (vy + qw * ty + (qz * tx - qx * tz)))
+        z += weight * (pz + (vz + qw * tz + (qx * ty - qy * tx)))
     return (x, y, z)
 
 
@@ -454,6 +460,4 @@ def _turn_rigidly(joints: List[int], rotations: List[Quat], positions: List[Vec3
 
 def _turn_about(joints: Sequence[int], rotations: List[Quat], positions: List[Vec3], pivot: Vec3, turn: Quat) -> None:
     """Turn `joints` as one piece by the world rotation `turn` about the point `pivot`."""
-    for j in joints:
-        rotations[j] = quat_normalize(quat_multiply(turn, rotations[j]))
-        positions[j] = add(pivot, quat_rotate(turn, subtract(positions[j], pivot)))
+    turn_joints(joints, rotations, positions, pivot, turn)

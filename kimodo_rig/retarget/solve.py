@@ -36,7 +36,7 @@ from ..rotations import (
     subtract,
     yaw_angle,
 )
-from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions
+from ..ops.fk import global_rotations_and_positions, rest_global_rotations, rest_pose, rest_positions, shared_poses
 from .mapping import (
     FINGERS,
     HumanoidMap,
@@ -192,6 +192,24 @@ def centred_average(values: Sequence[float], window: int, keep_ends: bool = True
     return out
 
 
+def _carried_turn(source: Quat, inverse_rest: Quat, facing: Quat, inverse_facing: Quat, correction: Quat) -> Quat:
+    """quat_normalize(F (S R^-1) F^-1 C): a source bone's turn from its rest, seen facing the target, onto
+    the target bone's corrected rest; the four quat_multiply and the normalisation written out in place
+    (the same arithmetic in the same order: it runs per mapped joint per frame)."""
+    ax, ay, az, aw = source
+    bx, by, bz, bw = inverse_rest
+    x, y, z, w = (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                  aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+    ax, ay, az, aw = facing
+    x, y, z, w = (aw * x + ax * w + ay * z - az * y, aw * y - ax * z + ay * w + az * x,
+                  aw * z + ax * y - ay * x + az * w, aw * w - ax * x - ay * y - az * z)
+    for bx, by, bz, bw in (inverse_facing, correction):
+        x, y, z, w = (w * bx + x * bw + y * bz - z * by, w * by - x * bz + y * bw + z * bx,
+                      w * bz + x * by - y * bx + z * bw, w * bw - x * bx - y * by - z * bz)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    return IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
+
+
 def retarget(
     motion: Motion,
     target: Skeleton,
@@ -220,7 +238,7 @@ def retarget(
     ratio = reach_target / reach_source
     facing = corrections.facing
 
-    source_globals, source_positions = global_rotations_and_positions(motion)
+    source_globals, source_positions = shared_poses(motion)
     source_rest = rest_global_rotations(motion.skeleton)
     source_rest_positions = rest_positions(motion.skeleton)
     inverse_source_rest = [quat_conjugate(q) for q in source_rest]
@@ -238,24 +256,13 @@ def retarget(
         frame_globals = source_globals[frame]
         for joint, parent, link, rest_rotation in plan:
             if link is None and parent >= 0:
-                # A bone the clip does not drive keeps its rest turn under its parent: global G R, local
-                # normalised G* (G R), quat_multiply and quat_conjugate written out (most of a big rig's bones).
+                # A bone the clip does not drive keeps its rest turn under its parent: global G R,
+                # quat_multiply written out (most of a big rig's bones).
                 ax, ay, az, aw = globals_[parent]
                 bx, by, bz, bw = rest_rotation
-                x = aw * bx + ax * bw + ay * bz - az * by
-                y = aw * by - ax * bz + ay * bw + az * bx
-                z = aw * bz + ax * by - ay * bx + az * bw
-                w = aw * bw - ax * bx - ay * by - az * bz
-                globals_.append((x, y, z, w))
-                ax, ay, az = -ax, -ay, -az
-                lx = aw * x + ax * w + ay * z - az * y
-                ly = aw * y - ax * z + ay * w + az * x
-                lz = aw * z + ax * y - ay * x + az * w
-                lw = aw * w - ax * x - ay * y - az * z
-                n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)
-                local_rotations.extend((lx / n, ly / n, lz / n, lw / n) if n != 0.0 else IDENTITY)
-                continue
-            if link is not None and link.span:
+                rotation = (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
+            elif link is not None and link.span:
                 # A one-bone limb: the turn taking the source's rest root-to-end line to this frame's.
                 start, end = link.span
                 delta = quat_between(subtract(source_rest_positions[end], source_rest_positions[start]),
@@ -264,16 +271,30 @@ def retarget(
                 rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
             elif link is not None:
                 a, b = link.source_joints
-                delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                 if b != a and link.weight > 0.0:
+                    delta = quat_multiply(frame_globals[a], inverse_source_rest[a])
                     delta = quat_slerp(delta, quat_multiply(frame_globals[b], inverse_source_rest[b]), link.weight)
-                delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
-                rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+                    delta = quat_multiply(quat_multiply(facing, delta), inverse_facing)
+                    rotation = quat_normalize(quat_multiply(delta, corrections.globals[joint]))
+                else:
+                    rotation = _carried_turn(frame_globals[a], inverse_source_rest[a], facing, inverse_facing,
+                                             corrections.globals[joint])
             else:
                 rotation = quat_multiply(globals_[parent], rest_rotation)
             globals_.append(rotation)
-            local = rotation if parent < 0 else quat_multiply(quat_conjugate(globals_[parent]), rotation)
-            local_rotations.extend(quat_normalize(local))
+            if parent < 0:
+                local_rotations.extend(quat_normalize(rotation))
+                continue
+            # The local rotation: quat_normalize(quat_multiply(quat_conjugate(parent's), rotation)), written out.
+            ax, ay, az, aw = globals_[parent]
+            ax, ay, az = -ax, -ay, -az
+            x, y, z, w = rotation
+            lx = aw * x + ax * w + ay * z - az * y
+            ly = aw * y - ax * z + ay * w + az * x
+            lz = aw * z + ax * y - ay * x + az * w
+            lw = aw * w - ax * x - ay * y - az * z
+            n = math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw)
+            local_rotations.extend((lx / n, ly / n, lz / n, lw / n) if n != 0.0 else IDENTITY)
 
     # The hips' path: scaled by the leg ratio, turned by the facing, standing on the target's floor.
     source_hips = smap.bones["hips"]

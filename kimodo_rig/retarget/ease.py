@@ -31,11 +31,13 @@ def standing_shares(spans: Sequence[Span], frames: int, fps: float) -> List[floa
 
 
 def eased_goals(spans: Sequence[Span], frames: int, fps: float, planned: Callable[[Span, int], Goal],
-                animated: Callable[[int], Goal]) -> List[Optional[Goal]]:
+                animated: Callable[[int], Goal], leaving: Optional[Callable[[Span, int], Goal]] = None) -> List[Optional[Goal]]:
     """Per frame the foot's goal: the span's own inside a span; outside, the animated foot turned by the
     turn the spans either side give it at their boundaries (interpolated over the time between them: a
     foot the retarget pitches off flat keeps the pins' correction through its swing), moved by the
-    share of the move at the span's nearest boundary, and its toe eased likewise; no spans: None."""
+    share of the move at the span's nearest boundary, and its toe eased likewise; no spans: None.
+    `leaving`: where the foot stands at a span's first or last frame, where not as `planned` has it (a
+    rigid foot rocks off its pin's turn: `legs.rested`)."""
     goals: List[Optional[Goal]] = [None] * frames
     if not spans:
         return goals
@@ -46,7 +48,7 @@ def eased_goals(spans: Sequence[Span], frames: int, fps: float, planned: Callabl
             goals[frame] = planned(span, frame)
         ends = []
         for boundary, step in ((span.first, -1), (span.last, 1)):
-            goal, now = goals[boundary], animated(boundary)
+            goal, now = goals[boundary] if leaving is None else leaving(span, boundary), animated(boundary)
             moved = subtract(goal[0], now[0])  # type: ignore[index]
             ends.append(quat_normalize(quat_multiply(goal[1], quat_conjugate(now[1]))))  # type: ignore[index]
             frame = boundary + step

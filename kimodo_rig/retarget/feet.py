@@ -42,7 +42,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Motion, Skeleton
 from ..ops.fk import global_rotations_and_positions, rest_pose, shared_poses
-from ..rotations import add, quat_conjugate, quat_multiply, quat_rotate, scale
+from ..rotations import Vec3, add, quat_conjugate, quat_multiply, quat_rotate, scale
 from .ankles import with_ankles
 from .mapping import SIDES, HumanoidMap, map_humanoid
 from .solve import RetargetInfo, centred_average, retarget
@@ -345,14 +345,37 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
             return positions[foot.ankle], rotations[foot.ankle], toe
         return at
 
+    planes: Dict[str, Dict[int, Vec3]] = {side: {} for side in feet_}
+
+    def leaving(foot, side):
+        def at(span, frame: int):
+            rotations, positions = poses[frame]
+            goal, planes[side][frame] = legs.rested(foot, rotations, positions, inside[side][frame], positions[foot.hip])
+            return goal
+        return at
+
+    # A rigid foot under a thigh (a shin that carries the sole) leaves and meets its pin as a two-bone leg
+    # reaching its eased goal, from and to where the pin's rest rocks it; a one-bone leg, which has no knee
+    # to reach with, stands as its pins have it a while either side of a span (`ease.standing_shares`).
+    kneed = {side for side, foot in feet_.items() if foot.body is not None and foot.thigh > 0.0}
     goals = {side: ease.eased_goals(spans[side], frames, fps, lambda span, frame, side=side: inside[side][frame],
-                                    animated(foot)) for side, foot in feet_.items()}
-    standing = {side: ease.standing_shares(spans[side], frames, fps) for side in feet_}
+                                    animated(foot), leaving(foot, side) if side in kneed else None) for side, foot in feet_.items()}
+    standing = {side: [float(g is not None) for g in inside[side]] if side in kneed else ease.standing_shares(spans[side], frames, fps)
+                for side in feet_}
     # A free foot's sole is kept above the floor by a turn and a lift planned over the clip (a foot bone's:
     # a rigid foot is lifted by its leg's reach, `legs.solve`).
     for side, foot in feet_.items():
         if foot.body is None:
             goals[side] = hips.cleared_swings(foot, goals[side], [g is None for g in inside[side]], poses, fps, soles.rest_floor)
+    # Its knee's plane eases, as its goal does (`ease.share`), from where the rest leaves it at a span's end
+    # to the leg's own: reaching from the first frame off the pin in its own plane, the knee swung from
+    # behind the line from hip to ankle to in front of it (the shin 26 deg in a frame on soma_01). Between
+    # two spans both ends ease, the earlier first, so the plane does not switch from one to the other.
+    swivels: Dict[str, List[List[Tuple[Vec3, float]]]] = {side: [[] for _ in range(frames)] for side in feet_}
+    for side in kneed:
+        for frame in range(frames):
+            if inside[side][frame] is None:
+                swivels[side][frame] = [(plane, ease.share(abs(frame - end) / fps)) for end, plane in sorted(planes[side].items())]
     one_end = {side: [False] * frames for side in feet_}  # held on the heel or the toe alone
     for side in feet_:
         for span in spans[side]:
@@ -364,6 +387,8 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         for side, foot in feet_.items():
             goal = goals[side][frame]
             if goal is not None:  # a pinned foot is where its pin is; a free one is kept above the floor
+                for plane, share in swivels[side][frame]:
+                    legs.swivel(skeleton, foot, rotations, positions, plane, share)
                 given = legs.leg_pose(skeleton, foot, rotations, positions)
                 legs.solve(skeleton, foot, rotations, positions, goal, towards,
                            None if inside[side][frame] is not None else soles.rest_floor, standing[side][frame])

@@ -419,6 +419,34 @@ def rigid_rest(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3],
     return top, rotation, miss
 
 
+def rested(foot: Foot, rotations: Sequence[Quat], positions: Sequence[Vec3], goal: Goal, hip: Vec3) -> Tuple[Goal, Vec3]:
+    """`goal` as `rigid_rest` leaves a pinned rigid foot with the thigh's root at `hip` (its ankle and world
+    rotation after the rock), and where its knee's plane then is: the knee's offset from the line from
+    `hip` to that ankle."""
+    top, rotation, _ = rigid_rest(foot, rotations, positions, goal, hip)
+    offset = quat_rotate(quat_conjugate(rotations[foot.ankle]), subtract(positions[foot.knee], positions[foot.ankle]))
+    ankle = subtract(top, quat_rotate(rotation, offset))
+    return (ankle, rotation, goal[2]), _off_line(subtract(top, hip), subtract(ankle, hip))
+
+
+def swivel(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], plane: Vec3, share: float) -> None:
+    """Turn the leg about the line from its hip to its ankle by `share` of the turn that puts its knee's
+    offset from that line along `plane` (`rested`): the ankle stays, the knee's plane moves."""
+    line = subtract(positions[foot.ankle], positions[foot.hip])
+    own = _off_line(subtract(positions[foot.knee], positions[foot.hip]), line)
+    wanted = _off_line(plane, line)
+    if share <= 0.0 or length(line) < 1e-12 or length(own) < 1e-12 or length(wanted) < 1e-12:
+        return
+    axis = normalize(line)
+    _turn(skeleton, foot.hip, rotations, positions, quat_from_axis_angle(axis, share * _angle_about(axis, own, wanted)))
+
+
+def _off_line(point: Vec3, line: Vec3) -> Vec3:
+    """`point`'s offset, square to `line`, from the line through the origin along `line`."""
+    along = dot(line, line)
+    return point if along < 1e-24 else subtract(point, scale(line, dot(point, line) / along))
+
+
 def _turn(skeleton: Skeleton, joint: int, rotations: List[Quat], positions: List[Vec3], turn: Quat) -> None:
     """Turn `joint` and everything below it as one piece by the world rotation `turn` about the joint."""
     turn_joints(subtree(skeleton, joint), rotations, positions, positions[joint], turn, joint)

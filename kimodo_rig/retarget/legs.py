@@ -215,7 +215,39 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: b
 
     allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]
-    return clearing[0] if clearing else max(allowed, key=lowest)
+    return clearing[0] if clearing else _highest_lowest(terms, low, high)
+
+
+def _highest_lowest(terms: Sequence[Tuple[float, float]], low: float, high: float) -> float:
+    """The turn in [low, high] that leaves the lowest of the points (y, x: height y cos t + x sin t) highest,
+    walking the lowest point's curve from `low`: the best is at an end, at a lowest point's own peak, or where
+    another point's curve crosses under it."""
+    def height(term, angle):
+        return term[0] * math.cos(angle) + term[1] * math.sin(angle)
+
+    at = low
+    best, best_height = low, -math.inf
+    for _ in range(4 * len(terms) + 2):  # each piece of the lowest curve once
+        under = min(range(len(terms)), key=lambda k: height(terms[k], at + 1e-12))
+        y, x = terms[under]
+        following = high
+        for k, (yk, xk) in enumerate(terms):  # the first crossing after `at` where point k goes under
+            dy, dx = yk - y, xk - x
+            if k == under or (dy == 0.0 and dx == 0.0):
+                continue
+            phase = math.atan2(dx, dy)
+            for zero in (phase + 0.5 * math.pi, phase - 0.5 * math.pi):
+                zero = at + (zero - at) % (2.0 * math.pi)
+                if at + 1e-12 < zero < following and -dy * math.sin(zero) + dx * math.cos(zero) < 0.0:
+                    following = zero
+        peak = at + (math.atan2(x, y) - at) % (2.0 * math.pi)
+        for angle in (at, following) + ((peak,) if peak < following else ()):
+            if height(terms[under], angle) > best_height + 1e-15:
+                best, best_height = angle, height(terms[under], angle)
+        if following >= high:
+            return best
+        at = following
+    return best
 
 
 def stand_on(skeleton: Skeleton, foot: Foot, rotations: List[Quat], positions: List[Vec3], towards: Vec3,

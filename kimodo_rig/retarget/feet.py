@@ -62,15 +62,21 @@ from .one_bone import _bridged, _pin_one_bone_legs, hike_hips
 from .hands import keep_hands_above
 from . import contacts as contact_plan, ease, hips, legs
 
-# The leg solver the foot lock runs: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) or
-# "layers" (lock.py, one_bone.py, hips_path.py), chosen by the environment while the plan does not yet
-# meet every figure the layers meet; not a user option.
+# The leg solver: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) for legs with a knee and a foot,
+# "layers" (lock.py, one_bone.py, hips_path.py) for a character with a rigid leg (one bone, or a shin that
+# carries its sole), where the plan does not yet meet the figures the layers meet (docs/leg-solver.md).
+# KIMODO_LEG_SOLVER (plan or layers) runs one or the other on any character: for tests and benchmarks, not a
+# user option.
 LEG_SOLVERS = ("plan", "layers")
 
 
-def leg_solver() -> str:
-    chosen = os.environ.get("KIMODO_LEG_SOLVER", "layers")
-    return chosen if chosen in LEG_SOLVERS else "layers"
+def leg_solver(rigid: bool = False) -> str:
+    """The solver for a character with (`rigid`) or without a rigid leg, or the one the environment names."""
+    chosen = os.environ.get("KIMODO_LEG_SOLVER", "")
+    if chosen in LEG_SOLVERS:
+        return chosen
+    return "layers" if rigid else "plan"
+
 
 LEASH = 0.05  # of the leg's reach: how far Kimodo's planted foot may drift before the pin follows it
 SPIKE = 0.01  # of the leg's reach: a floor shift this far from its neighbours' median is a one-frame jump
@@ -201,9 +207,11 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
     poses = list(zip(*global_rotations_and_positions(retargeted)))  # pose_globals per frame, in one pass
-    if lock and leg_solver() == "plan":
-        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
-        return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
+    rigid = any(side not in lockable and tmap.has("foot_" + side) for side in SIDES) or any(
+        foot.body is not None for foot in contact_plan.feet(tmap, soles, info.forward).values())
+    if leg_solver(rigid) == "plan":
+        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions, lock)
+        return _finished(retargeted, info, soles, poses, roots, carried, treadmill, between=True)
     if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
         hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
     shifts = []
@@ -267,10 +275,11 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
 
 def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array,
-                    source_positions) -> List[Tuple[float, float]]:
+                    source_positions, lock: bool = True) -> List[Tuple[float, float]]:
     """The foot lock of issue 40: the contact plan (contacts.py), the hips' path (hips.py), each frame's
-    legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
-    move per frame."""
+    legs (legs.py), eased (ease.py). Without `lock` a contact holds its foot on the floor but not in place
+    (it slides as the animation has it) and the body is not carried. Changes `poses` and `roots` in place;
+    returns the hips' horizontal move per frame."""
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
@@ -280,12 +289,13 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     # step, so not integrating the frame rate's differences). A rigid leg has no knee to take up what that
     # smoothed move leaves: the body goes where its landing feet put it, and the pins where it then has them.
     rigid = any(foot.body is not None for foot in feet_.values())
-    if rigid:
+    moves = [(0.0, 0.0)] * frames
+    if lock and rigid:
         moves = hips.carried_from_landings(skeleton, feet_, contacts, poses, fps)
     spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
     for side, foot in feet_.items():
         spans[side] = _knees_kept(spans[side], foot, info, source_positions, soles.rest_floor)
-    if not rigid:
+    if lock and not rigid:
         moves = hips.carried(skeleton, feet_, spans, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
@@ -304,6 +314,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                     goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
                 else:  # on its heel or toe alone, or rolled heel-up on its toe
                     goal = legs.stood_on(skeleton, foot, poses[frame][0], poses[frame][1], goal, soles.rest_floor)
+                if not lock:  # unlocked, a contact holds the foot on the floor, not in place: it slides as animated
+                    rotations, positions = poses[frame]
+                    on_heel = span.heel[frame - span.first]
+                    held = positions[foot.ankle] if on_heel else posed_point(foot.toe_point, rotations, positions)
+                    pin = span.ankle if on_heel else span.toe_point
+                    goal = ((goal[0][0] + held[0] - pin[0], goal[0][1], goal[0][2] + held[2] - pin[2]), goal[1], goal[2])
                 inside[side][frame] = goal
     # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
     # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
@@ -327,7 +343,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     # body moves on while the toe holds (the robot's knee went straight on its pin and popped 26 deg as it
     # let go), and a leg that caught up with the animated one at once popped as much.
     for side, foot in feet_.items():
-        for span in spans[side]:
+        for span in spans[side] if lock else ():  # unlocked, the foot moves on with the body
             before = None  # the previous frame's extension (goal's and animated)
             for frame in range(span.first, span.last + 1):
                 positions = poses[frame][1]
@@ -441,12 +457,13 @@ def _local_rotations(skeleton: Skeleton, poses) -> array:
     return out
 
 
-def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array, carried, treadmill):
+def _finished(retargeted: Motion, info: RetargetInfo, soles, poses, roots: array, carried, treadmill,
+              between: bool = False):
     """The hands kept above the floor, the poses back to local rotations, and --in-place's travel out."""
     skeleton = retargeted.skeleton
     tmap = info.target_map
     floor = soles.rest_floor
-    keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps, between=leg_solver() == "plan")
+    keep_hands_above(skeleton, tmap, soles.hands, poses, floor, retargeted.fps, between=between)
 
     local_rotations = _local_rotations(skeleton, poses)
     moved = carried

@@ -62,11 +62,11 @@ from .one_bone import _bridged, _pin_one_bone_legs, hike_hips
 from .hands import keep_hands_above
 from . import contacts as contact_plan, ease, hips, legs
 
-# The leg solver: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) for legs with a knee and a foot,
-# "layers" (lock.py, one_bone.py, hips_path.py) for a character with a rigid leg (one bone, or a shin that
-# carries its sole), where the plan does not yet meet the figures the layers meet (docs/leg-solver.md).
-# KIMODO_LEG_SOLVER (plan or layers) runs one or the other on any character: for tests and benchmarks, not a
-# user option.
+# The leg solver the foot lock runs: "plan" (contacts.py, hips.py, legs.py, ease.py: issue 40's) for legs with
+# a knee and a foot; "layers" (lock.py, one_bone.py, hips_path.py) for a character with a rigid leg (one
+# bone, or a shin that carries its sole), where the plan does not yet meet the figures the layers meet
+# (docs/leg-solver.md). KIMODO_LEG_SOLVER (plan or layers) runs one or the other on any character: for
+# tests and benchmarks, not a user option.
 LEG_SOLVERS = ("plan", "layers")
 
 
@@ -209,8 +209,8 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     poses = list(zip(*global_rotations_and_positions(retargeted)))  # pose_globals per frame, in one pass
     rigid = any(side not in lockable and tmap.has("foot_" + side) for side in SIDES) or any(
         foot.body is not None for foot in contact_plan.feet(tmap, soles, info.forward).values())
-    if leg_solver(rigid) == "plan":
-        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions, lock)
+    if lock and leg_solver(rigid) == "plan":
+        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
         return _finished(retargeted, info, soles, poses, roots, carried, treadmill, between=True)
     if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
         hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
@@ -275,11 +275,10 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
 
 
 def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array,
-                    source_positions, lock: bool = True) -> List[Tuple[float, float]]:
+                    source_positions) -> List[Tuple[float, float]]:
     """The foot lock of issue 40: the contact plan (contacts.py), the hips' path (hips.py), each frame's
-    legs (legs.py), eased (ease.py). Without `lock` a contact holds its foot on the floor but not in place
-    (it slides as the animation has it) and the body is not carried. Changes `poses` and `roots` in place;
-    returns the hips' horizontal move per frame."""
+    legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
+    move per frame."""
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
     feet_ = contact_plan.feet(info.target_map, soles, info.forward)
@@ -289,13 +288,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     # step, so not integrating the frame rate's differences). A rigid leg has no knee to take up what that
     # smoothed move leaves: the body goes where its landing feet put it, and the pins where it then has them.
     rigid = any(foot.body is not None for foot in feet_.values())
-    moves = [(0.0, 0.0)] * frames
-    if lock and rigid:
+    if rigid:
         moves = hips.carried_from_landings(skeleton, feet_, contacts, poses, fps)
     spans = {side: contact_plan.plan(foot, contacts[side], poses, soles.rest_floor, fps) for side, foot in feet_.items()}
     for side, foot in feet_.items():
         spans[side] = _knees_kept(spans[side], foot, info, source_positions, soles.rest_floor)
-    if lock and not rigid:
+    if not rigid:
         moves = hips.carried(skeleton, feet_, spans, contacts, poses, fps)
     for frame, (dx, dz) in enumerate(moves):
         roots[frame * 3] += dx
@@ -314,12 +312,6 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
                     goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])
                 else:  # on its heel or toe alone, or rolled heel-up on its toe
                     goal = legs.stood_on(skeleton, foot, poses[frame][0], poses[frame][1], goal, soles.rest_floor)
-                if not lock:  # unlocked, a contact holds the foot on the floor, not in place: it slides as animated
-                    rotations, positions = poses[frame]
-                    on_heel = span.heel[frame - span.first]
-                    held = positions[foot.ankle] if on_heel else posed_point(foot.toe_point, rotations, positions)
-                    pin = span.ankle if on_heel else span.toe_point
-                    goal = ((goal[0][0] + held[0] - pin[0], goal[0][1], goal[0][2] + held[2] - pin[2]), goal[1], goal[2])
                 inside[side][frame] = goal
     # Two legs that cannot both reach at one height of the hips (rigid legs planted at different heights,
     # a one-bone leg swinging beside a planted one) have the pelvis rolled for them first.
@@ -343,7 +335,7 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
     # body moves on while the toe holds (the robot's knee went straight on its pin and popped 26 deg as it
     # let go), and a leg that caught up with the animated one at once popped as much.
     for side, foot in feet_.items():
-        for span in spans[side] if lock else ():  # unlocked, the foot moves on with the body
+        for span in spans[side]:
             before = None  # the previous frame's extension (goal's and animated)
             for frame in range(span.first, span.last + 1):
                 positions = poses[frame][1]

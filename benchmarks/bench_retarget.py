@@ -19,8 +19,9 @@ the runs of a case alternated so both meet the same load on a shared machine. Ra
 - x real time: seconds of motion per CPU second (bar: >= 20x, i.e. <= 0.5 CPU s per 10 s);
 - with `--against DIR` (another checkout, e.g. `git worktree add /tmp/main main`), every case runs in
   that tree too, alternated with this one, and this / that is printed per case.
-`--solver` picks the foot lock's leg solver for every run (KIMODO_LEG_SOLVER: `layers`, the default, or
-`plan`, issue 40's); without it, the environment's. Each table ends with the issue's bars, met or not.
+`--solver` picks the foot lock's leg solver for every run (KIMODO_LEG_SOLVER: `plan`, issue 40's, or
+`layers`); without it, the environment's, else the default (the plan for legs with a knee and a foot, the
+layers for a rigid leg). Each table ends with the issue's bars, met or not.
 `--profile CHARACTER` runs one locked retarget in this process under cProfile and prints the functions
 with the most cumulative and own time (no timings then). Outputs go to benchmarks/out/ (ignored by git).
 Not part of the test run.
@@ -172,7 +173,7 @@ def main() -> int:
         targets["big{}".format(BIG_BONES)] = str(make_big_character(folder))
     trees = [ROOT] + ([Path(args.against).resolve()] if args.against else [])
     print("clip {} ({:.2f} s), {} repeats, leg solver {}, load {}".format(
-        clip.name, seconds, args.repeats, USER_ENV.get("KIMODO_LEG_SOLVER", "layers"),
+        clip.name, seconds, args.repeats, USER_ENV.get("KIMODO_LEG_SOLVER", "default"),
         " ".join("{:.2f}".format(x) for x in os.getloadavg())))
     first = next(iter(targets.values()))
     for tree in trees:  # a warm-up run per tree: its bytecode cache written, as an installed package has it

@@ -153,12 +153,13 @@ def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fp
         on_toe = not chosen
         chosen = chosen or list(range(first, last + 1))
         # The foot stands as the retargeted one does in the middle of those frames, its lowest sole point
-        # on the rest floor, where the median of those frames has it; held flat (heel and toe), rolled
-        # across no higher than the animation holds its ankle (`_rolled_as_high`).
+        # on the rest floor, where the median of those frames has it; a foot bone held flat (heel and
+        # toe) rolled across no higher than the animation holds its ankle (`_rolled_as_high`: the knee
+        # would bend for the rest).
         rotations, positions = poses[chosen[len(chosen) // 2]]
         rotation = rotations[foot.ankle]
         arms = [subtract(posed_point(p, rotations, positions), positions[foot.ankle]) for p in foot.sole + (foot.toe_point,)]
-        if not on_toe and heel[chosen[0] - first] and toe[chosen[0] - first]:
+        if foot.body is None and not on_toe and heel[chosen[0] - first] and toe[chosen[0] - first]:
             rotation = _rolled_as_high(foot, rotation, positions[foot.ankle][1] - floor, arms[:-1])
             turn = quat_multiply(rotation, quat_conjugate(rotations[foot.ankle]))
             arms = [quat_rotate(turn, arm) for arm in arms]

@@ -452,20 +452,20 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
                    floor: float) -> List[Optional[Goal]]:
     """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned toward
     standing flat (as at bind, its heading kept) and lifted by what keeps the sole above `floor`,
-    planned over the clip so neither steps from frame to frame: each frame by the least share of that
-    turn that clears it (closed form about the turn's axis, `legs.clearing_pitch`, at most
-    FOOT_PITCH_MAX_DEG), that share spread as the hips' excess is (`_spread`: never less than a frame
-    needs); then what the turn leaves under the floor spread the same way, less what a frame already
-    clears it by (never less than a frame needs, and a foot already high enough not lifted further),
-    faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
-    frame), whose height it then has. The turn is not faded: it goes where the pin stands the foot.
+    planned over the clip so neither steps from frame to frame: each frame by the least turn that clears
+    it (closed form about the axis that takes it to flat, `legs.clearing_pitch`, at most
+    FOOT_PITCH_MAX_DEG, never past flat), spread as the hips' excess is (`_spread`), then what the turn
+    leaves under the floor spread the same way, less what a frame already clears it by. Each is never
+    less than the frame itself needs; what the spread adds beyond that is faded out as the ease brings
+    the foot onto a pin (`ease.share` of the time to the nearest pinned frame), which has the foot's
+    height and turn (unfaded, a spread turn left its pin in a step, and the frame rate moved it 5 cm).
     One way to turn, continuous in the pose, so float noise has no choice to flip (toe-up or toe-down
     about the foot's pitch axis, whichever left less to lift, did). Kimodo's foot comes down heel first
-    pitched and rolled: turned in pitch alone, and not at all near its landing (the turn faded), the
-    swinging sole of RobotExpressive as Blender imports it (63 cm of its 4.5 m behind the ankle, 50 cm
-    wide) was left 10-25 cm under the floor, the leg lifting it 15-22 cm (its thigh 30 deg off Kimodo's).
-    What a frame still needs is the solve's (`legs.solve`'s floor branch). A free frame with nothing
-    planned keeps its goal (None: the foot left as posed)."""
+    pitched and rolled: turned in pitch alone, and near its landing not at all (all of the turn faded),
+    the swinging sole of RobotExpressive as Blender imports it (63 cm of its 4.5 m behind the ankle, 50
+    cm wide) was left 10-25 cm under the floor, the leg lifting it 15-22 cm (its thigh 30 deg off
+    Kimodo's). What a frame still needs is the solve's (`legs.solve`'s floor branch). A free frame with
+    nothing planned keeps its goal (None: the foot left as posed)."""
     frames = len(poses)
     half = _half_width(fps)
     limit = math.radians(FOOT_PITCH_MAX_DEG)
@@ -484,16 +484,16 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
             axis = tuple(c / angle for c in turn) if angle > 0.0 else foot.lateral
             arms[frame] = (goal, axis, angle, sole)
 
-    def lowest(frame: int, share: float) -> float:
-        """The sole's lowest point over `floor` with `share` of the turn to flat."""
+    def lowest(frame: int, turn: float) -> float:
+        """The sole's lowest point over `floor` turned by `turn` toward flat."""
         goal, axis, angle, sole = arms[frame]
-        turn = quat_from_axis_angle(axis, min(share * angle, limit))
-        return goal[0][1] + min(quat_rotate(turn, p)[1] for p in sole) - floor
+        turned = quat_from_axis_angle(axis, min(turn, limit))
+        return goal[0][1] + min(quat_rotate(turned, p)[1] for p in sole) - floor
 
-    raw = [0.0] * frames  # all the way where even flat leaves the sole under the floor
+    raw = [0.0] * frames
     for frame, (goal, axis, angle, sole) in arms.items():
         if angle > 0.0:
-            raw[frame] = min(1.0, clearing_pitch(sole, axis, floor - goal[0][1], True) / angle) if lowest(frame, 1.0) >= 0.0 else 1.0
+            raw[frame] = min(angle, clearing_pitch(sole, axis, floor - goal[0][1], True))
     # Frames from the nearest pinned frame, forward then back.
     apart = [math.inf] * frames
     for order in (range(frames), range(frames - 1, -1, -1)):
@@ -502,13 +502,15 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
             last = 0.0 if not free[frame] else last + 1.0
             apart[frame] = min(apart[frame], last)
     fades = [1.0 - share(a / fps) if f else 0.0 for a, f in zip(apart, free)]
-    shares = _spread(raw, half)
-    heights = [lowest(t, shares[t]) if t in arms else 0.0 for t in range(frames)]
+    # Never past flat; never less than a frame needs, the spread's surplus faded near a pin.
+    turns = [min(max(r, s * f), arms[t][2]) if t in arms else 0.0
+             for t, (r, s, f) in enumerate(zip(raw, _spread(raw, half), fades))]
+    heights = [lowest(t, turns[t]) if t in arms else 0.0 for t in range(frames)]
     needs = _spread([max(0.0, -h) for h in heights], half)
-    lifts = [max(0.0, n - max(0.0, h)) * f for n, h, f in zip(needs, heights, fades)]
+    lifts = [max(-h, (n - max(0.0, h)) * f, 0.0) for n, h, f in zip(needs, heights, fades)]
     result = list(goals)
     for frame, (goal, axis, angle, _) in arms.items():
-        if shares[frame] * angle != 0.0 or lifts[frame] != 0.0:
-            turn = quat_from_axis_angle(axis, min(shares[frame] * angle, limit))
+        if turns[frame] != 0.0 or lifts[frame] != 0.0:
+            turn = quat_from_axis_angle(axis, min(turns[frame], limit))
             result[frame] = ((goal[0][0], goal[0][1] + lifts[frame], goal[0][2]), quat_normalize(quat_multiply(turn, goal[1])), goal[2])
     return result

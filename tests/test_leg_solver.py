@@ -459,6 +459,77 @@ def test_a_free_sole_reaching_behind_its_ankle_is_cleared_by_a_turn_and_lift_pla
         assert max(steps) < 0.01, (fps, max(steps))
 
 
+def _wide_foot(half_width: float, turns):
+    """`_leg` with a sole `half_width` either side of the ankle, 4 cm under it, reaching 60 cm behind it
+    and 20 cm ahead (RobotExpressive's as Blender imports it, per 1.7 m about 23 cm behind and 19 wide),
+    the foot standing 4 cm over its sole at bind, posed with its ankle turned by `turns` (world axis,
+    degrees) in order. Returns the leg, the foot and the pose."""
+    from dataclasses import replace
+
+    skeleton, foot, _, _ = _leg()
+    ankle = foot.ankle
+    sole = tuple(((ankle, 1.0, (x, -0.04, z)),) for x in (-half_width, half_width) for z in (-0.6, 0.2))
+    local = [(0.0, 0.0, 0.0, 1.0)] * len(skeleton.parents)
+    for axis, degrees in turns:
+        local[ankle] = legs.quat_multiply(legs.quat_from_axis_angle(axis, math.radians(degrees)), local[ankle])
+    rotations, positions = pose_globals(skeleton, local, (0.0, 1.0, 0.0))
+    return skeleton, replace(foot, sole=sole, standing=0.04), list(rotations), list(positions)
+
+
+def test_a_foot_held_flat_on_its_edge_keeps_its_ankle_where_the_animation_holds_it():
+    """Kimodo's left foot on soma_04 is held flat (heel and toe) the whole clip, rolled 18 deg onto its
+    edge. Stood on that edge, the 50 cm wide foot of RobotExpressive as Blender imports it raised its
+    ankle 13 cm, where the retarget holds it 9 (and a level foot 4): the knee bent 35-40 deg where Kimodo's
+    bends 6-12 (thigh 0.981 against Kimodo's, bar 0.99). The pin rolls back toward level by the least that
+    keeps the sole on the floor with the ankle where the animation holds it; a narrow foot, which its roll
+    raises less than that, keeps all of its roll."""
+    height = 0.07  # the animated ankle over the floor
+    for half_width, kept in ((0.25, False), (0.05, True)):
+        skeleton, foot, rotations, positions = _wide_foot(half_width, [((0.0, 0.0, 1.0), 18.0)])
+        floor = positions[foot.ankle][1] - height
+        span, = contacts.plan(foot, [(True, True)] * 5, [(rotations, positions)] * 5, floor, 30.0)
+        sole = legs.standing_sole(foot, rotations, positions, (span.ankle, span.rotation, None))
+        assert abs(min(p[1] for p in sole) - floor) < 1e-9, half_width  # on the floor
+        if kept:
+            assert max(abs(a - b) for a, b in zip(span.rotation, rotations[foot.ankle])) < 1e-12
+            assert span.ankle[1] - floor < height
+        else:
+            assert abs(span.ankle[1] - floor - height) < 1e-9, span.ankle[1] - floor  # 0.115 on its edge
+            assert abs(legs.pitch(foot, span.rotation, rotations[foot.ankle], 0.0)) < 1e-9  # rolled, not pitched
+
+
+def test_a_free_foot_pitched_and_rolled_is_turned_toward_flat_not_lifted_for_its_roll():
+    """Kimodo's swinging foot comes down heel first, pitched toe-up and rolled. Onto RobotExpressive as
+    Blender imports it (its sole reaching 63 cm of its 4.5 m behind the ankle, 50 cm wide), turned about
+    its pitch axis alone its rolled sole stayed 10-25 cm under the floor, the leg lifting it 15-22 cm
+    (soma_02's swinging thigh 30 deg off Kimodo's; the layers keep that foot flat 3-5 cm up). Turned
+    toward flat, the foot is lifted no more than flat needs: its ankle 2 cm over the floor, 4 over its
+    sole when flat."""
+    skeleton, foot, rotations, positions = _wide_foot(0.25, [((1.0, 0.0, 0.0), -25.0), ((0.0, 0.0, 1.0), 15.0)])
+    floor = positions[foot.ankle][1] - 0.02
+    frames = 9
+    poses = [(rotations, positions)] * frames
+    cleared = hips.cleared_swings(foot, [None] * frames, [True] * frames, poses, 30.0, floor)
+    for goal in cleared:
+        sole = legs.standing_sole(foot, rotations, positions, goal)
+        assert min(p[1] for p in sole) >= floor - 1e-9
+        assert goal[0][1] - positions[foot.ankle][1] <= 0.02 + 1e-9, goal[0][1] - positions[foot.ankle][1]
+
+
+def test_the_hips_keep_a_swinging_foot_with_a_knee_as_high_as_it_stands_flat():
+    """Behind a foot rolling on its toe the hips came down 9-12 cm for its reach, and the other foot,
+    swinging through, hung its animated ankle 2-8 cm under the floor (RobotExpressive as Blender imports
+    it, soma_02 and soma_03): lifted there by its knee, its thigh turned 30 deg off Kimodo's. The hips'
+    path keeps a swinging ankle its foot's standing height over the floor (a planted leg's reach still
+    bounding it): here the only leg swings, its ankle 2 cm under the floor."""
+    skeleton, foot, rotations, positions = _wide_foot(0.25, [])
+    floor = positions[foot.ankle][1] + 0.02
+    frames = 9
+    poses = [(list(rotations), list(positions)) for _ in range(frames)]
+    rises = hips.heights({"l": foot}, {"l": []}, {"l": [None] * frames}, poses, 30.0, [positions[0][1]] * frames, floor)
+    assert all(abs(rise - 0.06) < 1e-9 for rise in rises), rises
+
+
 @pytest.mark.parametrize("clip,name", [("soma_03_full_body_keyframes", "toeless_mesh_behind"),
                                        ("g1_02_multi_text_ee_constraint", "toeless_mesh_behind"),
                                        ("g1_03_full_body_keyframes", "robot"), ("soma_03_full_body_keyframes", "robot")])

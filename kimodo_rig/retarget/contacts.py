@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..ops.fk import rest_pose
-from ..rotations import Quat, Vec3, add, cross, length, normalize, quat_conjugate, quat_multiply, quat_rotate, subtract
+from ..rotations import (Quat, Vec3, add, cross, length, normalize, quat_conjugate, quat_from_axis_angle, quat_multiply,
+                         quat_normalize, quat_rotate, quat_to_rotation_vector, subtract, yaw_rotation)
 from .mapping import SIDES, HumanoidMap
 from .soles import Point, Soles, posed_point, subtree
 
@@ -25,8 +26,7 @@ HIPS_ROLL_MAX_DEG = 25.0  # deg: the most the pelvis rolls beyond the retargeted
 HIPS_TURN_RETURN_DEG = 60.0  # deg a second: how fast that turn goes back to the clip's with one foot down
 TOE_ROLL_MAX_DEG = 90.0  # deg: the most a foot on its toe alone rolls up from its pin (a toe-off; a kneel's foot stands on end)
 KNEE_STRAIGHTEST_DEG = 12.0  # deg: the least a locked knee stays bent (a leg pulled straight on its pin snaps its knee as the pin lets go)
-FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle (toe-up, or a whole swing toe-down) to keep its sole above the floor (then the leg lifts it)
-SWING_LIFT_TIE = 1e-4  # of the leg's length (0.1 mm on a 1.7 m human's), a swing's mean: two ways of clearing it whose lifts are closer blend toward the lesser turn (3e-17 m of lift picked a 55 deg toe-down over a 6 deg toe-up, and float32 noise flipped it)
+FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle (toward flat over a swing; toe-up in a frame) to keep its sole above the floor (then the leg lifts it)
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
 RIGID_EASE_S = 0.3  # s: a foot that is the leg's last bone eases from standing as its pin has it to the leg's own reach this long before and after a span (its knee takes all the hips' move while it stands)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
@@ -51,6 +51,7 @@ class Foot:
     # The leg's last bone where the sole rides on it (a one-bone leg, a shin with no foot bone): the foot
     # is that bone, turned with it, its ankle the joint ending the bone's line; None for a foot bone.
     body: Optional[int] = None
+    standing: float = 0.0  # metres: the ankle over the sole's lowest point, the foot standing as at bind
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def feet(tmap: HumanoidMap, soles: Soles, forward: Vec3) -> Dict[str, Foot]:
             knee = body
         result[side] = Foot(side, hip, knee, ankle, toe, toe_point, soles.feet[side], rotations[ankle], lateral, forward,
                             length(subtract(positions[knee], positions[hip])), length(subtract(positions[ankle], positions[knee])),
-                            body)
+                            body, positions[ankle][1] - min(posed_point(p, rotations, positions)[1] for p in soles.feet[side]))
     return result
 
 
@@ -159,13 +160,19 @@ def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fp
         on_toe = not chosen
         chosen = chosen or list(range(first, last + 1))
         # The foot stands as the retargeted one does in the middle of those frames, its lowest sole point
-        # on the rest floor, where the median of those frames has it.
+        # on the rest floor, where the median of those frames has it; a foot bone held flat (heel and
+        # toe) rolled across no higher than the animation holds its ankle (`_rolled_as_high`: the knee
+        # would bend for the rest).
         rotations, positions = poses[chosen[len(chosen) // 2]]
-        lowest = min(posed_point(p, rotations, positions)[1] for p in foot.sole)
         rotation = rotations[foot.ankle]
-        toe_local = None if foot.toe is None else quat_multiply(quat_conjugate(rotation), rotations[foot.toe])
-        toe_offset = subtract(posed_point(foot.toe_point, rotations, positions), positions[foot.ankle])
-        ankle_height = floor + positions[foot.ankle][1] - lowest
+        arms = [subtract(posed_point(p, rotations, positions), positions[foot.ankle]) for p in foot.sole + (foot.toe_point,)]
+        if foot.body is None and not on_toe and heel[chosen[0] - first] and toe[chosen[0] - first]:
+            rotation = _rolled_as_high(foot, rotation, positions[foot.ankle][1] - floor, arms[:-1])
+            turn = quat_multiply(rotation, quat_conjugate(rotations[foot.ankle]))
+            arms = [quat_rotate(turn, arm) for arm in arms]
+        toe_local = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
+        toe_offset = arms[-1]
+        ankle_height = floor - min(arm[1] for arm in arms[:-1])
         if on_toe:
             points = [posed_point(foot.toe_point, *poses[t]) for t in chosen]
             toe_point = (_median([p[0] for p in points]), ankle_height + toe_offset[1], _median([p[2] for p in points]))
@@ -177,6 +184,35 @@ def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fp
         yaw = foot_yaw(foot, rotation)
         spans.append(Span(first, last, heel, toe, ankle, toe_point, yaw, rotation, toe_local))
     return spans
+
+
+def _unrolled(foot: Foot, rotation: Quat) -> Quat:
+    """The foot's world `rotation` with its roll about its own length taken out: pointing where it points
+    (heading and pitch from bind kept), level across as at bind."""
+    pointing = quat_rotate(quat_multiply(rotation, quat_conjugate(foot.bind_rotation)), foot.forward)
+    heading = yaw_rotation(foot_yaw(foot, rotation))
+    pitch = math.atan2(pointing[1], math.hypot(pointing[0], pointing[2]))
+    return quat_normalize(quat_multiply(quat_from_axis_angle(quat_rotate(heading, foot.lateral), -pitch),
+                                        quat_multiply(heading, foot.bind_rotation)))
+
+
+def _rolled_as_high(foot: Foot, rotation: Quat, height: float, arms: Sequence[Vec3]) -> Quat:
+    """The foot's world `rotation` rolled back toward level across (`_unrolled`) by the least that keeps its
+    sole (`arms`: its points from the ankle) on or above a floor `height` under the ankle, at most all the
+    way. A foot held flat on its edge keeps as much roll as holds its ankle where the animation has it: a
+    human's narrow foot all of it; stood on its edge, RobotExpressive's 50 cm wide one (as Blender imports
+    it) raised its ankle 13 cm over Kimodo's 18 deg roll on soma_04, and its knee bent 35 deg more than
+    Kimodo's for it."""
+    from .legs import clearing_pitch  # legs imports this module
+    back = quat_to_rotation_vector(quat_multiply(_unrolled(foot, rotation), quat_conjugate(rotation)))
+    angle = length(back)
+    if angle <= 0.0:
+        return rotation
+    axis = tuple(c / angle for c in back)
+    if min(quat_rotate(quat_from_axis_angle(axis, angle), arm)[1] for arm in arms) < -height:  # level, and still too high
+        return _unrolled(foot, rotation)
+    turn = min(angle, clearing_pitch(arms, axis, -height, True))
+    return quat_normalize(quat_multiply(quat_from_axis_angle(axis, turn), rotation))
 
 
 def _median(values: Sequence[float]) -> float:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import (Vec3, add, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate, subtract,
-                         yaw_rotation)
-from .contacts import (HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, SWING_LIFT_TIE, Foot, Span,
+from ..rotations import (Vec3, add, length, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate,
+                         quat_to_rotation_vector, subtract, yaw_rotation)
+from .contacts import (FOOT_PITCH_MAX_DEG, HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span,
                        foot_yaw)
 from .ease import share, standing_shares
 from .legs import Goal, clearing_pitch, reach_limits, rigid_rest, rigid_top, rocking_pivot, standing_sole
@@ -309,6 +309,17 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     grounded = [positions[0][1] - height for (_, positions), height in zip(poses, source)]
     filled = list(unpinned) if unpinned is not None and all(w is None for w in wanted) else _filled(wanted)
     path = [p - g for p, g in zip(_moving_average([g + w for g, w in zip(grounded, filled)], half), grounded)]
+    # A swinging leg with a knee keeps its ankle as high as its foot stands flat (`Foot.standing`): the
+    # hips rise for it, before the bounds, so a planted leg's reach still holds them down (lifted by its
+    # knee instead, RobotExpressive's swinging thigh turned 30 deg off Kimodo's as its animated ankle
+    # hung under the floor behind the other foot's toe roll).
+    swinging = [-math.inf] * frames
+    for side, foot in feet.items():
+        if floor is not None and foot.body is None:
+            for frame, goal in enumerate(goals[side]):
+                if goal is None:
+                    swinging[frame] = max(swinging[frame], floor + foot.standing - poses[frame][1][foot.ankle][1])
+    path = [p + e for p, e in zip(path, _spread([max(0.0, s - p) for p, s in zip(path, swinging)], half))]
     # What the path rises over a bound, spread by a max-filter then a moving average of the same half-width
     # (never less than the raw excess), and taken off: the path stays smooth where a bound starts.
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, rigid_upper)], half))]
@@ -532,21 +543,26 @@ def _moving_average(values: Sequence[float], half: float) -> List[float]:
 
 def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[bool], poses, fps: float,
                    floor: float) -> List[Optional[Goal]]:
-    """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned about its
-    ankle and lifted by what keeps the sole above `floor`, planned over the clip so neither steps from
-    frame to frame: each swing (a run of free frames) turns one way, toe-up or toe-down, whichever leaves
-    less to lift (a sole reaching behind the ankle clears toe-down as the foot comes down heel first), or
-    where the two lifts are within SWING_LIFT_TIE the one turning less, blended across that tie so float
-    noise in the lifts moves the turn by no more than noise,
-    each frame by the least that clears it (`legs.clearing_pitch`); that turn and then what it leaves
-    under the floor are each spread as the hips' excess is (`_spread`: never less than a frame needs)
-    and faded out as the ease brings the foot onto a pin (`ease.share` of the time to the nearest pinned
-    frame), whose height and turn it then has. What a frame still needs is the solve's (`legs.solve`'s
-    floor branch). A free frame with nothing planned keeps its goal (None: the foot left as posed)."""
+    """`goals` with each free frame's (`free`; the posed foot where `goals` has none) turned toward
+    standing flat (as at bind, its heading kept) and lifted by what keeps the sole above `floor`,
+    planned over the clip so neither steps from frame to frame: each frame by the least turn that clears
+    it (closed form about the axis that takes it to flat, `legs.clearing_pitch`, at most
+    FOOT_PITCH_MAX_DEG, never past flat), spread as the hips' excess is (`_spread`), then what the turn
+    leaves under the floor spread the same way, less what a frame already clears it by. Each is never
+    less than the frame itself needs; what the spread adds beyond that is faded out as the ease brings
+    the foot onto a pin (`ease.share` of the time to the nearest pinned frame), which has the foot's
+    height and turn (unfaded, a spread turn left its pin in a step, and the frame rate moved it 5 cm).
+    One way to turn, continuous in the pose, so float noise has no choice to flip (toe-up or toe-down
+    about the foot's pitch axis, whichever left less to lift, did). Kimodo's foot comes down heel first
+    pitched and rolled: turned in pitch alone, and near its landing not at all (all of the turn faded),
+    the swinging sole of RobotExpressive as Blender imports it (63 cm of its 4.5 m behind the ankle, 50
+    cm wide) was left 10-25 cm under the floor, the leg lifting it 15-22 cm (its thigh 30 deg off
+    Kimodo's). What a frame still needs is the solve's (`legs.solve`'s floor branch). A free frame with
+    nothing planned keeps its goal (None: the foot left as posed)."""
     frames = len(poses)
     half = _half_width(fps)
-    tie = SWING_LIFT_TIE * (foot.thigh + foot.shin)
-    arms = {}  # type: Dict[int, Tuple[Goal, Vec3, List[Vec3]]]
+    limit = math.radians(FOOT_PITCH_MAX_DEG)
+    arms = {}  # type: Dict[int, Tuple[Goal, Vec3, float, List[Vec3]]]
     for frame in range(frames):
         if free[frame]:
             rotations, positions = poses[frame]
@@ -555,32 +571,22 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
                 toe = None if foot.toe is None else quat_multiply(quat_conjugate(rotations[foot.ankle]), rotations[foot.toe])
                 goal = (positions[foot.ankle], rotations[foot.ankle], toe)
             sole = [subtract(p, goal[0]) for p in standing_sole(foot, rotations, positions, goal)]
-            arms[frame] = (goal, quat_rotate(yaw_rotation(foot_yaw(foot, goal[1])), foot.lateral), sole)
+            flat = quat_multiply(yaw_rotation(foot_yaw(foot, goal[1])), foot.bind_rotation)
+            turn = quat_to_rotation_vector(quat_multiply(flat, quat_conjugate(goal[1])))
+            angle = length(turn)
+            axis = tuple(c / angle for c in turn) if angle > 0.0 else foot.lateral
+            arms[frame] = (goal, axis, angle, sole)
 
-    def under(frame: int, angle: float) -> float:
-        goal, axis, sole = arms[frame]
-        turn = quat_from_axis_angle(axis, angle)
-        return max(0.0, floor - goal[0][1] - min(quat_rotate(turn, p)[1] for p in sole))
+    def lowest(frame: int, turn: float) -> float:
+        """The sole's lowest point over `floor` turned by `turn` toward flat."""
+        goal, axis, angle, sole = arms[frame]
+        turned = quat_from_axis_angle(axis, min(turn, limit))
+        return goal[0][1] + min(quat_rotate(turned, p)[1] for p in sole) - floor
 
     raw = [0.0] * frames
-    frame = 0
-    while frame < frames:
-        if not free[frame]:
-            frame += 1
-            continue
-        swing = range(frame, next((t for t in range(frame, frames) if not free[t]), frames))
-        ways = []
-        for toe_down in (False, True):
-            turns = [clearing_pitch(arms[t][2], arms[t][1], floor - arms[t][0][0][1], toe_down) for t in swing]
-            ways.append((sum(under(t, a) for t, a in zip(swing, turns)) / len(swing), sum(abs(a) for a in turns), turns))
-        (up_lift, up_turn, up), (down_lift, down_turn, down) = ways
-        # Toe-down's share: the one leaving less to lift, or where the lifts are within `tie` the lesser turn,
-        # blended across that tie so that float noise between the two lifts moves the turn only as much.
-        by_lift = min(1.0, abs(up_lift - down_lift) / tie) if tie > 0.0 else 1.0
-        down_share = by_lift * (down_lift < up_lift) + (1.0 - by_lift) * (down_turn < up_turn)
-        for t, u, d in zip(swing, up, down):
-            raw[t] = u + (d - u) * down_share
-        frame = swing[-1] + 1
+    for frame, (goal, axis, angle, sole) in arms.items():
+        if angle > 0.0:
+            raw[frame] = min(angle, clearing_pitch(sole, axis, floor - goal[0][1], True))
     # Frames from the nearest pinned frame, forward then back.
     apart = [math.inf] * frames
     for order in (range(frames), range(frames - 1, -1, -1)):
@@ -589,13 +595,15 @@ def cleared_swings(foot: Foot, goals: Sequence[Optional[Goal]], free: Sequence[b
             last = 0.0 if not free[frame] else last + 1.0
             apart[frame] = min(apart[frame], last)
     fades = [1.0 - share(a / fps) if f else 0.0 for a, f in zip(apart, free)]
-    ups = _spread([max(0.0, -a) for a in raw], half)
-    downs = _spread([max(0.0, a) for a in raw], half)
-    turns = [(d - u) * f for u, d, f in zip(ups, downs, fades)]
-    lifts = [n * f for n, f in zip(_spread([under(t, turns[t]) if t in arms else 0.0 for t in range(frames)], half), fades)]
+    # Never past flat; never less than a frame needs, the spread's surplus faded near a pin.
+    turns = [min(max(r, s * f), arms[t][2]) if t in arms else 0.0
+             for t, (r, s, f) in enumerate(zip(raw, _spread(raw, half), fades))]
+    heights = [lowest(t, turns[t]) if t in arms else 0.0 for t in range(frames)]
+    needs = _spread([max(0.0, -h) for h in heights], half)
+    lifts = [max(-h, (n - max(0.0, h)) * f, 0.0) for n, h, f in zip(needs, heights, fades)]
     result = list(goals)
-    for frame, (goal, axis, _) in arms.items():
+    for frame, (goal, axis, angle, _) in arms.items():
         if turns[frame] != 0.0 or lifts[frame] != 0.0:
-            result[frame] = ((goal[0][0], goal[0][1] + lifts[frame], goal[0][2]),
-                             quat_normalize(quat_multiply(quat_from_axis_angle(axis, turns[frame]), goal[1])), goal[2])
+            turn = quat_from_axis_angle(axis, min(turns[frame], limit))
+            result[frame] = ((goal[0][0], goal[0][1] + lifts[frame], goal[0][2]), quat_normalize(quat_multiply(turn, goal[1])), goal[2])
     return result

@@ -193,25 +193,26 @@ def restore(pose: Sequence[Tuple[int, Quat, Vec3]], rotations: List[Quat], posit
 
 
 def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: bool = False) -> float:
-    """The smallest toe-up turn about the horizontal `axis` (the foot's left; radians, at most
-    FOOT_PITCH_MAX_DEG; toe-down would flip a foot whose heel dips from frame to frame) that puts every
-    point (from the pivot) at or above `floor` (from the pivot): a point's height after a turn
-    by t is y cos t + x sin t, so the turns that clear it end where that equals `floor`; the nearest such
-    end that clears them all, or where none does, the one of them that leaves the lowest point highest.
-    `toe_down`: the same toe-down (`hips.cleared_swings` picks one way per swing and smooths it in time)."""
-    terms = [(p[1], cross(axis, p)[1]) for p in points]
+    """The smallest toe-up turn about `axis` (the foot's left; radians, at most FOOT_PITCH_MAX_DEG;
+    toe-down would flip a foot whose heel dips from frame to frame) that puts every point (from the pivot)
+    at or above `floor` (from the pivot): a point's height after a turn by t is c + (y - c) cos t + x sin t
+    (c its height's share along the axis, 0 about a level one), so the turns that clear it end where that
+    equals `floor`; the nearest such end that clears them all, or where none does, the one of them that
+    leaves the lowest point highest. `toe_down`: the same the other way (`hips.cleared_swings` turns a
+    free foot toward flat about the axis that takes it there, `contacts` a pin back toward level across)."""
+    terms = [(p[1] - axis[1] * dot(axis, p), cross(axis, p)[1], axis[1] * dot(axis, p)) for p in points]
     limit = math.radians(FOOT_PITCH_MAX_DEG)
     low, high = (0.0, limit) if toe_down else (-limit, 0.0)
     candidates = [low, high]
-    for y, x in terms:
+    for y, x, c in terms:
         radius = math.hypot(y, x)
-        if radius > 0.0 and abs(floor) <= radius:
-            middle, half = math.atan2(x, y), math.acos(floor / radius)
+        if radius > 0.0 and abs(floor - c) <= radius:
+            middle, half = math.atan2(x, y), math.acos((floor - c) / radius)
             candidates += [math.remainder(middle - half, 2.0 * math.pi), math.remainder(middle + half, 2.0 * math.pi)]
 
     def lowest(angle: float) -> float:
         cosine, sine = math.cos(angle), math.sin(angle)
-        return min([y * cosine + x * sine for y, x in terms])
+        return min([c + y * cosine + x * sine for y, x, c in terms])
 
     allowed = sorted((a for a in candidates if low <= a <= high), key=abs)
     clearing = [a for a in allowed if lowest(a) >= floor - 1e-9]

@@ -219,25 +219,26 @@ def clearing_pitch(points: Sequence[Vec3], axis: Vec3, floor: float, toe_down: b
     return clearing[0] if clearing else _highest_lowest(terms, low, high)
 
 
-def _highest_lowest(terms: Sequence[Tuple[float, float]], low: float, high: float) -> float:
-    """The turn in [low, high] that leaves the lowest of the points (y, x: height y cos t + x sin t) highest,
-    walking the lowest point's curve from `low`: the best is at an end, at a lowest point's own peak, or where
-    another point's curve crosses under it."""
+def _highest_lowest(terms: Sequence[Tuple[float, float, float]], low: float, high: float) -> float:
+    """The turn in [low, high] that leaves the lowest of the points (y, x, c: height c + y cos t + x sin t)
+    highest, walking the lowest point's curve from `low`: the best is at an end, at a lowest point's own
+    peak, or where another point's curve crosses under it."""
     def height(term, angle):
-        return term[0] * math.cos(angle) + term[1] * math.sin(angle)
+        return term[2] + term[0] * math.cos(angle) + term[1] * math.sin(angle)
 
     at = low
     best, best_height = low, -math.inf
     for _ in range(4 * len(terms) + 2):  # each piece of the lowest curve once
         under = min(range(len(terms)), key=lambda k: height(terms[k], at + 1e-12))
-        y, x = terms[under]
+        y, x, c = terms[under]
         following = high
-        for k, (yk, xk) in enumerate(terms):  # the first crossing after `at` where point k goes under
-            dy, dx = yk - y, xk - x
-            if k == under or (dy == 0.0 and dx == 0.0):
+        for k, (yk, xk, ck) in enumerate(terms):  # the first crossing after `at` where point k goes under
+            dy, dx, dc = yk - y, xk - x, ck - c
+            radius = math.hypot(dy, dx)
+            if k == under or radius == 0.0 or abs(dc) > radius:
                 continue
-            phase = math.atan2(dx, dy)
-            for zero in (phase + 0.5 * math.pi, phase - 0.5 * math.pi):
+            phase, half = math.atan2(dx, dy), math.acos(-dc / radius)
+            for zero in (phase + half, phase - half):
                 zero = at + (zero - at) % (2.0 * math.pi)
                 if at + 1e-12 < zero < following and -dy * math.sin(zero) + dx * math.cos(zero) < 0.0:
                     following = zero

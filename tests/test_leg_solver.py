@@ -336,6 +336,31 @@ def test_a_foot_held_flat_that_the_animation_lifts_heel_up_rolls_on_its_toe_as_f
         assert max(abs(a - b) for a, b in zip(toe, legs.quat_multiply(span.rotation, span.toe_local))) < 1e-12
 
 
+def test_a_foot_rolled_on_its_toe_lifts_its_ankle_no_further_than_the_animated_ankle_rises():
+    """Kimodo's foot pitched heel-up, held flat or on its toe alone, rolls the pin about its toe point as
+    far as the animation pitches it, but no further than lifts the ankle as far as the animated ankle has
+    risen since the pin's frame: a foot long for its leg (RobotExpressive's, 0.55 of it) pitched as
+    Kimodo's lifted its ankle three times as far, 11 cm where the animated one stays (soma_03 frames
+    98-109), and the hips rose for it (robot_posed_soma03's knee bent 30-50 deg where Kimodo's is at 6-12).
+    A toe point behind the ankle, whose roll does not lift it, rolls as before."""
+    skeleton, foot, rotations, positions = _leg()
+    heel_up = legs.quat_multiply(legs.quat_from_axis_angle(foot.lateral, math.radians(20.0)), rotations[foot.ankle])
+    for heel in (True, False):
+        span = contacts.Span(0, 2, (heel,) * 3, (True,) * 3, positions[foot.ankle], positions[foot.toe], 0.0,
+                             rotations[foot.ankle], (0.0, 0.0, 0.0, 1.0))
+        animated = legs.rolled(foot, span, math.radians(20.0))[0]  # the animated ankle turned about the toe as far
+        free = legs.planned(foot, span, 1, heel_up, animated, None)
+        ankle, rotation, _ = legs.planned(foot, span, 1, heel_up, animated, None, 0.02)
+        assert abs(ankle[1] - span.ankle[1] - 0.02) < 1e-9  # lifted as far as the animated ankle rose
+        assert abs(math.dist(ankle, span.toe_point) - math.dist(span.ankle, span.toe_point)) < 1e-12  # about the toe
+        assert free[0][1] > ankle[1] + 0.02  # unbounded, the 20 deg roll lifts it 4.8 cm
+        assert legs.planned(foot, span, 1, heel_up, animated, None, 0.2)[0] == free[0]  # within the rise
+        assert legs.planned(foot, span, 1, heel_up, animated, None, -0.01)[0] == span.ankle  # not risen: flat
+    behind = dataclasses.replace(span, toe_point=legs.add(span.ankle, (0.0, -0.07, -0.06)))  # a toe point behind the ankle
+    animated = legs.rolled(foot, behind, math.radians(20.0))[0]
+    assert legs.planned(foot, behind, 1, heel_up, animated, None, 0.0) == legs.planned(foot, behind, 1, heel_up, animated, None)
+
+
 def test_a_toe_stood_down_onto_the_floor_rolls_about_where_it_stands_and_keeps_the_reach_asked():
     """A toe held alone whose sole ends above the floor is stood down in the goal (`stood_on`) before the
     roll, so the roll turns about the lowered toe and the leg is asked for no more than the reach given

@@ -155,10 +155,8 @@ def plan(foot: Foot, flags: Sequence[Tuple[bool, bool]], poses, floor: float, fp
         last = frame - 1
         heel = tuple(pinned[t][0] for t in range(first, last + 1))
         toe = tuple(pinned[t][1] for t in range(first, last + 1))
-        chosen = [t for t in range(first, last + 1) if heel[t - first] and toe[t - first]] or \
-                 [t for t in range(first, last + 1) if heel[t - first]]
-        on_toe = not chosen
-        chosen = chosen or list(range(first, last + 1))
+        on_toe = not any(heel)
+        chosen = _pin_frames(first, heel, toe)
         # The foot stands as the retargeted one does in the middle of those frames, its lowest sole point
         # on the rest floor, where the median of those frames has it; a foot bone held flat (heel and
         # toe) rolled across no higher than the animation holds its ankle (`_rolled_as_high`: the knee
@@ -213,6 +211,19 @@ def _rolled_as_high(foot: Foot, rotation: Quat, height: float, arms: Sequence[Ve
         return _unrolled(foot, rotation)
     turn = min(angle, clearing_pitch(arms, axis, -height, True))
     return quat_normalize(quat_multiply(quat_from_axis_angle(axis, turn), rotation))
+
+
+def _pin_frames(first: int, heel: Sequence[bool], toe: Sequence[bool]) -> List[int]:
+    """The frames a span's pin stands as the retargeted foot over: its flat frames (heel and toe held),
+    else its heel frames, else all of them."""
+    frames = range(first, first + len(heel))
+    return [t for t in frames if heel[t - first] and toe[t - first]] or [t for t in frames if heel[t - first]] or list(frames)
+
+
+def pin_frame(span: Span) -> int:
+    """The frame whose retargeted foot the span's pin stands as (the middle one of `_pin_frames`)."""
+    chosen = _pin_frames(span.first, span.heel, span.toe)
+    return chosen[len(chosen) // 2]
 
 
 def _median(values: Sequence[float]) -> float:

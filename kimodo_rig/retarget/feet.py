@@ -303,10 +303,12 @@ def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, pos
         inside[side] = [None] * frames
         for span in spans[side]:
             flats = [t for t in range(span.first, span.last + 1) if span.heel[t - span.first] and span.toe[t - span.first]]
+            pinned_height = poses[contact_plan.pin_frame(span)][1][foot.ankle][1]
             for frame in range(span.first, span.last + 1):
                 nearest = min(flats, key=lambda t: abs(t - frame)) if flats else None
                 flat = None if nearest is None else (poses[nearest][0][foot.ankle], poses[nearest][1][foot.ankle])
-                goal = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat)
+                goal = legs.planned(foot, span, frame, poses[frame][0][foot.ankle], poses[frame][1][foot.ankle], flat,
+                                    poses[frame][1][foot.ankle][1] - pinned_height)
                 if foot.body is not None:  # a rigid foot on its heel or toe alone turns about its sole's lowest point: on the floor
                     lowest = min(p[1] for p in legs.standing_sole(foot, poses[frame][0], poses[frame][1], goal))
                     goal = ((goal[0][0], goal[0][1] + soles.rest_floor - lowest, goal[0][2]), goal[1], goal[2])

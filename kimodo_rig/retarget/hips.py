@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import Skeleton
-from ..rotations import (Vec3, add, length, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize, quat_rotate,
-                         quat_to_rotation_vector, subtract, yaw_rotation)
+from ..rotations import (Vec3, add, cross, dot, length, quat_conjugate, quat_from_axis_angle, quat_multiply, quat_normalize,
+                         quat_rotate, quat_to_rotation_vector, subtract, yaw_rotation)
 from .contacts import (FOOT_PITCH_MAX_DEG, HIPS_ROLL_MAX_DEG, HIPS_TURN_RETURN_DEG, HIPS_TURN_SHARE, HIPS_WINDOW_S, Foot, Span,
                        foot_yaw)
 from .ease import share, standing_shares
-from .legs import Goal, clearing_pitch, reach_limits, rigid_rest, rigid_top, rocking_pivot, standing_sole
+from .legs import Goal, clearing_pitch, goal_toe_point, reach_limits, rigid_rest, rigid_top, rocking_pivot, standing_sole
 from .mapping import SIDES
 from .soles import _carried, _middle, posed_point, subtree
 
@@ -286,7 +286,8 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
             unpinned: Optional[Sequence[float]] = None) -> List[float]:
     """Per frame the hips' vertical move: the mean of what puts each pinned foot's ankle where its pin
     has it (the hips' height over `source`'s smoothed), filled between contacts by straight lines, smoothed; then kept
-    within each frame's bounds (`side_bounds`) by what it leaves them, spread smoothly (`_spread`). Two
+    within each frame's bounds (`side_bounds`; a toe-off no roll follows, `_toe_off_upper`) by what it leaves
+    them, spread smoothly (`_spread`). Two
     rigid feet may want the hips at different heights (what `rolls` leaves): their bounds are kept apart,
     spread like the others but never clipped to (no frame dips to one of them), the lower one last (a foot
     floats rather than sinks). A clip that pins no foot anywhere moves by `unpinned` (what keeps its
@@ -326,6 +327,14 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, rigid_lower)], half))]
     path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, upper)], half))]
     path = [p + e for p, e in zip(path, _spread([max(0.0, l - p) for p, l in zip(path, lower)], half))]
+    # A leg on its toe alone that no heel-up roll brings after the hips (its toe point behind the ankle)
+    # extends no faster than the animated leg from its first toe frame: the body moves on while the toe
+    # holds, and the toe-less foot's knee went straight in a frame (soma_01 frames 40-41, 46 -> 12 deg).
+    toe_upper = [math.inf] * frames
+    for side, foot in feet.items():
+        if foot.body is None:
+            toe_upper = [min(a, b) for a, b in zip(toe_upper, _toe_off_upper(foot, spans[side], goals[side], poses, path))]
+    path = [p - e for p, e in zip(path, _spread([max(0.0, p - u) for p, u in zip(path, toe_upper)], half))]
     # A rigid foot's own bounds, on its pin and easing on and off it (`_reaches`), hold exactly where the
     # spread of a bound rising steeply (a rigid foot pressed into a lunge) took the path past them: a rigid
     # foot has no knee to take that up. Where two conflict (what the roll could not take) the foot floats
@@ -334,6 +343,40 @@ def heights(feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str
     if rigid:
         path = [max(min(p, min(r[t][1] for r in rigid)), max(r[t][0] for r in rigid)) for t, p in enumerate(path)]
     return [min(p, u) for p, u in zip(path, upper)]  # a leg that must both reach and fold: it reaches
+
+
+def _toe_off_upper(foot: Foot, spans: List[Span], goals: List[Optional[Goal]], poses, path: Sequence[float]) -> List[float]:
+    """Per frame the highest rise of the hips at which a two-bone leg on its toe alone, whose heel-up roll
+    about the pinned toe point takes the ankle away from the hip (a toe point behind the ankle), extends no
+    further than the animated leg does, by no more than it did on the run's first toe frame with the hips
+    on `path`: the body moves on while the toe holds, and no roll brings the ankle after it (inf
+    elsewhere)."""
+    frames = len(poses)
+    upper = [math.inf] * frames
+    for span in spans:
+        over = None  # how much further than the animated leg the leg extends on the run's first toe frame
+        for frame in range(span.first, span.last + 1):
+            k = frame - span.first
+            goal = goals[frame]
+            if goal is None or span.heel[k] or not span.toe[k]:
+                over = None
+                continue
+            positions = poses[frame][1]
+            hip = positions[foot.hip]
+            own = math.dist(hip, positions[foot.ankle])
+            raised = (hip[0], hip[1] + path[frame], hip[2])
+            if over is None:
+                over = max(0.0, math.dist(raised, goal[0]) - own)
+            # The ankle's way as the heel lifts about the toe point (axis x arm): toward the hip, the roll
+            # (`legs.rolled_within`) takes the leg's extension.
+            axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+            if dot(cross(axis, subtract(goal[0], goal_toe_point(span, goal))), subtract(raised, goal[0])) > 0.0:
+                continue
+            reach = own + over
+            across = math.hypot(hip[0] - goal[0][0], hip[2] - goal[0][2])
+            if across < reach:
+                upper[frame] = math.sqrt(reach * reach - across * across) - (hip[1] - goal[0][1])
+    return upper
 
 
 def rolls(skeleton: Skeleton, feet: Dict[str, Foot], spans: Dict[str, List[Span]], goals: Dict[str, List[Optional[Goal]]],

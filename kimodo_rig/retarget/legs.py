@@ -59,19 +59,25 @@ def pitch(foot: Foot, rotation: Quat, reference: Quat, yaw: float) -> float:
     return 2.0 * math.atan2(dot(relative[:3], axis), relative[3])
 
 
-def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, flat: Optional[Tuple[Quat, Vec3]]) -> Goal:
+def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, flat: Optional[Tuple[Quat, Vec3]],
+            risen: Optional[float] = None) -> Goal:
     """The foot as the span places it in `frame`: standing on its pin with heel and toe held; on its heel
     alone, turned about the pinned ankle as the animation turns it (its world `rotation`) from where it
     stands flat (`flat`: the animated foot's rotation and ankle on the span's flat frame nearest this
     one; none, from the pin's), or where that would put the toe point under its pin, pitched toe-up alone;
     on its toe alone, pitched heel-up about the pinned toe point as far as the animation's ankle (`ankle`)
     has turned about it since it stood flat, so the leg keeps its reach however long the foot, the toe
-    bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts."""
+    bone staying put. Measured from the flat frame, the turn starts from nothing: no pop as a heel lifts.
+    Given `risen` (how far the animated ankle has risen since the pin's frame), a foot bone with its toe
+    held, flat or alone, rolls no further than lifts its ankle that much (`_rise_roll`): a foot long for
+    its leg (RobotExpressive's, 0.55 of it) pitched as Kimodo's lifted its ankle three times as far as the
+    animated one rises, and the hips rose with it."""
     k = frame - span.first
     heel, toe = span.heel[k], span.toe[k]
     axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    most = math.inf if risen is None or foot.body is not None else _rise_roll(foot, span, risen)
     if heel and toe:
-        return rolled(foot, span, _heel_up(foot, span, rotation))
+        return rolled(foot, span, min(_heel_up(foot, span, rotation), most))
     if heel:
         reference = flat[0] if flat is not None else span.rotation
         turn = quat_normalize(quat_multiply(rotation, quat_conjugate(reference)))
@@ -82,7 +88,7 @@ def planned(foot: Foot, span: Span, frame: int, rotation: Quat, ankle: Vec3, fla
     angle = _angle_about(axis, pinned, subtract(ankle, span.toe_point))
     if flat is not None:
         angle += _heel_up(foot, span, flat[0]) - _angle_about(axis, pinned, subtract(flat[1], span.toe_point))
-    return rolled(foot, span, angle)
+    return rolled(foot, span, min(angle, most))
 
 
 def _heel_up(foot: Foot, span: Span, rotation: Quat) -> float:
@@ -91,6 +97,21 @@ def _heel_up(foot: Foot, span: Span, rotation: Quat) -> float:
     long foot scaled from Kimodo's heel lift under its contact threshold lifts its heel several cm; held
     flat, the hips dived for it and the knees bent 20 deg more than Kimodo's)."""
     return 0.0 if foot.body is not None else max(0.0, pitch(foot, rotation, span.rotation, span.yaw))
+
+
+def _rise_roll(foot: Foot, span: Span, risen: float) -> float:
+    """The least heel-up roll about the span's toe point that lifts its ankle `risen` over the pin's
+    (radians; the arc's top where none does; inf where the heel lifting does not lift the ankle, a toe
+    point behind it). Closed form: the ankle's height over the toe point turned by t is a cos t + b sin t."""
+    axis = quat_rotate(yaw_rotation(span.yaw), foot.lateral)
+    arm = subtract(span.ankle, span.toe_point)
+    a, b = arm[1], cross(axis, arm)[1]
+    if b <= 0.0:
+        return math.inf
+    if risen <= 0.0:
+        return 0.0
+    radius = math.hypot(a, b)
+    return math.atan2(b, a) - math.acos(min(1.0, (a + risen) / radius))
 
 
 def rolled(foot: Foot, span: Span, angle: float) -> Goal:

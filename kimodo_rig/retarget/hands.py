@@ -70,7 +70,11 @@ def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, 
         return
     sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
     steps = max(1, int(round(1.0 / (HAND_SAMPLE_S * fps)))) if between else 1
-    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()))
+    read = {joint for side in bounds for point in hands[side] for joint, _, _ in point}
+    read.update(joint for side in bounds for joint in wrist_joints(tmap, side))
+    read.update(tmap.bones[name] for name in ("spine_0", "upperarm_l", "upperarm_r") if name in tmap.bones)
+    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()),
+                       sorted(read))
     _lift_torso(skeleton, tmap, sorted_points, bounds, samples, floor, fps)
     for side in SIDES:
         if side in bounds:
@@ -128,22 +132,24 @@ class _HandPoints:
         once per pose): within rounding of `_height`, at a third of its cost, so the exact height is worked
         out only where the estimate is within BOUND_SLACK of the threshold it is held against."""
         estimates = []
+        weighted = self.weighted
         for index in indices:
             height = 0.0
-            for joint, weight, ux, uy, uz in self.weighted[index]:
+            for joint, weight, ux, uy, uz in weighted[index]:
                 py, r0, r1, r2 = rows[joint]
                 height += weight * py + (r0 * ux + r1 * uy + r2 * uz)
             estimates.append(height)
         return estimates
 
-    def _candidates(self, positions: Sequence[Vec3], below: float) -> List[int]:
+    def _candidates(self, rows: Dict[int, Tuple[float, float, float, float]], below: float) -> List[int]:
         """The indices (in order) of the points that may stand under `below`: no point stands lower
         than its group's lowest joint less its drop."""
+        limit = below + BOUND_SLACK
         chosen = []
         for joints, members in self.groups:
-            lowest = min([positions[j][1] for j in joints])
+            lowest = min([rows[j][0] for j in joints]) if len(joints) > 1 else rows[joints[0]][0]
             for drop, index in members:
-                if lowest - drop >= below + BOUND_SLACK:
+                if lowest - drop >= limit:
                     break
                 chosen.append(index)
         chosen.sort()
@@ -154,28 +160,47 @@ class _HandPoints:
         rotations, positions = pose
         points = self.points
         threshold = floor - ON_FLOOR
-        candidates = self._candidates(positions, threshold)
+        rows = self._rows(rotations, positions)
+        candidates = self._candidates(rows, threshold)
+        if not candidates:
+            return []
         return [posed_point(points[i], rotations, positions)
-                for i, estimate in zip(candidates, self._estimates(self._rows(rotations, positions), candidates))
+                for i, estimate in zip(candidates, self._estimates(rows, candidates))
                 if estimate < threshold - BOUND_SLACK or (
                     estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
 
     def lowest(self, pose: Pose) -> float:
-        """The lowest point's height in `pose`: the least bound first, until no bound is lower."""
+        """The lowest point's height in `pose`: the groups in order of their least bound, each point's
+        bound first, until no bound is lower (the least of the heights, whatever order they come in)."""
         rotations, positions = pose
         rows = self._rows(rotations, positions)
-        best = math.inf
+        weighted, points = self.weighted, self.points
+        ordered = []
         for joints, members in self.groups:
-            floor_of_group = min([positions[j][1] for j in joints])
+            floor_of_group = min([positions[j][1] for j in joints]) if len(joints) > 1 else positions[joints[0]][1]
+            ordered.append((floor_of_group - members[0][0], floor_of_group, members))
+        ordered.sort(key=_first)
+        best = math.inf
+        for least, floor_of_group, members in ordered:
+            if least >= best + BOUND_SLACK:
+                break  # so is every later group's
             for drop, index in members:
                 if floor_of_group - drop >= best + BOUND_SLACK:
                     break
-                if self._estimates(rows, (index,))[0] >= best + BOUND_SLACK:
+                estimate = 0.0
+                for joint, weight, ux, uy, uz in weighted[index]:
+                    py, r0, r1, r2 = rows[joint]
+                    estimate += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+                if estimate >= best + BOUND_SLACK:
                     continue  # surely higher than the lowest so far
-                height = _height(self.points[index], rotations, positions)
+                height = _height(points[index], rotations, positions)
                 if height < best:
                     best = height
         return best
+
+
+def _first(item: Tuple) -> float:
+    return item[0]
 
 
 def _height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> float:
@@ -231,30 +256,51 @@ def _eased(needs: Mapping[float, float], times: Sequence[float], fps: float) -> 
     return eased
 
 
-def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near) -> List[Tuple[float, Pose]]:
+def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near, read: Sequence[int]) -> List[Tuple[float, Pose]]:
     """(time in frames, pose) of every frame and, with `steps` > 1, of `steps - 1` instants evenly
     between each two frames that `near` (a pose -> bool) holds for at either end: their world rotations
     slerped, the roots on straight lines, every other joint where its parent puts it (its place in its
-    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord."""
+    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord.
+    Only the joints `read` (with their parents: the stages read nothing else) are placed so; every other
+    joint of an instant keeps the earlier frame's place (read by nobody, it is dropped with the instant)."""
     result = []  # type: List[Tuple[float, Pose]]
     count = len(poses)
+    parents = skeleton.parents
+    placed_joints = set()  # type: set
+    for joint in read:
+        while joint >= 0 and joint not in placed_joints:
+            placed_joints.add(joint)
+            joint = parents[joint]
+    order = [(joint, parents[joint]) for joint in sorted(placed_joints)]
+    offsets = {}  # type: Dict[int, Dict[int, Vec3]]
+
+    def offsets_of(frame: int) -> Dict[int, Vec3]:
+        """Each placed joint's place in its parent's frame at `frame` (shared by the instants either side)."""
+        found = offsets.get(frame)
+        if found is None:
+            rotations, positions = poses[frame]
+            found = offsets[frame] = {
+                joint: quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
+                for joint, parent in order if parent >= 0}
+        return found
+
     for frame, pose in enumerate(poses):
         result.append((frame, pose))
         if steps > 1 and frame + 1 < count and (near(pose) or near(poses[frame + 1])):
             (rotations, positions), (next_rotations, next_positions) = pose, poses[frame + 1]
+            heres, theres = offsets_of(frame), offsets_of(frame + 1)
             for step in range(1, steps):
                 u = step / float(steps)
-                turned = [quat_slerp(a, b, u) for a, b in zip(rotations, next_rotations)]
-                placed = []  # type: List[Vec3]
-                for joint, parent in enumerate(skeleton.parents):
+                turned, placed = list(rotations), list(positions)
+                for joint, parent in order:
+                    turned[joint] = quat_slerp(rotations[joint], next_rotations[joint], u)
                     if parent < 0:
-                        placed.append(add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u)))
+                        placed[joint] = add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u))
                     else:
-                        here = quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
-                        there = quat_rotate(quat_conjugate(next_rotations[parent]),
-                                            subtract(next_positions[joint], next_positions[parent]))
-                        placed.append(add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u)))))
+                        here, there = heres[joint], theres[joint]
+                        placed[joint] = add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u))))
                 result.append((frame + u, (turned, placed)))
+            del offsets[frame]
     return result
 
 
@@ -400,8 +446,9 @@ def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPo
             if need > 0.0:
                 needs[frame], axes[frame] = need, axis
     for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
-        if angle > 0.0:
-            _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
+        if angle <= 0.0:
+            continue  # untouched since its own need was read, and that was none (a need eases to itself)
+        _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
         if bound.under(pose, floor):
             axis, rest = own_need(pose)
             if axis is not None and rest > 0.0:

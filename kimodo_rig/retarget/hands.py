@@ -21,8 +21,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..ops.fk import turn_joints
 from ..rotations import (
+    IDENTITY,
     Quat,
-    quat_slerp,
     Vec3,
     add,
     cross,
@@ -169,9 +169,10 @@ class _HandPoints:
                 if estimate < threshold - BOUND_SLACK or (
                     estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
 
-    def lowest(self, pose: Pose) -> float:
-        """The lowest point's height in `pose`: the groups in order of their least bound, each point's
-        bound first, until no bound is lower (the least of the heights, whatever order they come in)."""
+    def lowest(self, pose: Pose, ceiling: float = math.inf) -> float:
+        """The lowest point's height in `pose` where it is under `ceiling` (else some height at or above
+        it, or inf): the groups in order of their least bound, each point's bound first, until no bound
+        is lower (the least of the heights, whatever order they come in)."""
         rotations, positions = pose
         rows = self._rows(rotations, positions)
         weighted, points = self.weighted, self.points
@@ -180,22 +181,24 @@ class _HandPoints:
             floor_of_group = min([positions[j][1] for j in joints]) if len(joints) > 1 else positions[joints[0]][1]
             ordered.append((floor_of_group - members[0][0], floor_of_group, members))
         ordered.sort(key=_first)
-        best = math.inf
+        best, limit = math.inf, ceiling + BOUND_SLACK
         for least, floor_of_group, members in ordered:
-            if least >= best + BOUND_SLACK:
+            if least >= limit:
                 break  # so is every later group's
             for drop, index in members:
-                if floor_of_group - drop >= best + BOUND_SLACK:
+                if floor_of_group - drop >= limit:
                     break
                 estimate = 0.0
                 for joint, weight, ux, uy, uz in weighted[index]:
                     py, r0, r1, r2 = rows[joint]
                     estimate += weight * py + (r0 * ux + r1 * uy + r2 * uz)
-                if estimate >= best + BOUND_SLACK:
-                    continue  # surely higher than the lowest so far
+                if estimate >= limit:
+                    continue  # surely higher than the lowest so far (or than the ceiling)
                 height = _height(points[index], rotations, positions)
                 if height < best:
                     best = height
+                    if best < ceiling:
+                        limit = best + BOUND_SLACK
         return best
 
 
@@ -221,12 +224,14 @@ def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, l
     one of `points` onto `floor` or above; a point no turn brings there asks for the turn that raises
     it highest. Closed form per point (the module's formula); the largest of them."""
     turn = 0.0
+    kx, ky, kz = axis
+    cx, cy, cz = pivot
     for p in points:
         if p[1] >= floor - ON_FLOOR:
             continue
-        r = subtract(p, pivot)
-        along = axis[1] * dot(axis, r)
-        a, b = r[1] - along, cross(axis, r)[1]
+        rx, ry, rz = p[0] - cx, p[1] - cy, p[2] - cz  # subtract, dot and cross written out (hot)
+        along = ky * (kx * rx + ky * ry + kz * rz)
+        a, b = ry - along, kz * rx - kx * rz
         rise = math.hypot(a, b)
         if rise < 1e-12:
             continue
@@ -284,21 +289,53 @@ def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near, read: 
                 for joint, parent in order if parent >= 0}
         return found
 
+    sqrt, acos, sin = math.sqrt, math.acos, math.sin
     for frame, pose in enumerate(poses):
         result.append((frame, pose))
         if steps > 1 and frame + 1 < count and (near(pose) or near(poses[frame + 1])):
             (rotations, positions), (next_rotations, next_positions) = pose, poses[frame + 1]
             heres, theres = offsets_of(frame), offsets_of(frame + 1)
+            # Per joint what every instant between the two frames shares: quat_slerp's and the straight
+            # lines' terms that do not depend on the instant (the same arithmetic, written out).
+            spans = []
+            for joint, parent in order:
+                ax, ay, az, aw = rotations[joint]
+                bx, by, bz, bw = next_rotations[joint]
+                cosine = ax * bx + ay * by + az * bz + aw * bw
+                if cosine < 0.0:
+                    bx, by, bz, bw = -bx, -by, -bz, -bw
+                    cosine = -cosine
+                theta = acos(cosine) if cosine <= 0.9995 else None
+                if parent < 0:
+                    start, end = positions[joint], next_positions[joint]
+                else:
+                    start, end = heres[joint], theres[joint]
+                sx, sy, sz = start
+                spans.append((joint, parent, ax, ay, az, aw, bx, by, bz, bw, theta, sin(theta) if theta is not None else 0.0,
+                              sx, sy, sz, end[0] - sx, end[1] - sy, end[2] - sz))
             for step in range(1, steps):
                 u = step / float(steps)
                 turned, placed = list(rotations), list(positions)
-                for joint, parent in order:
-                    turned[joint] = quat_slerp(rotations[joint], next_rotations[joint], u)
-                    if parent < 0:
-                        placed[joint] = add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u))
+                for joint, parent, ax, ay, az, aw, bx, by, bz, bw, theta, s, sx, sy, sz, dx, dy, dz in spans:
+                    if theta is None:
+                        x, y, z, w = ax + (bx - ax) * u, ay + (by - ay) * u, az + (bz - az) * u, aw + (bw - aw) * u
+                        n = sqrt(x * x + y * y + z * z + w * w)
+                        turned[joint] = IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
                     else:
-                        here, there = heres[joint], theres[joint]
-                        placed[joint] = add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u))))
+                        wa = sin((1.0 - u) * theta) / s
+                        wb = sin(u * theta) / s
+                        turned[joint] = (ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb, aw * wa + bw * wb)
+                    vx, vy, vz = sx + dx * u, sy + dy * u, sz + dz * u
+                    if parent < 0:
+                        placed[joint] = (vx, vy, vz)
+                        continue
+                    qx, qy, qz, qw = turned[parent]
+                    tx = 2.0 * (qy * vz - qz * vy)
+                    ty = 2.0 * (qz * vx - qx * vz)
+                    tz = 2.0 * (qx * vy - qy * vx)
+                    px, py, pz = placed[parent]
+                    placed[joint] = (px + (vx + qw * tx + (qy * tz - qz * ty)), py + (vy + qw * ty + (qz * tx - qx * tz)),
+                                     pz + (vz + qw * tz + (qx * ty - qy * tx)))
                 result.append((frame + u, (turned, placed)))
             del offsets[frame]
     return result
@@ -333,7 +370,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):
-                depth = floor - hands[side].lowest(pose)
+                depth = floor - hands[side].lowest(pose, floor)  # a hand at or above the floor is no depth
                 if depth > ON_FLOOR:
                     depths[shoulder] = depth
         if not depths:

@@ -115,31 +115,20 @@ class _HandPoints:
             groups.setdefault(tuple(sorted(joint for joint, _, _ in point)), []).append((drop, index))
         self.groups = [(joints, sorted(members, reverse=True)) for joints, members in groups.items()]
         self.joints = sorted({joint for point in self.points for joint, _, _ in point})
-        # Each term's weight and weighted offset, for `_estimates`.
+        # Each term's weight and weighted offset: a point's height estimated as the sum over its terms of
+        # weight * y + row . weighted offset (`_rows`, once per pose), the same arithmetic's terms in
+        # another order: within rounding of `_height` at a third of its cost, so the exact height is worked
+        # out only where the estimate is within BOUND_SLACK of the threshold it is held against.
         self.weighted = [tuple((joint, weight, weight * vx, weight * vy, weight * vz) for joint, weight, (vx, vy, vz) in point)
                          for point in self.points]
 
     def _rows(self, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Dict[int, Tuple[float, float, float, float]]:
-        """Per joint the points hang from, its height and its rotation's middle matrix row, for `_estimates`."""
+        """Per joint the points hang from, its height and its rotation's middle matrix row, for the estimates."""
         rows = {}
         for joint in self.joints:
             x, y, z, w = rotations[joint]
             rows[joint] = (positions[joint][1], 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w))
         return rows
-
-    def _estimates(self, rows: Dict[int, Tuple[float, float, float, float]], indices: Sequence[int]) -> List[float]:
-        """The heights of the points `indices` in another order of the same arithmetic's terms (`_rows`,
-        once per pose): within rounding of `_height`, at a third of its cost, so the exact height is worked
-        out only where the estimate is within BOUND_SLACK of the threshold it is held against."""
-        estimates = []
-        weighted = self.weighted
-        for index in indices:
-            height = 0.0
-            for joint, weight, ux, uy, uz in weighted[index]:
-                py, r0, r1, r2 = rows[joint]
-                height += weight * py + (r0 * ux + r1 * uy + r2 * uz)
-            estimates.append(height)
-        return estimates
 
     def _candidates(self, rows: Dict[int, Tuple[float, float, float, float]], below: float) -> List[int]:
         """The indices (in order) of the points that may stand under `below`: no point stands lower
@@ -164,10 +153,16 @@ class _HandPoints:
         candidates = self._candidates(rows, threshold)
         if not candidates:
             return []
-        return [posed_point(points[i], rotations, positions)
-                for i, estimate in zip(candidates, self._estimates(rows, candidates))
-                if estimate < threshold - BOUND_SLACK or (
-                    estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
+        weighted, below, above = self.weighted, threshold - BOUND_SLACK, threshold + BOUND_SLACK
+        found = []
+        for index in candidates:
+            estimate = 0.0  # (`weighted`)
+            for joint, weight, ux, uy, uz in weighted[index]:
+                py, r0, r1, r2 = rows[joint]
+                estimate += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+            if estimate < below or (estimate < above and _height(points[index], rotations, positions) < threshold):
+                found.append(posed_point(points[index], rotations, positions))
+        return found
 
     def lowest(self, pose: Pose, ceiling: float = math.inf) -> float:
         """The lowest point's height in `pose` where it is under `ceiling` (else some height at or above

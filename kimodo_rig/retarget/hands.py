@@ -21,8 +21,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import Skeleton
 from ..ops.fk import turn_joints
 from ..rotations import (
+    IDENTITY,
     Quat,
-    quat_slerp,
     Vec3,
     add,
     cross,
@@ -70,7 +70,11 @@ def keep_hands_above(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, 
         return
     sorted_points = {side: _HandPoints(hands[side]) for side in bounds}
     steps = max(1, int(round(1.0 / (HAND_SAMPLE_S * fps)))) if between else 1
-    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()))
+    read = {joint for side in bounds for point in hands[side] for joint, _, _ in point}
+    read.update(joint for side in bounds for joint in wrist_joints(tmap, side))
+    read.update(tmap.bones[name] for name in ("spine_0", "upperarm_l", "upperarm_r") if name in tmap.bones)
+    samples = _sampled(skeleton, poses, steps, lambda pose: any(bound.under(pose, floor) for bound in bounds.values()),
+                       sorted(read))
     _lift_torso(skeleton, tmap, sorted_points, bounds, samples, floor, fps)
     for side in SIDES:
         if side in bounds:
@@ -111,39 +115,30 @@ class _HandPoints:
             groups.setdefault(tuple(sorted(joint for joint, _, _ in point)), []).append((drop, index))
         self.groups = [(joints, sorted(members, reverse=True)) for joints, members in groups.items()]
         self.joints = sorted({joint for point in self.points for joint, _, _ in point})
-        # Each term's weight and weighted offset, for `_estimates`.
+        # Each term's weight and weighted offset: a point's height estimated as the sum over its terms of
+        # weight * y + row . weighted offset (`_rows`, once per pose), the same arithmetic's terms in
+        # another order: within rounding of `_height` at a third of its cost, so the exact height is worked
+        # out only where the estimate is within BOUND_SLACK of the threshold it is held against.
         self.weighted = [tuple((joint, weight, weight * vx, weight * vy, weight * vz) for joint, weight, (vx, vy, vz) in point)
                          for point in self.points]
 
     def _rows(self, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> Dict[int, Tuple[float, float, float, float]]:
-        """Per joint the points hang from, its height and its rotation's middle matrix row, for `_estimates`."""
+        """Per joint the points hang from, its height and its rotation's middle matrix row, for the estimates."""
         rows = {}
         for joint in self.joints:
             x, y, z, w = rotations[joint]
             rows[joint] = (positions[joint][1], 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w))
         return rows
 
-    def _estimates(self, rows: Dict[int, Tuple[float, float, float, float]], indices: Sequence[int]) -> List[float]:
-        """The heights of the points `indices` in another order of the same arithmetic's terms (`_rows`,
-        once per pose): within rounding of `_height`, at a third of its cost, so the exact height is worked
-        out only where the estimate is within BOUND_SLACK of the threshold it is held against."""
-        estimates = []
-        for index in indices:
-            height = 0.0
-            for joint, weight, ux, uy, uz in self.weighted[index]:
-                py, r0, r1, r2 = rows[joint]
-                height += weight * py + (r0 * ux + r1 * uy + r2 * uz)
-            estimates.append(height)
-        return estimates
-
-    def _candidates(self, positions: Sequence[Vec3], below: float) -> List[int]:
+    def _candidates(self, rows: Dict[int, Tuple[float, float, float, float]], below: float) -> List[int]:
         """The indices (in order) of the points that may stand under `below`: no point stands lower
         than its group's lowest joint less its drop."""
+        limit = below + BOUND_SLACK
         chosen = []
         for joints, members in self.groups:
-            lowest = min([positions[j][1] for j in joints])
+            lowest = min([rows[j][0] for j in joints]) if len(joints) > 1 else rows[joints[0]][0]
             for drop, index in members:
-                if lowest - drop >= below + BOUND_SLACK:
+                if lowest - drop >= limit:
                     break
                 chosen.append(index)
         chosen.sort()
@@ -154,28 +149,56 @@ class _HandPoints:
         rotations, positions = pose
         points = self.points
         threshold = floor - ON_FLOOR
-        candidates = self._candidates(positions, threshold)
-        return [posed_point(points[i], rotations, positions)
-                for i, estimate in zip(candidates, self._estimates(self._rows(rotations, positions), candidates))
-                if estimate < threshold - BOUND_SLACK or (
-                    estimate < threshold + BOUND_SLACK and _height(points[i], rotations, positions) < threshold)]
+        rows = self._rows(rotations, positions)
+        candidates = self._candidates(rows, threshold)
+        if not candidates:
+            return []
+        weighted, below, above = self.weighted, threshold - BOUND_SLACK, threshold + BOUND_SLACK
+        found = []
+        for index in candidates:
+            estimate = 0.0  # (`weighted`)
+            for joint, weight, ux, uy, uz in weighted[index]:
+                py, r0, r1, r2 = rows[joint]
+                estimate += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+            if estimate < below or (estimate < above and _height(points[index], rotations, positions) < threshold):
+                found.append(posed_point(points[index], rotations, positions))
+        return found
 
-    def lowest(self, pose: Pose) -> float:
-        """The lowest point's height in `pose`: the least bound first, until no bound is lower."""
+    def lowest(self, pose: Pose, ceiling: float = math.inf) -> float:
+        """The lowest point's height in `pose` where it is under `ceiling` (else some height at or above
+        it, or inf): the groups in order of their least bound, each point's bound first, until no bound
+        is lower (the least of the heights, whatever order they come in)."""
         rotations, positions = pose
         rows = self._rows(rotations, positions)
-        best = math.inf
+        weighted, points = self.weighted, self.points
+        ordered = []
         for joints, members in self.groups:
-            floor_of_group = min([positions[j][1] for j in joints])
+            floor_of_group = min([positions[j][1] for j in joints]) if len(joints) > 1 else positions[joints[0]][1]
+            ordered.append((floor_of_group - members[0][0], floor_of_group, members))
+        ordered.sort(key=_first)
+        best, limit = math.inf, ceiling + BOUND_SLACK
+        for least, floor_of_group, members in ordered:
+            if least >= limit:
+                break  # so is every later group's
             for drop, index in members:
-                if floor_of_group - drop >= best + BOUND_SLACK:
+                if floor_of_group - drop >= limit:
                     break
-                if self._estimates(rows, (index,))[0] >= best + BOUND_SLACK:
-                    continue  # surely higher than the lowest so far
-                height = _height(self.points[index], rotations, positions)
+                estimate = 0.0
+                for joint, weight, ux, uy, uz in weighted[index]:
+                    py, r0, r1, r2 = rows[joint]
+                    estimate += weight * py + (r0 * ux + r1 * uy + r2 * uz)
+                if estimate >= limit:
+                    continue  # surely higher than the lowest so far (or than the ceiling)
+                height = _height(points[index], rotations, positions)
                 if height < best:
                     best = height
+                    if best < ceiling:
+                        limit = best + BOUND_SLACK
         return best
+
+
+def _first(item: Tuple) -> float:
+    return item[0]
 
 
 def _height(point: Point, rotations: Sequence[Quat], positions: Sequence[Vec3]) -> float:
@@ -196,12 +219,14 @@ def _least_turn(points: Sequence[Vec3], pivot: Vec3, axis: Vec3, floor: float, l
     one of `points` onto `floor` or above; a point no turn brings there asks for the turn that raises
     it highest. Closed form per point (the module's formula); the largest of them."""
     turn = 0.0
+    kx, ky, kz = axis
+    cx, cy, cz = pivot
     for p in points:
         if p[1] >= floor - ON_FLOOR:
             continue
-        r = subtract(p, pivot)
-        along = axis[1] * dot(axis, r)
-        a, b = r[1] - along, cross(axis, r)[1]
+        rx, ry, rz = p[0] - cx, p[1] - cy, p[2] - cz  # subtract, dot and cross written out (hot)
+        along = ky * (kx * rx + ky * ry + kz * rz)
+        a, b = ry - along, kz * rx - kx * rz
         rise = math.hypot(a, b)
         if rise < 1e-12:
             continue
@@ -231,30 +256,83 @@ def _eased(needs: Mapping[float, float], times: Sequence[float], fps: float) -> 
     return eased
 
 
-def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near) -> List[Tuple[float, Pose]]:
+def _sampled(skeleton: Skeleton, poses: Sequence[Pose], steps: int, near, read: Sequence[int]) -> List[Tuple[float, Pose]]:
     """(time in frames, pose) of every frame and, with `steps` > 1, of `steps - 1` instants evenly
     between each two frames that `near` (a pose -> bool) holds for at either end: their world rotations
     slerped, the roots on straight lines, every other joint where its parent puts it (its place in its
-    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord."""
+    parent's frame on a straight line), so a hand swinging between frames follows the arc, not the chord.
+    Only the joints `read` (with their parents: the stages read nothing else) are placed so; every other
+    joint of an instant keeps the earlier frame's place (read by nobody, it is dropped with the instant)."""
     result = []  # type: List[Tuple[float, Pose]]
     count = len(poses)
+    parents = skeleton.parents
+    placed_joints = set()  # type: set
+    for joint in read:
+        while joint >= 0 and joint not in placed_joints:
+            placed_joints.add(joint)
+            joint = parents[joint]
+    order = [(joint, parents[joint]) for joint in sorted(placed_joints)]
+    offsets = {}  # type: Dict[int, Dict[int, Vec3]]
+
+    def offsets_of(frame: int) -> Dict[int, Vec3]:
+        """Each placed joint's place in its parent's frame at `frame` (shared by the instants either side)."""
+        found = offsets.get(frame)
+        if found is None:
+            rotations, positions = poses[frame]
+            found = offsets[frame] = {
+                joint: quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
+                for joint, parent in order if parent >= 0}
+        return found
+
+    sqrt, acos, sin = math.sqrt, math.acos, math.sin
     for frame, pose in enumerate(poses):
         result.append((frame, pose))
         if steps > 1 and frame + 1 < count and (near(pose) or near(poses[frame + 1])):
             (rotations, positions), (next_rotations, next_positions) = pose, poses[frame + 1]
+            heres, theres = offsets_of(frame), offsets_of(frame + 1)
+            # Per joint what every instant between the two frames shares: quat_slerp's and the straight
+            # lines' terms that do not depend on the instant (the same arithmetic, written out).
+            spans = []
+            for joint, parent in order:
+                ax, ay, az, aw = rotations[joint]
+                bx, by, bz, bw = next_rotations[joint]
+                cosine = ax * bx + ay * by + az * bz + aw * bw
+                if cosine < 0.0:
+                    bx, by, bz, bw = -bx, -by, -bz, -bw
+                    cosine = -cosine
+                theta = acos(cosine) if cosine <= 0.9995 else None
+                if parent < 0:
+                    start, end = positions[joint], next_positions[joint]
+                else:
+                    start, end = heres[joint], theres[joint]
+                sx, sy, sz = start
+                spans.append((joint, parent, ax, ay, az, aw, bx, by, bz, bw, theta, sin(theta) if theta is not None else 0.0,
+                              sx, sy, sz, end[0] - sx, end[1] - sy, end[2] - sz))
             for step in range(1, steps):
                 u = step / float(steps)
-                turned = [quat_slerp(a, b, u) for a, b in zip(rotations, next_rotations)]
-                placed = []  # type: List[Vec3]
-                for joint, parent in enumerate(skeleton.parents):
-                    if parent < 0:
-                        placed.append(add(positions[joint], scale(subtract(next_positions[joint], positions[joint]), u)))
+                turned, placed = list(rotations), list(positions)
+                for joint, parent, ax, ay, az, aw, bx, by, bz, bw, theta, s, sx, sy, sz, dx, dy, dz in spans:
+                    if theta is None:
+                        x, y, z, w = ax + (bx - ax) * u, ay + (by - ay) * u, az + (bz - az) * u, aw + (bw - aw) * u
+                        n = sqrt(x * x + y * y + z * z + w * w)
+                        turned[joint] = IDENTITY if n == 0.0 else (x / n, y / n, z / n, w / n)
                     else:
-                        here = quat_rotate(quat_conjugate(rotations[parent]), subtract(positions[joint], positions[parent]))
-                        there = quat_rotate(quat_conjugate(next_rotations[parent]),
-                                            subtract(next_positions[joint], next_positions[parent]))
-                        placed.append(add(placed[parent], quat_rotate(turned[parent], add(here, scale(subtract(there, here), u)))))
+                        wa = sin((1.0 - u) * theta) / s
+                        wb = sin(u * theta) / s
+                        turned[joint] = (ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb, aw * wa + bw * wb)
+                    vx, vy, vz = sx + dx * u, sy + dy * u, sz + dz * u
+                    if parent < 0:
+                        placed[joint] = (vx, vy, vz)
+                        continue
+                    qx, qy, qz, qw = turned[parent]
+                    tx = 2.0 * (qy * vz - qz * vy)
+                    ty = 2.0 * (qz * vx - qx * vz)
+                    tz = 2.0 * (qx * vy - qy * vx)
+                    px, py, pz = placed[parent]
+                    placed[joint] = (px + (vx + qw * tx + (qy * tz - qz * ty)), py + (vy + qw * ty + (qz * tx - qx * tz)),
+                                     pz + (vz + qw * tz + (qx * ty - qy * tx)))
                 result.append((frame + u, (turned, placed)))
+            del offsets[frame]
     return result
 
 
@@ -287,7 +365,7 @@ def _lift_torso(skeleton: Skeleton, tmap: HumanoidMap, hands: Mapping[str, _Hand
         depths = {}
         for side, shoulder in zip(sides, shoulders):
             if bounds[side].under(pose, floor):
-                depth = floor - hands[side].lowest(pose)
+                depth = floor - hands[side].lowest(pose, floor)  # a hand at or above the floor is no depth
                 if depth > ON_FLOOR:
                     depths[shoulder] = depth
         if not depths:
@@ -400,8 +478,9 @@ def _swing_arm(skeleton: Skeleton, tmap: HumanoidMap, side: str, points: _HandPo
             if need > 0.0:
                 needs[frame], axes[frame] = need, axis
     for (_, pose), (angle, source) in zip(samples, _eased(needs, [when for when, _ in samples], fps)):
-        if angle > 0.0:
-            _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
+        if angle <= 0.0:
+            continue  # untouched since its own need was read, and that was none (a need eases to itself)
+        _turn_about(arm, pose, pose[1][shoulder], quat_from_axis_angle(axes[source], angle))
         if bound.under(pose, floor):
             axis, rest = own_need(pose)
             if axis is not None and rest > 0.0:

@@ -2,8 +2,8 @@
 of the last contact frame, which Kimodo's skate measure counts), each with one pin, the foot standing as
 the retargeted one stands over the span, its lowest sole point on the rest floor (docs/leg-solver.md).
 
-This module also holds the leg solver's one table of constants (contacts, hips, legs, ease), in seconds,
-degrees and shares; nothing is counted in frames."""
+This module also holds the leg solver's one table of constants (contacts, hips, legs, ease, hands), in
+seconds, degrees and shares; nothing is counted in frames."""
 from __future__ import annotations
 
 import math
@@ -30,6 +30,16 @@ FOOT_PITCH_MAX_DEG = 60.0  # deg: the most a free foot turns about its ankle (to
 KNEE_FOLDEST_DEG = 150.0  # deg: the most a locked knee folds (a deep squat) before the hips rise, unless the retargeted leg folds further (a kneel)
 RIGID_EASE_S = 0.3  # s: a foot that is the leg's last bone eases from standing as its pin has it to the leg's own reach this long before and after a span (its knee takes all the hips' move while it stands)
 KNEE_LEAN_DEG = 3.0  # deg: a knee bent less than about this leans on the hips' forward for its plane (smoothly: a straight leg has none)
+# The hands kept above the floor (hands.py):
+ARM_EASE_S = 0.1  # s: each lift eases in before and out after the frames that need it over this long (2 frames
+#                   either side at 30 fps, as the 2-frame ease before), so the arm does not jump; the hand rides
+#                   a little above the floor there
+TORSO_LIFT_MAX_DEG = 80.0  # deg: the most the back turns up (and never so far its lean ends further from upright)
+WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a hand laid flat on the floor)
+ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
+ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
+#                           against its own lean, so an arm hanging straight down swings out, not into the body
+HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often each stage's need is read and lifted whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot's back on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
 
 
 @dataclass(frozen=True)

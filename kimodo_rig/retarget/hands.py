@@ -37,19 +37,11 @@ from ..rotations import (
     scale,
     subtract,
 )
+from .contacts import ARM_EASE_S, ARM_SWING_MAX_DEG, ARM_SWING_OUTWARD, HAND_SAMPLE_S, TORSO_LIFT_MAX_DEG, WRIST_PITCH_MAX_DEG
 from .mapping import SIDES, HumanoidMap
 from .soles import Point, hand_joint, posed_point, subtree, wrist_joints
 
-# The stage's constants: name, value, unit, why.
-ARM_EASE_S = 0.1  # s: each lift eases in before and out after the frames that need it over this long (2 frames
-#                   either side at 30 fps, as the 2-frame ease before), so the arm does not jump; the hand rides
-#                   a little above the floor there
-TORSO_LIFT_MAX_DEG = 80.0  # deg: the most the back turns up (and never so far its lean ends further from upright)
-WRIST_PITCH_MAX_DEG = 60.0  # deg: the most the hand turns up at the wrist (a hand laid flat on the floor)
-ARM_SWING_MAX_DEG = 90.0  # deg: the most the whole arm swings up about its shoulder
-ARM_SWING_OUTWARD = 0.25  # of the arm's reach (a ratio): how far out to the side a hanging arm's swing leans,
-#                           against its own lean, so an arm hanging straight down swings out, not into the body
-HAND_SAMPLE_S = 1.0 / 120.0  # s: with the plan, how often each stage's need is read and lifted whatever the frame rate (between a clip's frames on poses interpolated): steeper than a frame where two hands' depths cross (the robot's back on g1_01: 27 deg at 60 fps between 30 fps samples of 20 and 17), it read otherwise at 30, 60 and 120 fps
+# Float noise, not tunings (the stage's tunings are in contacts.py's table).
 ON_FLOOR = 1e-6  # m: a point this close under the floor is on it (float noise, not a tuning)
 BOUND_SLACK = 1e-9  # m: what a bound of a point's height keeps in hand for rounding (float noise, not a tuning)
 

@@ -207,10 +207,11 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     lockable = [side for side in SIDES if leg_chain(tmap, side) is not None]
     roots = array("d", retargeted.root_positions)
     poses = list(zip(*global_rotations_and_positions(retargeted)))  # pose_globals per frame, in one pass
+    feet_ = contact_plan.feet(tmap, soles, info.forward)
     rigid = any(side not in lockable and tmap.has("foot_" + side) for side in SIDES) or any(
-        foot.body is not None for foot in contact_plan.feet(tmap, soles, info.forward).values())
+        foot.body is not None for foot in feet_.values())
     if lock and leg_solver(rigid) == "plan":
-        carried = _locked_by_plan(retargeted, info, soles, contacts, poses, roots, source_positions)
+        carried = _locked_by_plan(retargeted, info, soles, feet_, contacts, poses, roots, source_positions)
         return _finished(retargeted, info, soles, poses, roots, carried, treadmill, between=True)
     if lock and any(tmap.has("foot_" + side) and side not in lockable for side in SIDES):
         hike_hips(skeleton, tmap, soles, contacts, poses)  # a rigid leg's roll of the hips, not Kimodo's
@@ -274,14 +275,13 @@ def place_feet(retargeted: Motion, source: Motion, info: RetargetInfo, bind_mesh
     return _finished(retargeted, info, soles, poses, roots, carried, treadmill)
 
 
-def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, contacts, poses, roots: array,
-                    source_positions) -> List[Tuple[float, float]]:
-    """The foot lock of issue 40: the contact plan (contacts.py), the hips' path (hips.py), each frame's
-    legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
+def _locked_by_plan(retargeted: Motion, info: RetargetInfo, soles, feet_: Dict[str, contact_plan.Foot], contacts,
+                    poses, roots: array, source_positions) -> List[Tuple[float, float]]:
+    """The foot lock of issue 40: the contact plan (contacts.py) of the legs `feet_` (`contacts.feet`), the
+    hips' path (hips.py), each frame's legs (legs.py), eased (ease.py). Changes `poses` and `roots` in place; returns the hips' horizontal
     move per frame."""
     skeleton = retargeted.skeleton
     frames, fps = retargeted.frame_count, retargeted.fps
-    feet_ = contact_plan.feet(info.target_map, soles, info.forward)
     # The feet move the body on their contact frames alone, not through the step out or the short lifts
     # the pins hold: there the foot moves away from its pin. Legs with a knee: the pins stand where the
     # retargeted feet stand over their spans, before the body moves toward them (not carried from step to
